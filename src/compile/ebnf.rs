@@ -1,0 +1,393 @@
+//! EBNF trees and their lowering into the BNF productions of the IR.
+//!
+//! Both front ends resolve names to symbols and hand each rule body over as an [`Ebnf`]
+//! tree; [`BnfBuilder`] expands it the way Lark does, so that LR tables look like Lark's:
+//! alternations and optionals inside a sequence are distributed into separate productions
+//! (`a (b|c)? d` → `a d | a b d | a c d`), `x+` becomes a left-recursive helper
+//! (`P → x | P x`), `x*` is an optional `x+`, and bounded repeats `x{m,n}` are spelled out.
+//! Distribution is capped: a sequence whose expansion would exceed
+//! [`MAX_ALTERNATIVES`] gets its widest parts factored into helper nonterminals instead.
+//! None of this changes the language.
+
+use hashbrown::HashMap;
+
+use super::error::{GrammarError, Span};
+use super::ir::{Nonterminal, Production, Symbol};
+use crate::ids::NonterminalId;
+
+/// Most productions one rule body may distribute into before parts are factored out.
+pub const MAX_ALTERNATIVES: usize = 64;
+/// Largest repetition bound (`x{m,n}`, `x ~ m..n`); bounds grammar size.
+pub const MAX_REPEAT: u32 = 10_000;
+/// Most right-hand-side symbols in the whole grammar; bounds memory.
+pub const MAX_SYMBOLS: usize = 4_000_000;
+/// Bounded repeats with at most this many optional copies are spelled out as alternatives;
+/// longer ones become a chain of nested optionals (linear size).
+const SPELL_OUT: u32 = 4;
+
+/// An EBNF expression over resolved symbols.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Ebnf {
+    /// One symbol.
+    Sym(Symbol),
+    /// Concatenation (empty = ε).
+    Seq(Vec<Ebnf>),
+    /// Alternation.
+    Alt(Vec<Ebnf>),
+    /// `inner` repeated `min..=max` times (`max = None`: unbounded).
+    Repeat {
+        /// What is repeated.
+        inner: Box<Ebnf>,
+        /// Fewest copies.
+        min: u32,
+        /// Most copies, if bounded.
+        max: Option<u32>,
+    },
+}
+
+impl Ebnf {
+    /// `inner?`.
+    pub fn optional(inner: Ebnf) -> Ebnf {
+        Ebnf::Repeat {
+            inner: Box::new(inner),
+            min: 0,
+            max: Some(1),
+        }
+    }
+}
+
+/// Accumulates nonterminals and productions while rule bodies are lowered.
+pub struct BnfBuilder {
+    nonterminals: Vec<Nonterminal>,
+    productions: Vec<Production>,
+    seen: hashbrown::HashSet<(NonterminalId, Vec<Symbol>)>,
+    helpers: HashMap<(&'static str, Ebnf), NonterminalId>,
+    symbols: usize,
+}
+
+type Alts = Vec<Vec<Symbol>>;
+
+impl BnfBuilder {
+    /// Starts with the named nonterminals of the grammar (ids already handed out).
+    pub fn new(nonterminals: Vec<Nonterminal>) -> Self {
+        Self {
+            nonterminals,
+            productions: Vec::new(),
+            seen: Default::default(),
+            helpers: HashMap::new(),
+            symbols: 0,
+        }
+    }
+
+    /// Adds the productions of `lhs → body`.
+    pub fn define(
+        &mut self,
+        lhs: NonterminalId,
+        body: &Ebnf,
+        priority: i32,
+        span: Span,
+    ) -> Result<(), GrammarError> {
+        let alts = self.alternatives(body, lhs, span)?;
+        for rhs in alts {
+            self.push(lhs, rhs, priority, span)?;
+        }
+        Ok(())
+    }
+
+    /// The nonterminals and productions, productions grouped by left-hand side.
+    pub fn finish(self) -> (Vec<Nonterminal>, Vec<Production>) {
+        let mut prods = self.productions;
+        prods.sort_by_key(|p| p.lhs);
+        (self.nonterminals, prods)
+    }
+
+    fn push(
+        &mut self,
+        lhs: NonterminalId,
+        rhs: Vec<Symbol>,
+        priority: i32,
+        span: Span,
+    ) -> Result<(), GrammarError> {
+        if !self.seen.insert((lhs, rhs.clone())) {
+            return Ok(());
+        }
+        self.symbols += rhs.len() + 1;
+        if self.symbols > MAX_SYMBOLS {
+            return Err(GrammarError::TooLarge {
+                span,
+                what: "total size of the expanded rules".into(),
+                limit: MAX_SYMBOLS,
+            });
+        }
+        self.productions.push(Production { lhs, rhs, priority });
+        Ok(())
+    }
+
+    fn helper(
+        &mut self,
+        kind: &'static str,
+        key: Ebnf,
+        parent: NonterminalId,
+        span: Span,
+        alts: impl FnOnce(&mut Self, NonterminalId) -> Result<Alts, GrammarError>,
+    ) -> Result<NonterminalId, GrammarError> {
+        if let Some(&n) = self.helpers.get(&(kind, key.clone())) {
+            return Ok(n);
+        }
+        let id = NonterminalId::new(self.nonterminals.len());
+        let name = format!(
+            "{}__{}{}",
+            self.nonterminals[parent.index()].name,
+            kind,
+            self.helpers.len()
+        );
+        self.nonterminals.push(Nonterminal { name, span });
+        self.helpers.insert((kind, key), id);
+        for rhs in alts(self, id)? {
+            self.push(id, rhs, 0, span)?;
+        }
+        Ok(id)
+    }
+
+    /// A single symbol standing for `e`: itself if `e` is one symbol, else a helper.
+    fn as_symbol(
+        &mut self,
+        e: &Ebnf,
+        parent: NonterminalId,
+        span: Span,
+    ) -> Result<Symbol, GrammarError> {
+        let alts = self.alternatives(e, parent, span)?;
+        if alts.len() == 1 && alts[0].len() == 1 {
+            return Ok(alts[0][0]);
+        }
+        let n = self.helper("group", e.clone(), parent, span, |_, _| Ok(alts))?;
+        Ok(Symbol::N(n))
+    }
+
+    fn alternatives(
+        &mut self,
+        e: &Ebnf,
+        parent: NonterminalId,
+        span: Span,
+    ) -> Result<Alts, GrammarError> {
+        match e {
+            Ebnf::Sym(s) => Ok(vec![vec![*s]]),
+            Ebnf::Alt(items) => {
+                let mut out: Alts = Vec::new();
+                for it in items {
+                    for a in self.alternatives(it, parent, span)? {
+                        if !out.contains(&a) {
+                            out.push(a);
+                        }
+                    }
+                }
+                if out.len() > MAX_ALTERNATIVES * MAX_ALTERNATIVES {
+                    return Err(GrammarError::TooLarge {
+                        span,
+                        what: "alternatives of one rule".into(),
+                        limit: MAX_ALTERNATIVES * MAX_ALTERNATIVES,
+                    });
+                }
+                Ok(out)
+            }
+            Ebnf::Seq(items) => {
+                let mut parts: Vec<Alts> = Vec::with_capacity(items.len());
+                for it in items {
+                    parts.push(self.alternatives(it, parent, span)?);
+                }
+                // Factor the widest parts out until the product is small enough.
+                loop {
+                    let product = parts
+                        .iter()
+                        .map(|p| p.len())
+                        .try_fold(1usize, |a, b| a.checked_mul(b))
+                        .unwrap_or(usize::MAX);
+                    if product <= MAX_ALTERNATIVES {
+                        break;
+                    }
+                    let (i, _) = parts
+                        .iter()
+                        .enumerate()
+                        .max_by_key(|(_, p)| p.len())
+                        .expect("product > 1 implies a part with alternatives");
+                    let alts = std::mem::take(&mut parts[i]);
+                    let n = self.helper("group", items[i].clone(), parent, span, |_, _| {
+                        Ok(alts)
+                    })?;
+                    parts[i] = vec![vec![Symbol::N(n)]];
+                }
+                let mut out: Alts = vec![Vec::new()];
+                for p in parts {
+                    let mut next = Vec::with_capacity(out.len() * p.len());
+                    for prefix in &out {
+                        for a in &p {
+                            let mut v = prefix.clone();
+                            v.extend_from_slice(a);
+                            if !next.contains(&v) {
+                                next.push(v);
+                            }
+                        }
+                    }
+                    out = next;
+                }
+                Ok(out)
+            }
+            Ebnf::Repeat { inner, min, max } => {
+                let (min, max) = (*min, *max);
+                let too_big = |limit_hit: u32| GrammarError::TooLarge {
+                    span,
+                    what: format!("repetition count {limit_hit}"),
+                    limit: MAX_REPEAT as usize,
+                };
+                if min > MAX_REPEAT {
+                    return Err(too_big(min));
+                }
+                if let Some(m) = max {
+                    if m > MAX_REPEAT {
+                        return Err(too_big(m));
+                    }
+                }
+                if min == 0 && max == Some(1) {
+                    let mut out = vec![Vec::new()];
+                    for a in self.alternatives(inner, parent, span)? {
+                        if !out.contains(&a) {
+                            out.push(a);
+                        }
+                    }
+                    return Ok(out);
+                }
+                let x = self.as_symbol(inner, parent, span)?;
+                match max {
+                    None => {
+                        let plus = self.helper(
+                            "plus",
+                            Ebnf::Sym(x),
+                            parent,
+                            span,
+                            |_, me| Ok(vec![vec![x], vec![Symbol::N(me), x]]),
+                        )?;
+                        if min == 0 {
+                            Ok(vec![Vec::new(), vec![Symbol::N(plus)]])
+                        } else {
+                            let mut v = vec![x; (min - 1) as usize];
+                            v.push(Symbol::N(plus));
+                            Ok(vec![v])
+                        }
+                    }
+                    Some(max) if max < min => Err(GrammarError::Syntax {
+                        span,
+                        message: format!("repetition range {min}..{max} is empty"),
+                    }),
+                    Some(max) if max - min <= SPELL_OUT => {
+                        Ok((min..=max).map(|k| vec![x; k as usize]).collect())
+                    }
+                    Some(max) => {
+                        // A chain C_j → ε | x C_{j-1} of nested optionals: linear size.
+                        let mut prev: Option<NonterminalId> = None;
+                        for j in 1..=(max - min) {
+                            let key = Ebnf::Repeat {
+                                inner: Box::new(Ebnf::Sym(x)),
+                                min: 0,
+                                max: Some(j),
+                            };
+                            let p = prev;
+                            let c = self.helper("upto", key, parent, span, move |_, _| {
+                                let mut more = vec![x];
+                                if let Some(p) = p {
+                                    more.push(Symbol::N(p));
+                                }
+                                Ok(vec![Vec::new(), more])
+                            })?;
+                            prev = Some(c);
+                        }
+                        let mut v = vec![x; min as usize];
+                        // max > min + SPELL_OUT, so the loop ran at least once.
+                        v.push(Symbol::N(prev.expect("chain is non-empty")));
+                        Ok(vec![v])
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::TerminalId;
+
+    fn t(i: usize) -> Ebnf {
+        Ebnf::Sym(Symbol::T(TerminalId::new(i)))
+    }
+
+    fn builder() -> BnfBuilder {
+        BnfBuilder::new(vec![Nonterminal {
+            name: "r".into(),
+            span: Span::default(),
+        }])
+    }
+
+    #[test]
+    fn optional_in_sequence_is_distributed() {
+        let mut b = builder();
+        let body = Ebnf::Seq(vec![t(0), Ebnf::optional(Ebnf::Alt(vec![t(1), t(2)])), t(3)]);
+        b.define(NonterminalId::new(0), &body, 0, Span::default()).unwrap();
+        let (nts, prods) = b.finish();
+        assert_eq!(nts.len(), 1);
+        assert_eq!(prods.len(), 3);
+        let lens: Vec<usize> = prods.iter().map(|p| p.rhs.len()).collect();
+        assert_eq!(lens, vec![2, 3, 3]);
+    }
+
+    #[test]
+    fn plus_is_left_recursive_and_shared() {
+        let mut b = builder();
+        let plus = Ebnf::Repeat {
+            inner: Box::new(t(0)),
+            min: 1,
+            max: None,
+        };
+        let body = Ebnf::Seq(vec![plus.clone(), t(1), plus]);
+        b.define(NonterminalId::new(0), &body, 0, Span::default()).unwrap();
+        let (nts, prods) = b.finish();
+        assert_eq!(nts.len(), 2, "one shared helper");
+        let helper = NonterminalId::new(1);
+        let hp: Vec<_> = prods.iter().filter(|p| p.lhs == helper).collect();
+        assert_eq!(hp.len(), 2);
+        assert_eq!(hp[1].rhs[0], Symbol::N(helper));
+    }
+
+    #[test]
+    fn wide_products_are_factored() {
+        let mut b = builder();
+        let opt = |i| Ebnf::optional(t(i));
+        let body = Ebnf::Seq((0..10).map(opt).collect());
+        b.define(NonterminalId::new(0), &body, 0, Span::default()).unwrap();
+        let (_, prods) = b.finish();
+        assert!(prods.len() < 200, "{}", prods.len());
+    }
+
+    #[test]
+    fn long_bounded_repeat_is_linear() {
+        let mut b = builder();
+        let body = Ebnf::Repeat {
+            inner: Box::new(t(0)),
+            min: 2,
+            max: Some(1000),
+        };
+        b.define(NonterminalId::new(0), &body, 0, Span::default()).unwrap();
+        let (nts, prods) = b.finish();
+        assert_eq!(nts.len(), 1 + 998);
+        assert!(prods.len() <= 1 + 2 * 998);
+        let huge = Ebnf::Repeat {
+            inner: Box::new(t(0)),
+            min: 0,
+            max: Some(MAX_REPEAT + 1),
+        };
+        let mut b = builder();
+        assert!(matches!(
+            b.define(NonterminalId::new(0), &huge, 0, Span::default()),
+            Err(GrammarError::TooLarge { .. })
+        ));
+    }
+}

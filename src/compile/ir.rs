@@ -1,0 +1,181 @@
+//! The grammar IR: what every front end (Lark, GBNF, later JSON Schema and regex) lowers
+//! into, and what the lexer builder, the LR table builder and the reference oracle read.
+//!
+//! A grammar is a list of terminals (regular expressions with a priority, some ignored)
+//! and a plain BNF over terminals and nonterminals: EBNF operators have already been
+//! expanded by [`super::ebnf`]. The grammar may be ambiguous; it need not be LR(k).
+
+use super::error::Span;
+use crate::ids::{NonterminalId, ProductionId, TerminalId};
+
+/// How terminals are ranked when one lexeme matches several of them: `user` first (the
+/// grammar's declared priority), then a literal string beats a regular expression (so that
+/// a keyword `"if"` wins over `NAME` on the lexeme `if`, as in Lark). Equal priorities make
+/// the lexeme lexically ambiguous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Priority {
+    /// Declared priority (Lark `NAME.2`); default 0.
+    pub user: i32,
+    /// Whether the terminal is a single literal string.
+    pub literal: bool,
+}
+
+/// One terminal of the grammar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Terminal {
+    /// Display name (`NAME`, or the quoted literal for anonymous strings).
+    pub name: String,
+    /// A `regex-syntax` pattern matching exactly the terminal's lexemes.
+    pub regex: String,
+    /// Ranking among terminals matching the same lexeme.
+    pub priority: Priority,
+    /// Ignored terminals are lexed but never handed to the parser.
+    pub ignored: bool,
+    /// Where it was defined (or first used, for anonymous terminals).
+    pub span: Span,
+}
+
+/// A grammar symbol on the right-hand side of a production.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Symbol {
+    /// A terminal.
+    T(TerminalId),
+    /// A nonterminal.
+    N(NonterminalId),
+}
+
+/// One nonterminal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nonterminal {
+    /// Display name (rule name, or a generated `rule__kindN` for expanded EBNF).
+    pub name: String,
+    /// Where it was defined (generated ones take their parent's span).
+    pub span: Span,
+}
+
+/// One production `lhs → rhs` (an empty `rhs` derives ε).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Production {
+    /// The nonterminal being defined.
+    pub lhs: NonterminalId,
+    /// The right-hand side.
+    pub rhs: Vec<Symbol>,
+    /// Declared rule priority. Kept for diagnostics; it does not change the language, and
+    /// a GLR recognizer accepts exactly the language, so recognition ignores it.
+    pub priority: i32,
+}
+
+/// A grammar in IR form.
+///
+/// Invariants (checked by [`Grammar::validate`]): every id is in range, every nonterminal
+/// has at least one production, and `start` is a nonterminal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grammar {
+    /// Terminals, indexed by [`TerminalId`].
+    pub terminals: Vec<Terminal>,
+    /// Nonterminals, indexed by [`NonterminalId`].
+    pub nonterminals: Vec<Nonterminal>,
+    /// Productions, indexed by [`ProductionId`], grouped by `lhs` in definition order.
+    pub productions: Vec<Production>,
+    /// The start symbol.
+    pub start: NonterminalId,
+}
+
+impl Grammar {
+    /// The terminal with this id.
+    pub fn terminal(&self, t: TerminalId) -> &Terminal {
+        &self.terminals[t.index()]
+    }
+
+    /// The nonterminal with this id.
+    pub fn nonterminal(&self, n: NonterminalId) -> &Nonterminal {
+        &self.nonterminals[n.index()]
+    }
+
+    /// The productions of `n`, with their ids.
+    pub fn productions_of(
+        &self,
+        n: NonterminalId,
+    ) -> impl Iterator<Item = (ProductionId, &Production)> + '_ {
+        self.productions
+            .iter()
+            .enumerate()
+            .filter(move |(_, p)| p.lhs == n)
+            .map(|(i, p)| (ProductionId::new(i), p))
+    }
+
+    /// A symbol's display name.
+    pub fn symbol_name(&self, s: Symbol) -> &str {
+        match s {
+            Symbol::T(t) => &self.terminal(t).name,
+            Symbol::N(n) => &self.nonterminal(n).name,
+        }
+    }
+
+    /// Checks the IR invariants; front ends call this before handing a grammar on.
+    pub fn validate(&self) -> Result<(), String> {
+        let nt = self.nonterminals.len();
+        let tt = self.terminals.len();
+        if self.start.index() >= nt {
+            return Err("start symbol out of range".into());
+        }
+        let mut has_prod = vec![false; nt];
+        for (i, p) in self.productions.iter().enumerate() {
+            if p.lhs.index() >= nt {
+                return Err(format!("production {i}: lhs out of range"));
+            }
+            has_prod[p.lhs.index()] = true;
+            for s in &p.rhs {
+                let ok = match s {
+                    Symbol::T(t) => t.index() < tt,
+                    Symbol::N(n) => n.index() < nt,
+                };
+                if !ok {
+                    return Err(format!("production {i}: symbol out of range"));
+                }
+            }
+        }
+        if let Some(i) = has_prod.iter().position(|h| !h) {
+            return Err(format!(
+                "nonterminal `{}` has no production",
+                self.nonterminals[i].name
+            ));
+        }
+        Ok(())
+    }
+
+    /// Prints the grammar: terminals (with priority and pattern), then productions.
+    pub fn display(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(s, "terminals ({}):", self.terminals.len());
+        for t in &self.terminals {
+            let _ = writeln!(
+                s,
+                "  {:<24} prio={}{}{}  /{}/",
+                t.name,
+                t.priority.user,
+                if t.priority.literal { " literal" } else { "" },
+                if t.ignored { " ignored" } else { "" },
+                t.regex
+            );
+        }
+        let _ = writeln!(
+            s,
+            "rules ({} nonterminals, {} productions), start = {}:",
+            self.nonterminals.len(),
+            self.productions.len(),
+            self.nonterminal(self.start).name
+        );
+        for p in &self.productions {
+            let rhs: Vec<&str> = p.rhs.iter().map(|&x| self.symbol_name(x)).collect();
+            let _ = writeln!(
+                s,
+                "  {} -> {}",
+                self.nonterminal(p.lhs).name,
+                if rhs.is_empty() { "ε".to_string() } else { rhs.join(" ") }
+            );
+        }
+        s
+    }
+}

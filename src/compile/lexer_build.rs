@@ -1,0 +1,295 @@
+//! Pass: the grammar's terminals → one byte-level [`LexerDfa`].
+//!
+//! Each terminal's regex is compiled by `regex-automata` into an anchored dense DFA with
+//! leftmost-first semantics, so a lazy quantifier stops at its earliest match exactly as
+//! in Lark / Python `re` (DESIGN.md §1): a lexeme `w` is a complete match of the terminal
+//! iff that DFA, run over `w` and end of input, reports a match ending at `|w|`. Unicode
+//! classes are UTF-8 byte automata, so invalid UTF-8 never matches. The per-terminal DFAs
+//! are then run in lock step (a product construction over the states that can still reach
+//! a match), which gives one DFA whose state knows, for the lexeme so far, every terminal
+//! it could still become and which of the top-priority ones it already completes.
+
+use hashbrown::HashMap;
+use regex_automata::{
+    dfa::{dense, Automaton, StartKind},
+    nfa::thompson,
+    util::{primitives::StateID, start, syntax},
+    Anchored, MatchKind,
+};
+
+use super::error::GrammarError;
+use super::ir::{Grammar, Priority, Terminal};
+use crate::ids::TerminalId;
+use crate::lexer::{LexTerminal, LexerDfa};
+
+/// Most states of the combined lexer DFA; bounds memory (states × classes × 4 bytes).
+pub const MAX_LEXER_STATES: usize = 200_000;
+/// Heap limit for one terminal's DFA (and its determinization) in bytes.
+pub const TERMINAL_DFA_LIMIT: usize = 64 << 20;
+
+const NONE: u32 = u32::MAX;
+
+/// One terminal's DFA, re-indexed densely over the states reachable from its start.
+struct TermDfa {
+    classes: [u8; 256],
+    stride: usize,
+    /// `trans[s * stride + class]`, `NONE` for dead or for states that cannot reach a match.
+    trans: Vec<u32>,
+    complete: Vec<bool>,
+    start: u32,
+}
+
+fn check_regex(t: &Terminal) -> Result<(), GrammarError> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(true)
+        .build()
+        .parse(&t.regex)
+        .map_err(|e| {
+            let msg = e.to_string();
+            if msg.contains("look-around") {
+                GrammarError::Unsupported {
+                    span: t.span,
+                    construct: "look-around (?=…) (?!…) (?<=…) (?<!…)".into(),
+                    reason: format!(
+                        "terminal `{}` uses look-around, which has no finite automaton here; rewrite it without",
+                        t.name
+                    ),
+                }
+            } else {
+                GrammarError::BadRegex {
+                    span: t.span,
+                    terminal: t.name.clone(),
+                    message: msg,
+                }
+            }
+        })?;
+    let props = hir.properties();
+    if !props.look_set().is_empty() {
+        return Err(GrammarError::Unsupported {
+            span: t.span,
+            construct: "anchor or word boundary (^ $ \\b \\B \\A \\z)".into(),
+            reason: format!(
+                "terminal `{}` uses an assertion that depends on text outside the lexeme",
+                t.name
+            ),
+        });
+    }
+    if props.minimum_len() == Some(0) {
+        return Err(GrammarError::EmptyTerminal {
+            span: t.span,
+            terminal: t.name.clone(),
+        });
+    }
+    Ok(())
+}
+
+fn term_dfa(t: &Terminal) -> Result<TermDfa, GrammarError> {
+    check_regex(t)?;
+    let dfa = dense::Builder::new()
+        .configure(
+            dense::DFA::config()
+                .start_kind(StartKind::Anchored)
+                .match_kind(MatchKind::LeftmostFirst)
+                .minimize(false)
+                .dfa_size_limit(Some(TERMINAL_DFA_LIMIT))
+                .determinize_size_limit(Some(TERMINAL_DFA_LIMIT)),
+        )
+        .syntax(syntax::Config::new().unicode(true).utf8(true))
+        .thompson(thompson::Config::new().nfa_size_limit(Some(TERMINAL_DFA_LIMIT)))
+        .build(&t.regex)
+        .map_err(|e| GrammarError::TooLarge {
+            span: t.span,
+            what: format!("automaton of terminal `{}` ({e})", t.name),
+            limit: TERMINAL_DFA_LIMIT,
+        })?;
+    let start_sid = dfa
+        .start_state(&start::Config::new().anchored(Anchored::Yes))
+        .map_err(|e| GrammarError::BadRegex {
+            span: t.span,
+            terminal: t.name.clone(),
+            message: e.to_string(),
+        })?;
+    let bc = dfa.byte_classes();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let c = bc.get(b);
+        classes[b as usize] = c;
+        if c as usize >= reps.len() {
+            reps.resize(c as usize + 1, b);
+        }
+    }
+    // `reps[c]` must be the first byte of class c; classes are numbered in byte order.
+    let mut first = vec![None; reps.len()];
+    for b in 0..=255u8 {
+        let c = classes[b as usize] as usize;
+        if first[c].is_none() {
+            first[c] = Some(b);
+        }
+    }
+    let reps: Vec<u8> = first.into_iter().map(|f| f.unwrap_or(0)).collect();
+    let stride = reps.len();
+
+    let mut index: HashMap<StateID, u32> = HashMap::new();
+    let mut states: Vec<StateID> = Vec::new();
+    let mut trans: Vec<u32> = Vec::new();
+    index.insert(start_sid, 0);
+    states.push(start_sid);
+    let mut i = 0;
+    while i < states.len() {
+        let sid = states[i];
+        for &b in &reps {
+            let nsid = dfa.next_state(sid, b);
+            if dfa.is_dead_state(nsid) || dfa.is_quit_state(nsid) {
+                trans.push(NONE);
+                continue;
+            }
+            let next = match index.get(&nsid) {
+                Some(&n) => n,
+                None => {
+                    let n = states.len() as u32;
+                    index.insert(nsid, n);
+                    states.push(nsid);
+                    n
+                }
+            };
+            trans.push(next);
+        }
+        i += 1;
+    }
+    let n = states.len();
+    let complete: Vec<bool> = states
+        .iter()
+        .map(|&sid| dfa.is_match_state(dfa.next_eoi_state(sid)))
+        .collect();
+    // live = can reach a complete state.
+    let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for s in 0..n {
+        for c in 0..stride {
+            let t = trans[s * stride + c];
+            if t != NONE {
+                rev[t as usize].push(s as u32);
+            }
+        }
+    }
+    let mut live = complete.clone();
+    let mut stack: Vec<u32> = (0..n as u32).filter(|&s| live[s as usize]).collect();
+    while let Some(s) = stack.pop() {
+        for &p in &rev[s as usize] {
+            if !live[p as usize] {
+                live[p as usize] = true;
+                stack.push(p);
+            }
+        }
+    }
+    for t in trans.iter_mut() {
+        if *t != NONE && !live[*t as usize] {
+            *t = NONE;
+        }
+    }
+    Ok(TermDfa {
+        classes,
+        stride,
+        trans,
+        complete,
+        start: if live[0] { 0 } else { NONE },
+    })
+}
+
+/// Builds the lexer DFA of a grammar.
+pub fn build_lexer(g: &Grammar) -> Result<LexerDfa, GrammarError> {
+    let dfas = g
+        .terminals
+        .iter()
+        .map(term_dfa)
+        .collect::<Result<Vec<_>, _>>()?;
+    let prio: Vec<Priority> = g.terminals.iter().map(|t| t.priority).collect();
+
+    // Global byte classes: bytes no terminal DFA distinguishes.
+    let mut sig_class: HashMap<Vec<u8>, u8> = HashMap::new();
+    let mut classes = vec![0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let sig: Vec<u8> = dfas.iter().map(|d| d.classes[b as usize]).collect();
+        let next = sig_class.len();
+        let c = *sig_class.entry(sig).or_insert_with(|| {
+            reps.push(b);
+            next as u8
+        });
+        classes[b as usize] = c;
+    }
+    let stride = reps.len();
+
+    type Key = Vec<(u32, u32)>;
+    let mut index: HashMap<Key, u32> = HashMap::new();
+    let mut keys: Vec<Key> = vec![Vec::new()]; // state 0: dead
+    index.insert(Vec::new(), 0);
+    let start_key: Key = dfas
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.start != NONE)
+        .map(|(i, d)| (i as u32, d.start))
+        .collect();
+    // The start state is always 1, even if no terminal can start (then it has no exits).
+    keys.push(start_key.clone());
+    index.insert(start_key, 1);
+    let mut trans: Vec<u32> = vec![0; stride]; // dead row
+    let mut emits: Vec<Vec<TerminalId>> = vec![Vec::new()];
+    let mut s = 1;
+    while s < keys.len() {
+        let key = keys[s].clone();
+        for &b in &reps {
+            let next: Key = key
+                .iter()
+                .filter_map(|&(t, st)| {
+                    let d = &dfas[t as usize];
+                    let ns = d.trans[st as usize * d.stride + d.classes[b as usize] as usize];
+                    (ns != NONE).then_some((t, ns))
+                })
+                .collect();
+            let id = match index.get(&next) {
+                Some(&id) => id,
+                None => {
+                    let id = keys.len() as u32;
+                    if keys.len() >= MAX_LEXER_STATES {
+                        return Err(GrammarError::TooLarge {
+                            span: Default::default(),
+                            what: "lexer DFA states".into(),
+                            limit: MAX_LEXER_STATES,
+                        });
+                    }
+                    index.insert(next.clone(), id);
+                    keys.push(next);
+                    id
+                }
+            };
+            trans.push(id);
+        }
+        let complete: Vec<u32> = key
+            .iter()
+            .filter(|&&(t, st)| dfas[t as usize].complete[st as usize])
+            .map(|&(t, _)| t)
+            .collect();
+        let top = complete.iter().map(|&t| prio[t as usize]).max();
+        emits.push(
+            complete
+                .into_iter()
+                .filter(|&t| Some(prio[t as usize]) == top)
+                .map(|t| TerminalId::new(t as usize))
+                .collect(),
+        );
+        s += 1;
+    }
+    let terminals = g
+        .terminals
+        .iter()
+        .map(|t| LexTerminal {
+            name: t.name.clone(),
+            ignored: t.ignored,
+        })
+        .collect();
+    // The construction above meets every invariant `from_parts` checks.
+    Ok(LexerDfa::from_parts(classes, stride as u32, trans, emits, terminals)
+        .expect("lexer tables built consistently"))
+}

@@ -1,0 +1,61 @@
+//! Everything offline: grammar text → grammar IR → lexer DFA (and, in later layers, LR
+//! tables and the mask automaton).
+//!
+//! Front ends ([`lark`], [`gbnf`]) parse text and lower it into the IR ([`ir`]) through
+//! the shared EBNF expansion ([`ebnf`]) and pruning ([`prune`]) passes;
+//! [`lexer_build`] turns the IR's terminals into a [`crate::lexer::LexerDfa`]. Errors carry
+//! line:column ([`error`]). Nothing here runs at decode time, and the decode-time layers
+//! never import this module.
+
+pub mod ebnf;
+pub mod error;
+pub mod gbnf;
+pub mod ir;
+pub mod lark;
+pub mod lexer_build;
+pub mod prune;
+
+pub use error::{GrammarError, Span};
+pub use ir::Grammar;
+
+/// The grammar syntaxes stackmask reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrammarFormat {
+    /// Lark-style EBNF (start rule `start`).
+    Lark,
+    /// llama.cpp GBNF (start rule `root`).
+    Gbnf,
+}
+
+impl GrammarFormat {
+    /// Guesses the format from a file name (`*.gbnf` is GBNF, anything else Lark).
+    pub fn from_path(path: &str) -> Self {
+        if path.ends_with(".gbnf") {
+            GrammarFormat::Gbnf
+        } else {
+            GrammarFormat::Lark
+        }
+    }
+}
+
+/// The built-in JSON grammar (RFC 8259), in Lark syntax.
+pub const BUILTIN_JSON: &str = include_str!("builtin/json.lark");
+
+/// Compiles grammar text in the given format into the IR.
+pub fn compile_grammar(text: &str, format: GrammarFormat) -> Result<Grammar, GrammarError> {
+    match format {
+        GrammarFormat::Lark => lark::compile(text),
+        GrammarFormat::Gbnf => gbnf::compile(text),
+    }
+}
+
+/// Compiles grammar bytes, rejecting invalid UTF-8 with the offset of the first bad byte.
+pub fn compile_grammar_bytes(
+    bytes: &[u8],
+    format: GrammarFormat,
+) -> Result<Grammar, GrammarError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| GrammarError::InvalidUtf8 {
+        offset: e.valid_up_to(),
+    })?;
+    compile_grammar(text, format)
+}

@@ -1,0 +1,10 @@
+//! stackmask: grammar-constrained decoding for LLM inference.
+//!
+//! Grammar text is lowered by [`compile`] into one grammar IR and a byte-level lexer DFA
+//! ([`lexer`]); vocabularies ([`vocab`]) give the exact bytes of every token. Later layers
+//! (GLR commit, the mask automaton, the runtime API) build on these.
+
+pub mod compile;
+pub mod ids;
+pub mod lexer;
+pub mod vocab;

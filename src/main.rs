@@ -1,0 +1,169 @@
+//! The `stackmask` command line: inspect vocabularies and grammars.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use stackmask::compile::{self, lexer_build::build_lexer, GrammarFormat};
+use stackmask::ids::TokenId;
+use stackmask::lexer::lex;
+use stackmask::vocab::Vocab;
+
+#[derive(Parser)]
+#[command(name = "stackmask", version, about = "Grammar-constrained decoding engine")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Lark,
+    Gbnf,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Load a tokenizer and print its size, special tokens and end-of-sequence tokens.
+    Vocab {
+        /// A tokenizer.json (optionally .gz), a .tiktoken rank file, or builtin:o200k.
+        #[arg(long, default_value = "builtin:o200k")]
+        tokenizer: String,
+        /// Override the end-of-sequence token(s): ids or special-token names.
+        #[arg(long)]
+        eos: Vec<String>,
+        /// Print the bytes of these token ids.
+        #[arg(long)]
+        show: Vec<u32>,
+    },
+    /// Compile a grammar and print its terminals, rules and lexer size (or the error).
+    Grammar {
+        /// A grammar file, or builtin:json.
+        #[arg(long, default_value = "builtin:json")]
+        grammar: String,
+        /// Grammar syntax (default: from the file extension; .gbnf is GBNF, else Lark).
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// Also lex this document and print its lexemes.
+        #[arg(long)]
+        lex: Option<String>,
+    },
+}
+
+fn load_grammar_text(spec: &str) -> Result<(String, GrammarFormat), String> {
+    if let Some(name) = spec.strip_prefix("builtin:") {
+        return match name {
+            "json" => Ok((compile::BUILTIN_JSON.to_string(), GrammarFormat::Lark)),
+            other => Err(format!("no builtin grammar {other:?} (available: builtin:json)")),
+        };
+    }
+    let bytes = std::fs::read(spec).map_err(|e| format!("cannot read {spec}: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{spec}: grammar is not valid UTF-8 (byte {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    Ok((text, GrammarFormat::from_path(spec)))
+}
+
+fn run_vocab(spec: &str, eos: &[String], show: &[u32]) -> Result<(), String> {
+    let mut v = Vocab::load(spec).map_err(|e| e.to_string())?;
+    if !eos.is_empty() {
+        let ids = eos
+            .iter()
+            .map(|s| v.resolve_token(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        v.set_eos(&ids).map_err(|e| e.to_string())?;
+    }
+    println!("tokenizer: {}", v.name());
+    println!("ids: {} ({} tokens, {} unused)", v.len(), v.num_entries(), v.len() - v.num_entries());
+    println!("longest token: {} bytes", v.max_token_len());
+    let specials = v.special_tokens();
+    let shown: Vec<String> = specials
+        .iter()
+        .take(12)
+        .map(|(id, n)| format!("{id}={n}"))
+        .collect();
+    println!(
+        "special tokens: {}{}{}",
+        specials.len(),
+        if shown.is_empty() { "" } else { ": " },
+        shown.join(" ")
+    );
+    if specials.len() > shown.len() {
+        println!("  … and {} more", specials.len() - shown.len());
+    }
+    let eos: Vec<String> = v
+        .eos()
+        .iter()
+        .map(|&id| {
+            let name = specials
+                .iter()
+                .find(|(s, _)| *s == id)
+                .map(|(_, n)| n.as_str())
+                .unwrap_or("?");
+            format!("{id}={name}")
+        })
+        .collect();
+    println!("eos: {}", if eos.is_empty() { "none (set with --eos)".into() } else { eos.join(" ") });
+    for &id in show {
+        match v.token_bytes(TokenId::from_u32(id)) {
+            Ok(b) => println!("token {id}: {:?}", String::from_utf8_lossy(b)),
+            Err(e) => println!("token {id}: error: {e}"),
+        }
+    }
+    Ok(())
+}
+
+fn run_grammar(spec: &str, format: Option<Format>, doc: Option<&str>) -> Result<(), String> {
+    let (text, guessed) = load_grammar_text(spec)?;
+    let format = match format {
+        Some(Format::Lark) => GrammarFormat::Lark,
+        Some(Format::Gbnf) => GrammarFormat::Gbnf,
+        None => guessed,
+    };
+    let g = compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"))?;
+    let lexer = build_lexer(&g).map_err(|e| format!("{spec}:{e}"))?;
+    print!("{}", g.display());
+    println!(
+        "lexer: {} states, {} byte classes",
+        lexer.num_states(),
+        lexer.num_classes()
+    );
+    if let Some(path) = doc {
+        let input = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let lexemes = lex(&lexer, &input).map_err(|e| format!("{path}: {e}"))?;
+        for l in &lexemes {
+            let names: Vec<&str> = l.terminals.iter().map(|&t| lexer.terminal_name(t)).collect();
+            println!(
+                "{:>6}..{:<6} {:<20} {:?}",
+                l.start,
+                l.end,
+                names.join("|"),
+                String::from_utf8_lossy(&input[l.start..l.end])
+            );
+        }
+        println!("{} lexemes", lexemes.len());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match &cli.cmd {
+        Cmd::Vocab { tokenizer, eos, show } => run_vocab(tokenizer, eos, show),
+        Cmd::Grammar {
+            grammar,
+            format,
+            lex,
+        } => run_grammar(grammar, *format, lex.as_deref()),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
