@@ -9,7 +9,11 @@ use stackmask::lexer::lex;
 use stackmask::vocab::Vocab;
 
 #[derive(Parser)]
-#[command(name = "stackmask", version, about = "Grammar-constrained decoding engine")]
+#[command(
+    name = "stackmask",
+    version,
+    about = "Grammar-constrained decoding engine"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -53,7 +57,9 @@ fn load_grammar_text(spec: &str) -> Result<(String, GrammarFormat), String> {
     if let Some(name) = spec.strip_prefix("builtin:") {
         return match name {
             "json" => Ok((compile::BUILTIN_JSON.to_string(), GrammarFormat::Lark)),
-            other => Err(format!("no builtin grammar {other:?} (available: builtin:json)")),
+            other => Err(format!(
+                "no builtin grammar {other:?} (available: builtin:json)"
+            )),
         };
     }
     let bytes = std::fs::read(spec).map_err(|e| format!("cannot read {spec}: {e}"))?;
@@ -77,7 +83,12 @@ fn run_vocab(spec: &str, eos: &[String], show: &[u32]) -> Result<(), String> {
         v.set_eos(&ids).map_err(|e| e.to_string())?;
     }
     println!("tokenizer: {}", v.name());
-    println!("ids: {} ({} tokens, {} unused)", v.len(), v.num_entries(), v.len() - v.num_entries());
+    println!(
+        "ids: {} ({} tokens, {} unused)",
+        v.len(),
+        v.num_entries(),
+        v.len() - v.num_entries()
+    );
     println!("longest token: {} bytes", v.max_token_len());
     let specials = v.special_tokens();
     let shown: Vec<String> = specials
@@ -106,7 +117,14 @@ fn run_vocab(spec: &str, eos: &[String], show: &[u32]) -> Result<(), String> {
             format!("{id}={name}")
         })
         .collect();
-    println!("eos: {}", if eos.is_empty() { "none (set with --eos)".into() } else { eos.join(" ") });
+    println!(
+        "eos: {}",
+        if eos.is_empty() {
+            "none (set with --eos)".into()
+        } else {
+            eos.join(" ")
+        }
+    );
     for &id in show {
         match v.token_bytes(TokenId::from_u32(id)) {
             Ok(b) => println!("token {id}: {:?}", String::from_utf8_lossy(b)),
@@ -135,7 +153,11 @@ fn run_grammar(spec: &str, format: Option<Format>, doc: Option<&str>) -> Result<
         let input = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
         let lexemes = lex(&lexer, &input).map_err(|e| format!("{path}: {e}"))?;
         for l in &lexemes {
-            let names: Vec<&str> = l.terminals.iter().map(|&t| lexer.terminal_name(t)).collect();
+            let names: Vec<&str> = l
+                .terminals
+                .iter()
+                .map(|&t| lexer.terminal_name(t))
+                .collect();
             println!(
                 "{:>6}..{:<6} {:<20} {:?}",
                 l.start,
@@ -152,7 +174,11 @@ fn run_grammar(spec: &str, format: Option<Format>, doc: Option<&str>) -> Result<
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match &cli.cmd {
-        Cmd::Vocab { tokenizer, eos, show } => run_vocab(tokenizer, eos, show),
+        Cmd::Vocab {
+            tokenizer,
+            eos,
+            show,
+        } => run_vocab(tokenizer, eos, show),
         Cmd::Grammar {
             grammar,
             format,

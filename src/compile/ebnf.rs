@@ -211,9 +211,8 @@ impl BnfBuilder {
                         .max_by_key(|(_, p)| p.len())
                         .expect("product > 1 implies a part with alternatives");
                     let alts = std::mem::take(&mut parts[i]);
-                    let n = self.helper("group", items[i].clone(), parent, span, |_, _| {
-                        Ok(alts)
-                    })?;
+                    let n =
+                        self.helper("group", items[i].clone(), parent, span, |_, _| Ok(alts))?;
                     parts[i] = vec![vec![Symbol::N(n)]];
                 }
                 let mut out: Alts = vec![Vec::new()];
@@ -259,13 +258,9 @@ impl BnfBuilder {
                 let x = self.as_symbol(inner, parent, span)?;
                 match max {
                     None => {
-                        let plus = self.helper(
-                            "plus",
-                            Ebnf::Sym(x),
-                            parent,
-                            span,
-                            |_, me| Ok(vec![vec![x], vec![Symbol::N(me), x]]),
-                        )?;
+                        let plus = self.helper("plus", Ebnf::Sym(x), parent, span, |_, me| {
+                            Ok(vec![vec![x], vec![Symbol::N(me), x]])
+                        })?;
                         if min == 0 {
                             Ok(vec![Vec::new(), vec![Symbol::N(plus)]])
                         } else {
@@ -330,8 +325,13 @@ mod tests {
     #[test]
     fn optional_in_sequence_is_distributed() {
         let mut b = builder();
-        let body = Ebnf::Seq(vec![t(0), Ebnf::optional(Ebnf::Alt(vec![t(1), t(2)])), t(3)]);
-        b.define(NonterminalId::new(0), &body, 0, Span::default()).unwrap();
+        let body = Ebnf::Seq(vec![
+            t(0),
+            Ebnf::optional(Ebnf::Alt(vec![t(1), t(2)])),
+            t(3),
+        ]);
+        b.define(NonterminalId::new(0), &body, 0, Span::default())
+            .unwrap();
         let (nts, prods) = b.finish();
         assert_eq!(nts.len(), 1);
         assert_eq!(prods.len(), 3);
@@ -348,7 +348,8 @@ mod tests {
             max: None,
         };
         let body = Ebnf::Seq(vec![plus.clone(), t(1), plus]);
-        b.define(NonterminalId::new(0), &body, 0, Span::default()).unwrap();
+        b.define(NonterminalId::new(0), &body, 0, Span::default())
+            .unwrap();
         let (nts, prods) = b.finish();
         assert_eq!(nts.len(), 2, "one shared helper");
         let helper = NonterminalId::new(1);
@@ -362,7 +363,8 @@ mod tests {
         let mut b = builder();
         let opt = |i| Ebnf::optional(t(i));
         let body = Ebnf::Seq((0..10).map(opt).collect());
-        b.define(NonterminalId::new(0), &body, 0, Span::default()).unwrap();
+        b.define(NonterminalId::new(0), &body, 0, Span::default())
+            .unwrap();
         let (_, prods) = b.finish();
         assert!(prods.len() < 200, "{}", prods.len());
     }
@@ -375,7 +377,8 @@ mod tests {
             min: 2,
             max: Some(1000),
         };
-        b.define(NonterminalId::new(0), &body, 0, Span::default()).unwrap();
+        b.define(NonterminalId::new(0), &body, 0, Span::default())
+            .unwrap();
         let (nts, prods) = b.finish();
         assert_eq!(nts.len(), 1 + 998);
         assert!(prods.len() <= 1 + 2 * 998);

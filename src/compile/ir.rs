@@ -173,7 +173,11 @@ impl Grammar {
                 s,
                 "  {} -> {}",
                 self.nonterminal(p.lhs).name,
-                if rhs.is_empty() { "ε".to_string() } else { rhs.join(" ") }
+                if rhs.is_empty() {
+                    "ε".to_string()
+                } else {
+                    rhs.join(" ")
+                }
             );
         }
         s

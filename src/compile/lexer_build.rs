@@ -290,6 +290,8 @@ pub fn build_lexer(g: &Grammar) -> Result<LexerDfa, GrammarError> {
         })
         .collect();
     // The construction above meets every invariant `from_parts` checks.
-    Ok(LexerDfa::from_parts(classes, stride as u32, trans, emits, terminals)
-        .expect("lexer tables built consistently"))
+    Ok(
+        LexerDfa::from_parts(classes, stride as u32, trans, emits, terminals)
+            .expect("lexer tables built consistently"),
+    )
 }

@@ -50,10 +50,7 @@ pub fn compile_grammar(text: &str, format: GrammarFormat) -> Result<Grammar, Gra
 }
 
 /// Compiles grammar bytes, rejecting invalid UTF-8 with the offset of the first bad byte.
-pub fn compile_grammar_bytes(
-    bytes: &[u8],
-    format: GrammarFormat,
-) -> Result<Grammar, GrammarError> {
+pub fn compile_grammar_bytes(bytes: &[u8], format: GrammarFormat) -> Result<Grammar, GrammarError> {
     let text = std::str::from_utf8(bytes).map_err(|e| GrammarError::InvalidUtf8 {
         offset: e.valid_up_to(),
     })?;

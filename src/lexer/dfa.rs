@@ -63,9 +63,10 @@ impl LexerDfa {
             e.sort();
             e.dedup();
             emit.extend(e);
-            emit_offsets.push(u32::try_from(emit.len()).map_err(|_| {
-                LexerValidateError::Invalid("too many emit entries".into())
-            })?);
+            emit_offsets.push(
+                u32::try_from(emit.len())
+                    .map_err(|_| LexerValidateError::Invalid("too many emit entries".into()))?,
+            );
         }
         let n = emit_offsets.len() - 1;
         let stride_us = stride as usize;
@@ -122,11 +123,7 @@ impl LexerDfa {
         if self.emit_offsets[1] != 0 {
             return bad("the dead state emits nothing");
         }
-        if self
-            .emit
-            .iter()
-            .any(|t| t.index() >= self.terminals.len())
-        {
+        if self.emit.iter().any(|t| t.index() >= self.terminals.len()) {
             return bad("emitted terminal out of range");
         }
         if self.extendable.len() != n {

@@ -108,7 +108,9 @@ fn piece_encoding(name: &str, json: &Value) -> Result<PieceEncoding, VocabError>
         has_type(n, "Metaspace")
             || has_type(n, "ByteFallback")
             || (has_type(n, "Replace")
-                && n.get("pattern").and_then(|p| p.get("String")).and_then(Value::as_str)
+                && n.get("pattern")
+                    .and_then(|p| p.get("String"))
+                    .and_then(Value::as_str)
                     == Some("\u{2581}"))
     };
     if byte_fallback || any_component(decoder, &is_spm_decoder) {
@@ -156,7 +158,9 @@ fn disable_prefix_space(json: &mut Value) {
 /// The exact bytes of one vocabulary string.
 fn piece_bytes(enc: PieceEncoding, bl: &ByteLevelDecoder, piece: &str) -> Vec<u8> {
     match enc {
-        PieceEncoding::ByteLevel => bl.decode(piece).unwrap_or_else(|| piece.as_bytes().to_vec()),
+        PieceEncoding::ByteLevel => bl
+            .decode(piece)
+            .unwrap_or_else(|| piece.as_bytes().to_vec()),
         PieceEncoding::SentencePiece { byte_fallback } => {
             if byte_fallback {
                 if let Some(b) = byte_fallback_piece(piece) {
@@ -193,7 +197,10 @@ pub fn from_tokenizer_json_bytes(name: &str, data: &[u8]) -> Result<Vocab, Vocab
     let max_id = vocab.values().copied().chain(added.keys().copied()).max();
     let n = max_id.map_or(0, |m| m as usize + 1);
     if n > 16_000_000 {
-        return Err(malformed(name, format!("token id {n} is implausibly large")));
+        return Err(malformed(
+            name,
+            format!("token id {n} is implausibly large"),
+        ));
     }
     let mut entries = vec![
         TokenEntry {
@@ -239,7 +246,11 @@ pub(super) fn encode(tok: &tokenizers::Tokenizer, text: &str) -> Result<Vec<Toke
     let enc = tok
         .encode(text, false)
         .map_err(|e| VocabError::Encode(e.to_string()))?;
-    Ok(enc.get_ids().iter().map(|&i| TokenId::from_u32(i)).collect())
+    Ok(enc
+        .get_ids()
+        .iter()
+        .map(|&i| TokenId::from_u32(i))
+        .collect())
 }
 
 #[cfg(test)]
@@ -257,7 +268,10 @@ mod tests {
             byte_fallback: true,
         };
         assert_eq!(piece_bytes(spm, &bl, "\u{2581}Hello"), b" Hello");
-        assert_eq!(piece_bytes(PieceEncoding::ByteLevel, &bl, "\u{120}Hello"), b" Hello");
+        assert_eq!(
+            piece_bytes(PieceEncoding::ByteLevel, &bl, "\u{120}Hello"),
+            b" Hello"
+        );
     }
 
     #[test]

@@ -163,7 +163,10 @@ impl Vocab {
             let len = entries.len();
             let e = entries
                 .get_mut(id.index())
-                .ok_or(VocabError::InvalidTokenId { id: id.as_u32(), len })?;
+                .ok_or(VocabError::InvalidTokenId {
+                    id: id.as_u32(),
+                    len,
+                })?;
             e.kind = TokenKind::Special;
             e.name = Some(format!("<eos:{}>", id));
         }
@@ -224,11 +227,12 @@ impl Vocab {
     }
 
     /// Loads a vocabulary from a spec: `builtin:o200k`, a `tokenizer.json` path (optionally
-    /// gzipped, `*.json.gz`), or a tiktoken rank file (`*.tiktoken`).
-    #[cfg(feature = "hf")]
+    /// gzipped, `*.json.gz`), or a tiktoken rank file (`*.tiktoken`). Without the `hf`
+    /// feature only rank files load (and have no encoder).
     pub fn load(spec: &str) -> Result<Self, VocabError> {
         if let Some(name) = spec.strip_prefix("builtin:") {
             return match name {
+                #[cfg(feature = "hf")]
                 "o200k" | "o200k_base" => tiktoken::builtin_o200k(),
                 other => Err(VocabError::Unsupported(format!(
                     "no builtin tokenizer {other:?} (available: builtin:o200k)"
@@ -238,7 +242,12 @@ impl Vocab {
         if spec.ends_with(".tiktoken") {
             return tiktoken::from_rank_file(std::path::Path::new(spec), None);
         }
-        hf::from_tokenizer_json_path(std::path::Path::new(spec))
+        #[cfg(feature = "hf")]
+        return hf::from_tokenizer_json_path(std::path::Path::new(spec));
+        #[cfg(not(feature = "hf"))]
+        Err(VocabError::Unsupported(format!(
+            "{spec}: tokenizer.json needs the `hf` feature"
+        )))
     }
 
     /// A short name for reports (file name or `builtin:…`).
@@ -350,6 +359,11 @@ impl Vocab {
             Some(Encoder::Tiktoken(bpe)) => Ok(tiktoken::encode(bpe, text)),
             #[cfg(feature = "hf")]
             Some(Encoder::TiktokenStatic(bpe)) => Ok(tiktoken::encode(bpe, text)),
+            #[cfg(not(feature = "hf"))]
+            Some(_) => {
+                let _ = text;
+                Err(VocabError::NoEncoder)
+            }
         }
     }
 
@@ -364,7 +378,10 @@ impl Vocab {
 
     /// The length in bytes of the longest normal token.
     pub fn max_token_len(&self) -> usize {
-        self.normal_tokens().map(|(_, b)| b.len()).max().unwrap_or(0)
+        self.normal_tokens()
+            .map(|(_, b)| b.len())
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -376,7 +393,12 @@ mod tests {
     fn byte_tokens_roundtrip_and_errors() {
         let v = Vocab::from_byte_tokens(
             "tiny",
-            vec![Some(b"a".to_vec()), None, Some(vec![0xE4, 0xBD]), Some(b"<e>".to_vec())],
+            vec![
+                Some(b"a".to_vec()),
+                None,
+                Some(vec![0xE4, 0xBD]),
+                Some(b"<e>".to_vec()),
+            ],
             &[TokenId::new(3)],
         )
         .unwrap();

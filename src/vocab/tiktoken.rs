@@ -51,7 +51,11 @@ pub fn parse_rank_file(name: &str, text: &str) -> Result<Vec<(Vec<u8>, u32)>, Vo
 }
 
 fn entries_from_ranks(ranks: &[(Vec<u8>, u32)]) -> Result<Vec<TokenEntry>, VocabError> {
-    let n = ranks.iter().map(|(_, r)| *r as usize + 1).max().unwrap_or(0);
+    let n = ranks
+        .iter()
+        .map(|(_, r)| *r as usize + 1)
+        .max()
+        .unwrap_or(0);
     let mut entries = vec![
         TokenEntry {
             bytes: Vec::new(),

@@ -21,7 +21,10 @@ pub enum Expr {
     /// One character from the set.
     Chars(CharSet),
     /// A rule reference.
-    Ref { name: String, span: Span },
+    Ref {
+        name: String,
+        span: Span,
+    },
 }
 
 /// `name ::= body`.
@@ -418,7 +421,10 @@ impl Parser {
             let span = self.span();
             let name = self.name()?;
             self.space(false);
-            if !(self.peek() == Some(':') && self.peek_at(1) == Some(':') && self.peek_at(2) == Some('=')) {
+            if !(self.peek() == Some(':')
+                && self.peek_at(1) == Some(':')
+                && self.peek_at(2) == Some('='))
+            {
                 return self.err(format!("expected `::=` after rule name `{name}`"));
             }
             self.bump();
@@ -459,8 +465,12 @@ mod tests {
     #[test]
     fn classes_and_complement() {
         let r = parse("root ::= [^a-c\\n] \"x\"{2,3}\n").unwrap();
-        let Expr::Seq(items) = &r[0].body else { panic!() };
-        let Expr::Chars(set) = &items[0] else { panic!() };
+        let Expr::Seq(items) = &r[0].body else {
+            panic!()
+        };
+        let Expr::Chars(set) = &items[0] else {
+            panic!()
+        };
         assert_eq!(set[0], (0, 9));
         assert_eq!(set[1], (11, 0x60));
         assert_eq!(set[2], (0x64, 0xD7FF));
@@ -469,7 +479,8 @@ mod tests {
 
     #[test]
     fn multiline_rules() {
-        let r = parse("root ::=\n  \"a\" (\n \"b\"\n | \"c\" ) |\n  \"d\"\nx ::= \"e\" # hi\n").unwrap();
+        let r = parse("root ::=\n  \"a\" (\n \"b\"\n | \"c\" ) |\n  \"d\"\nx ::= \"e\" # hi\n")
+            .unwrap();
         assert_eq!(r.len(), 2);
         assert!(matches!(r[0].body, Expr::Alt(ref v) if v.len() == 2));
     }

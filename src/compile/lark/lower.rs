@@ -58,7 +58,10 @@ fn class_char(c: char) -> String {
 impl Lowerer {
     fn def_of(&self, module: Module, name: &str) -> Option<(Module, Def)> {
         match module {
-            Module::Common => self.common_terms.get(name).map(|d| (Module::Common, d.clone())),
+            Module::Common => self
+                .common_terms
+                .get(name)
+                .map(|d| (Module::Common, d.clone())),
             Module::Main => match self.main_terms.get(name)? {
                 TermSrc::Def(d) => Some((Module::Main, d.clone())),
                 TermSrc::Imported { name, .. } => self
@@ -70,7 +73,12 @@ impl Lowerer {
     }
 
     /// The regex of terminal `name` as seen from `module`.
-    fn term_regex(&mut self, module: Module, name: &str, use_span: Span) -> Result<String, GrammarError> {
+    fn term_regex(
+        &mut self,
+        module: Module,
+        name: &str,
+        use_span: Span,
+    ) -> Result<String, GrammarError> {
         if let Some(r) = self.regex_cache.get(&(module, name.to_string())) {
             return Ok(r.clone());
         }
@@ -109,7 +117,12 @@ impl Lowerer {
         }
     }
 
-    fn expr_regex(&mut self, module: Module, owner: &str, e: &Expr) -> Result<String, GrammarError> {
+    fn expr_regex(
+        &mut self,
+        module: Module,
+        owner: &str,
+        e: &Expr,
+    ) -> Result<String, GrammarError> {
         Ok(match e {
             Expr::Str { value, ci, .. } => escape_literal(value, *ci),
             Expr::Regex {
@@ -191,9 +204,14 @@ impl Lowerer {
     /// such a terminal for an anonymous pattern in a rule).
     fn named_with_body(&self, e: &Expr) -> Option<String> {
         let same = |a: &Expr, b: &Expr| match (a, b) {
-            (Expr::Str { value: v1, ci: c1, .. }, Expr::Str { value: v2, ci: c2, .. }) => {
-                v1 == v2 && c1 == c2
-            }
+            (
+                Expr::Str {
+                    value: v1, ci: c1, ..
+                },
+                Expr::Str {
+                    value: v2, ci: c2, ..
+                },
+            ) => v1 == v2 && c1 == c2,
             (
                 Expr::Regex {
                     pattern: p1,
@@ -218,21 +236,29 @@ impl Lowerer {
         names.first().map(|s| s.to_string())
     }
 
-    fn anonymous(&mut self, e: &Expr, span: Span, ignored: bool) -> Result<TerminalId, GrammarError> {
+    fn anonymous(
+        &mut self,
+        e: &Expr,
+        span: Span,
+        ignored: bool,
+    ) -> Result<TerminalId, GrammarError> {
         if !ignored {
             if let Some(name) = self.named_with_body(e) {
                 return self.named_terminal(&name, span);
             }
         }
         let (name, literal) = match e {
-            Expr::Str { value, ci, .. } => (
-                format!("{value:?}{}", if *ci { "i" } else { "" }),
-                true,
-            ),
+            Expr::Str { value, ci, .. } => {
+                (format!("{value:?}{}", if *ci { "i" } else { "" }), true)
+            }
             _ => {
                 self.anon_count += 1;
                 (
-                    format!("__{}_{}", if ignored { "IGNORE" } else { "ANON" }, self.anon_count - 1),
+                    format!(
+                        "__{}_{}",
+                        if ignored { "IGNORE" } else { "ANON" },
+                        self.anon_count - 1
+                    ),
                     false,
                 )
             }
@@ -298,7 +324,12 @@ impl Lowerer {
 
 /// Lark regex flags → an inline-flag group. `u` is the default; `l` (locale) has no
 /// meaning on bytes and is refused.
-fn regex_with_flags(pattern: &str, flags: &str, owner: &str, span: Span) -> Result<String, GrammarError> {
+fn regex_with_flags(
+    pattern: &str,
+    flags: &str,
+    owner: &str,
+    span: Span,
+) -> Result<String, GrammarError> {
     let mut inline = String::new();
     for f in flags.chars() {
         match f {
@@ -358,18 +389,24 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         visiting: HashSet::new(),
         anon_count: 0,
     };
-    let mut first_span: HashMap<String, Span> = defs.iter().map(|(n, d)| (n.clone(), d.span)).collect();
+    let mut first_span: HashMap<String, Span> =
+        defs.iter().map(|(n, d)| (n.clone(), d.span)).collect();
     for s in &stmts {
         match s {
             Stmt::Def(d) if d.is_term => {
-                lw.main_terms.insert(d.name.clone(), TermSrc::Def(d.clone()));
+                lw.main_terms
+                    .insert(d.name.clone(), TermSrc::Def(d.clone()));
             }
             Stmt::Def(d) => {
                 lw.rule_ids
                     .insert(d.name.clone(), NonterminalId::new(lw.rules.len()));
                 lw.rules.push(d.clone());
             }
-            Stmt::Import { module, names, span } => {
+            Stmt::Import {
+                module,
+                names,
+                span,
+            } => {
                 if module.len() != 1 || module[0] != "common" {
                     return Err(GrammarError::Unsupported {
                         span: *span,
@@ -452,7 +489,12 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
     let rules = lw.rules.clone();
     for (i, d) in rules.iter().enumerate() {
         let body = lw.rule_ebnf(&d.body)?;
-        bnf.define(NonterminalId::new(i), &body, d.priority.unwrap_or(0), d.span)?;
+        bnf.define(
+            NonterminalId::new(i),
+            &body,
+            d.priority.unwrap_or(0),
+            d.span,
+        )?;
     }
     let (nonterminals, productions) = bnf.finish();
     let g = Grammar {

@@ -128,7 +128,12 @@ impl Parser {
                 }
                 Tok::Directive(d) => out.push(self.directive(&d)?),
                 Tok::Rule(_) | Tok::Term(_) => out.push(self.definition()?),
-                t => return self.err(format!("expected a definition, found {}", Self::describe(&t))),
+                t => {
+                    return self.err(format!(
+                        "expected a definition, found {}",
+                        Self::describe(&t)
+                    ))
+                }
             }
         }
     }
@@ -330,6 +335,7 @@ impl Parser {
             Tok::Star => (0, None),
             Tok::Plus => (1, None),
             Tok::Tilde => {
+                let tilde = self.span();
                 self.bump();
                 let lo = self.count()?;
                 let hi = if *self.peek() == Tok::DotDot {
@@ -339,7 +345,10 @@ impl Parser {
                     lo
                 };
                 if hi < lo {
-                    return self.err(format!("repetition range {lo}..{hi} is empty"));
+                    return Err(GrammarError::Syntax {
+                        span: tilde,
+                        message: format!("repetition range {lo}..{hi} is empty"),
+                    });
                 }
                 return Ok(Expr::Repeat {
                     inner: Box::new(atom),

@@ -159,9 +159,10 @@ impl Lexer<'_> {
                             };
                             let mut v = 0u32;
                             for _ in 0..n {
-                                let d = self.bump().and_then(|c| c.to_digit(16)).ok_or_else(|| {
-                                    self.err(start, format!("bad \\{e} escape in string"))
-                                })?;
+                                let d =
+                                    self.bump().and_then(|c| c.to_digit(16)).ok_or_else(|| {
+                                        self.err(start, format!("bad \\{e} escape in string"))
+                                    })?;
                                 v = v * 16 + d;
                             }
                             let ch = char::from_u32(v).ok_or_else(|| {
@@ -229,10 +230,8 @@ impl Lexer<'_> {
     fn name(&mut self, start: Span) -> Result<Tok, GrammarError> {
         let mut s = String::new();
         while let Some(c) = self.peek() {
-            if (c == '!' || c == '?') && s.chars().all(|x| x == '!' || x == '?') {
-                s.push(c);
-                self.bump();
-            } else if is_name_char(c) {
+            let modifier = (c == '!' || c == '?') && s.chars().all(|x| x == '!' || x == '?');
+            if modifier || is_name_char(c) {
                 s.push(c);
                 self.bump();
             } else {
@@ -314,7 +313,10 @@ impl Lexer<'_> {
                 self.bump();
                 Tok::DotDot
             }
-            c if is_name_char(c) || c == '!' || c == '?' && self.peek_at(1).is_some_and(is_name_char) => {
+            c if is_name_char(c)
+                || c == '!'
+                || c == '?' && self.peek_at(1).is_some_and(is_name_char) =>
+            {
                 self.name(span)?
             }
             _ => {
@@ -346,9 +348,7 @@ impl Lexer<'_> {
                     '~' => Tok::Tilde,
                     '.' => Tok::Dot,
                     ',' => Tok::Comma,
-                    other => {
-                        return Err(self.err(span, format!("unexpected character {other:?}")))
-                    }
+                    other => return Err(self.err(span, format!("unexpected character {other:?}"))),
                 }
             }
         };

@@ -1,0 +1,3 @@
+//! The integration test binary: one suite, driven by the data in `tests/data/`.
+
+mod suite;
