@@ -77,3 +77,7 @@ id_type!(
     /// A state of the byte-level lexer DFA. State 0 is the dead state.
     LexStateId
 );
+id_type!(
+    /// A state of the LR automaton. State 0 is the start state.
+    LrStateId
+);

@@ -7,4 +7,6 @@
 pub mod compile;
 pub mod ids;
 pub mod lexer;
+pub mod lr;
+pub mod termset;
 pub mod vocab;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use stackmask::compile::{self, lexer_build::build_lexer, GrammarFormat};
+use stackmask::compile::{self, lexer_build::build_lexer, lr::build_lr, GrammarFormat};
 use stackmask::ids::TokenId;
 use stackmask::lexer::lex;
 use stackmask::vocab::Vocab;
@@ -148,6 +148,12 @@ fn run_grammar(spec: &str, format: Option<Format>, doc: Option<&str>) -> Result<
         "lexer: {} states, {} byte classes",
         lexer.num_states(),
         lexer.num_classes()
+    );
+    let lr = build_lr(&g).map_err(|e| format!("{spec}:{e}"))?;
+    println!(
+        "LR (LALR(1)): {} states, {} conflicts",
+        lr.table.num_states(),
+        lr.conflicts.len()
     );
     if let Some(path) = doc {
         let input = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;

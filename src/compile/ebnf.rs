@@ -255,7 +255,26 @@ impl BnfBuilder {
                     }
                     return Ok(out);
                 }
-                let x = self.as_symbol(inner, parent, span)?;
+                // A repeated item that can be empty would make the helper rules cyclic
+                // (P → P x with x ⇒ ε); (x | ε){m,n} is the same language as x{0,n}.
+                let inner_alts = self.alternatives(inner, parent, span)?;
+                let (inner, min): (Ebnf, u32) = if inner_alts.iter().any(|a| a.is_empty()) {
+                    let non_empty: Vec<Ebnf> = inner_alts
+                        .into_iter()
+                        .filter(|a| !a.is_empty())
+                        .map(|a| Ebnf::Seq(a.into_iter().map(Ebnf::Sym).collect()))
+                        .collect();
+                    if non_empty.is_empty() {
+                        return Ok(vec![Vec::new()]);
+                    }
+                    (Ebnf::Alt(non_empty), 0)
+                } else {
+                    ((**inner).clone(), min)
+                };
+                if min == 0 && max == Some(1) {
+                    return self.alternatives(&Ebnf::optional(inner), parent, span);
+                }
+                let x = self.as_symbol(&inner, parent, span)?;
                 match max {
                     None => {
                         let plus = self.helper("plus", Ebnf::Sym(x), parent, span, |_, me| {

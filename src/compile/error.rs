@@ -92,6 +92,12 @@ pub enum GrammarError {
         /// The rule that was expected.
         name: String,
     },
+    /// The start rule derives no finite document.
+    #[error("start rule `{name}` derives no finite document")]
+    NoDocument {
+        /// The start rule.
+        name: String,
+    },
     /// The grammar exceeds a size limit (which bounds memory and compile time).
     #[error("{span}: grammar too large: {what} exceeds the limit of {limit}")]
     TooLarge {
@@ -122,7 +128,9 @@ impl GrammarError {
             | GrammarError::EmptyTerminal { span, .. }
             | GrammarError::RecursiveTerminal { span, .. }
             | GrammarError::TooLarge { span, .. } => Some(*span),
-            GrammarError::NoStart { .. } | GrammarError::InvalidUtf8 { .. } => None,
+            GrammarError::NoStart { .. }
+            | GrammarError::NoDocument { .. }
+            | GrammarError::InvalidUtf8 { .. } => None,
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod gbnf;
 pub mod ir;
 pub mod lark;
 pub mod lexer_build;
+pub mod lr;
 pub mod prune;
 
 pub use error::{GrammarError, Span};

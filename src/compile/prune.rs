@@ -76,3 +76,121 @@ pub fn prune_unreachable(g: Grammar) -> Grammar {
         start: nmap[g.start.index()].expect("start is reachable"),
     }
 }
+
+/// Pass: drop productions that use nonterminals deriving no terminal string, so that
+/// every remaining symbol is productive (then every viable LR prefix extends to a whole
+/// document). Fails if the start symbol itself derives nothing.
+pub fn remove_unproductive(g: Grammar) -> Result<Grammar, super::GrammarError> {
+    let nt = g.nonterminals.len();
+    let mut productive = vec![false; nt];
+    loop {
+        let mut changed = false;
+        for p in &g.productions {
+            if !productive[p.lhs.index()]
+                && p.rhs.iter().all(|s| match s {
+                    Symbol::T(_) => true,
+                    Symbol::N(n) => productive[n.index()],
+                })
+            {
+                productive[p.lhs.index()] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    if !productive[g.start.index()] {
+        return Err(super::GrammarError::NoDocument {
+            name: g.nonterminals[g.start.index()].name.clone(),
+        });
+    }
+    let productions = g
+        .productions
+        .into_iter()
+        .filter(|p| {
+            productive[p.lhs.index()]
+                && p.rhs.iter().all(|s| match s {
+                    Symbol::T(_) => true,
+                    Symbol::N(n) => productive[n.index()],
+                })
+        })
+        .collect();
+    Ok(prune_unreachable(Grammar { productions, ..g }))
+}
+
+/// Pass: reject cyclic grammars (A ⇒+ A): they have infinitely many parses of one input
+/// and would make the graph-structured stack cyclic.
+pub fn check_acyclic(g: &Grammar) -> Result<(), super::GrammarError> {
+    let nt = g.nonterminals.len();
+    let mut nullable = vec![false; nt];
+    loop {
+        let mut changed = false;
+        for p in &g.productions {
+            if !nullable[p.lhs.index()]
+                && p.rhs
+                    .iter()
+                    .all(|s| matches!(s, Symbol::N(n) if nullable[n.index()]))
+            {
+                nullable[p.lhs.index()] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // unit[a] = nonterminals b with a ⇒ α b β, α and β nullable.
+    let mut unit: Vec<Vec<usize>> = vec![Vec::new(); nt];
+    for p in &g.productions {
+        for (i, s) in p.rhs.iter().enumerate() {
+            if let Symbol::N(b) = s {
+                let others_nullable = p
+                    .rhs
+                    .iter()
+                    .enumerate()
+                    .all(|(j, x)| j == i || matches!(x, Symbol::N(n) if nullable[n.index()]));
+                if others_nullable {
+                    unit[p.lhs.index()].push(b.index());
+                }
+            }
+        }
+    }
+    // Depth-first search for a cycle (colors: 0 new, 1 on stack, 2 done).
+    let mut color = vec![0u8; nt];
+    for root in 0..nt {
+        if color[root] != 0 {
+            continue;
+        }
+        let mut stack = vec![(root, 0usize)];
+        color[root] = 1;
+        while let Some(&mut (a, ref mut i)) = stack.last_mut() {
+            if *i < unit[a].len() {
+                let b = unit[a][*i];
+                *i += 1;
+                match color[b] {
+                    0 => {
+                        color[b] = 1;
+                        stack.push((b, 0));
+                    }
+                    1 => {
+                        let n = &g.nonterminals[b];
+                        return Err(super::GrammarError::Unsupported {
+                            span: n.span,
+                            construct: format!("cyclic rule `{}`", n.name),
+                            reason: format!(
+                                "`{}` derives itself (A ⇒+ A); such grammars have infinitely many parses",
+                                n.name
+                            ),
+                        });
+                    }
+                    _ => {}
+                }
+            } else {
+                color[a] = 2;
+                stack.pop();
+            }
+        }
+    }
+    Ok(())
+}

@@ -13,7 +13,7 @@ use super::parse::{parse, CharSet, Expr, Rule};
 use crate::compile::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::ir::{Grammar, Nonterminal, Priority, Symbol, Terminal};
-use crate::compile::prune::prune_unreachable;
+use crate::compile::prune::{check_acyclic, prune_unreachable, remove_unproductive};
 use crate::ids::{NonterminalId, TerminalId};
 
 /// Most distinct atoms (terminals) a GBNF grammar may split into.
@@ -187,12 +187,13 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         bnf.define(NonterminalId::new(i), &body, 0, r.span)?;
     }
     let (nonterminals, productions) = bnf.finish();
-    let g = prune_unreachable(Grammar {
+    let g = remove_unproductive(prune_unreachable(Grammar {
         terminals,
         nonterminals,
         productions,
         start: start_id,
-    });
+    }))?;
+    check_acyclic(&g)?;
     debug_assert_eq!(g.validate(), Ok(()));
     Ok(g)
 }

@@ -9,7 +9,7 @@ use super::parse::{parse, Def, Expr, Stmt};
 use crate::compile::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::ir::{Grammar, Nonterminal, Priority, Symbol, Terminal};
-use crate::compile::prune::prune_unreachable;
+use crate::compile::prune::{check_acyclic, prune_unreachable, remove_unproductive};
 use crate::ids::{NonterminalId, TerminalId};
 
 /// The text behind `%import common.X`.
@@ -503,7 +503,8 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         productions,
         start: start_id,
     };
-    let g = prune_unreachable(g);
+    let g = remove_unproductive(prune_unreachable(g))?;
+    check_acyclic(&g)?;
     // Lowering only produces in-range ids and at least one production per rule.
     debug_assert_eq!(g.validate(), Ok(()));
     Ok(g)

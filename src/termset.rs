@@ -1,0 +1,135 @@
+//! A fixed-width bitset over terminal ids plus one extra bit for end of input.
+//!
+//! Terminal sets are small (a grammar has tens to a few thousand terminals), dense and
+//! built once, so a plain word vector beats a compressed bitmap here; token sets, which
+//! are large and sparse, use `roaring` instead.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::TerminalId;
+
+/// A set of terminals over a fixed universe `0..width`.
+///
+/// Invariant: bits at or above `width` are zero.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub struct TermSet {
+    words: Vec<u64>,
+    width: u32,
+}
+
+impl std::fmt::Debug for TermSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set()
+            .entries(self.iter().map(|t| t.as_u32()))
+            .finish()
+    }
+}
+
+impl TermSet {
+    /// The empty set over `0..width`.
+    pub fn new(width: usize) -> Self {
+        Self {
+            words: vec![0; width.div_ceil(64)],
+            width: width as u32,
+        }
+    }
+
+    /// The universe size.
+    pub fn width(&self) -> usize {
+        self.width as usize
+    }
+
+    /// Adds `t`; returns whether it was new. Panics if `t` is outside the universe (a
+    /// caller bug: universes are fixed by the grammar).
+    #[inline]
+    pub fn insert(&mut self, t: TerminalId) -> bool {
+        assert!(
+            t.as_u32() < self.width,
+            "terminal outside the set's universe"
+        );
+        let (w, b) = (t.index() / 64, t.index() % 64);
+        let old = self.words[w];
+        self.words[w] |= 1 << b;
+        old != self.words[w]
+    }
+
+    /// Whether `t` is in the set (false outside the universe).
+    #[inline]
+    pub fn contains(&self, t: TerminalId) -> bool {
+        let (w, b) = (t.index() / 64, t.index() % 64);
+        self.words.get(w).is_some_and(|x| x >> b & 1 == 1)
+    }
+
+    /// Adds every element of `other` (same universe); returns whether anything was new.
+    pub fn union_with(&mut self, other: &TermSet) -> bool {
+        debug_assert_eq!(self.width, other.width);
+        let mut changed = false;
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            let n = *a | *b;
+            changed |= n != *a;
+            *a = n;
+        }
+        changed
+    }
+
+    /// Whether the two sets share an element.
+    pub fn intersects(&self, other: &TermSet) -> bool {
+        self.words.iter().zip(&other.words).any(|(a, b)| a & b != 0)
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// The elements in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = TerminalId> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let b = w.trailing_zeros();
+                w &= w - 1;
+                Some(TerminalId::new(i * 64 + b as usize))
+            })
+        })
+    }
+
+    /// Checks the invariant (used when validating loaded tables).
+    pub fn is_valid(&self) -> bool {
+        self.words.len() == (self.width as usize).div_ceil(64)
+            && self.iter().all(|t| t.as_u32() < self.width)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_ops() {
+        let mut a = TermSet::new(130);
+        assert!(a.insert(TerminalId::new(0)));
+        assert!(!a.insert(TerminalId::new(0)));
+        a.insert(TerminalId::new(129));
+        let mut b = TermSet::new(130);
+        b.insert(TerminalId::new(64));
+        assert!(!a.intersects(&b));
+        assert!(a.union_with(&b));
+        assert!(!a.union_with(&b));
+        assert_eq!(
+            a.iter().map(|t| t.index()).collect::<Vec<_>>(),
+            vec![0, 64, 129]
+        );
+        assert_eq!(a.len(), 3);
+        assert!(!a.contains(TerminalId::new(500)));
+        assert!(a.is_valid());
+    }
+}
