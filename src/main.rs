@@ -2,8 +2,13 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use stackmask::compile::{self, lexer_build::build_lexer, lr::build_lr, GrammarFormat};
+mod cli;
+
+use clap::{Parser, Subcommand};
+use cli::check::{CheckArgs, Engine};
+use cli::load::Format;
+use cli::sample::SampleArgs;
+use stackmask::compile::{self, lexer_build::build_lexer, lr::build_lr};
 use stackmask::ids::TokenId;
 use stackmask::lexer::lex;
 use stackmask::vocab::Vocab;
@@ -17,12 +22,6 @@ use stackmask::vocab::Vocab;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    Lark,
-    Gbnf,
 }
 
 #[derive(Subcommand)]
@@ -51,25 +50,69 @@ enum Cmd {
         #[arg(long)]
         lex: Option<String>,
     },
-}
-
-fn load_grammar_text(spec: &str) -> Result<(String, GrammarFormat), String> {
-    if let Some(name) = spec.strip_prefix("builtin:") {
-        return match name {
-            "json" => Ok((compile::BUILTIN_JSON.to_string(), GrammarFormat::Lark)),
-            other => Err(format!(
-                "no builtin grammar {other:?} (available: builtin:json)"
-            )),
-        };
-    }
-    let bytes = std::fs::read(spec).map_err(|e| format!("cannot read {spec}: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "{spec}: grammar is not valid UTF-8 (byte {})",
-            e.utf8_error().valid_up_to()
-        )
-    })?;
-    Ok((text, GrammarFormat::from_path(spec)))
+    /// Decode a document token by token, checking and timing every mask and commit.
+    Check {
+        /// A grammar file, or builtin:json.
+        #[arg(long, default_value = "builtin:json")]
+        grammar: String,
+        /// Grammar syntax (default: from the file extension).
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// A tokenizer.json, a .tiktoken file, or builtin:o200k.
+        #[arg(long, default_value = "builtin:o200k")]
+        tokenizer: String,
+        /// Override the end-of-sequence token(s).
+        #[arg(long)]
+        eos: Vec<String>,
+        /// The document.
+        #[arg(long)]
+        text: String,
+        /// Which engine masks and commits.
+        #[arg(long, value_enum, default_value = "reference")]
+        engine: Engine,
+        /// canonical (the tokenizer's own encoding) or random:SEED.
+        #[arg(long, default_value = "canonical")]
+        segment: String,
+        /// Write each step's allowed token ids (one JSON array per line) here.
+        #[arg(long)]
+        dump_masks: Option<String>,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Compute the mask only every N steps (commits are always checked).
+        #[arg(long, default_value_t = 1)]
+        mask_every: usize,
+        /// With --engine glr: compare with the reference mask every N steps (0: never).
+        #[arg(long, default_value_t = 0)]
+        verify_every: usize,
+    },
+    /// Print random documents generated token by token from the masks.
+    Sample {
+        /// A grammar file, or builtin:json.
+        #[arg(long, default_value = "builtin:json")]
+        grammar: String,
+        /// Grammar syntax (default: from the file extension).
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// A tokenizer.json, a .tiktoken file, or builtin:o200k.
+        #[arg(long, default_value = "builtin:o200k")]
+        tokenizer: String,
+        /// Override the end-of-sequence token(s).
+        #[arg(long)]
+        eos: Vec<String>,
+        /// Number of documents.
+        #[arg(long, default_value_t = 3)]
+        n: usize,
+        /// Random seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Most tokens per document.
+        #[arg(long, default_value_t = 48)]
+        max_tokens: usize,
+        /// Probability of ending when the document may end.
+        #[arg(long, default_value_t = 0.5)]
+        eos_chance: f64,
+    },
 }
 
 fn run_vocab(spec: &str, eos: &[String], show: &[u32]) -> Result<(), String> {
@@ -135,12 +178,7 @@ fn run_vocab(spec: &str, eos: &[String], show: &[u32]) -> Result<(), String> {
 }
 
 fn run_grammar(spec: &str, format: Option<Format>, doc: Option<&str>) -> Result<(), String> {
-    let (text, guessed) = load_grammar_text(spec)?;
-    let format = match format {
-        Some(Format::Lark) => GrammarFormat::Lark,
-        Some(Format::Gbnf) => GrammarFormat::Gbnf,
-        None => guessed,
-    };
+    let (text, format) = cli::load::grammar_text(spec, format)?;
     let g = compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"))?;
     let lexer = build_lexer(&g).map_err(|e| format!("{spec}:{e}"))?;
     print!("{}", g.display());
@@ -190,6 +228,58 @@ fn main() -> ExitCode {
             format,
             lex,
         } => run_grammar(grammar, *format, lex.as_deref()),
+        Cmd::Check {
+            grammar,
+            format,
+            tokenizer,
+            eos,
+            text,
+            engine,
+            segment,
+            dump_masks,
+            json,
+            mask_every,
+            verify_every,
+        } => cli::check::run(CheckArgs {
+            grammar,
+            format: *format,
+            tokenizer,
+            eos,
+            text,
+            engine: *engine,
+            segment,
+            dump_masks: dump_masks.as_deref(),
+            json: *json,
+            mask_every: *mask_every,
+            verify_every: *verify_every,
+        })
+        .and_then(|ok| {
+            if ok {
+                Ok(())
+            } else {
+                Err("check failed".into())
+            }
+        }),
+        Cmd::Sample {
+            grammar,
+            format,
+            tokenizer,
+            eos,
+            n,
+            seed,
+            max_tokens,
+            eos_chance,
+        } => cli::sample::run(SampleArgs {
+            grammar,
+            format: *format,
+            tokenizer,
+            eos,
+            n: *n,
+            seed: *seed,
+            max_tokens: *max_tokens,
+            eos_chance: *eos_chance,
+        })
+        .map(|_| ()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

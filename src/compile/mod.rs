@@ -13,6 +13,7 @@ pub mod gbnf;
 pub mod ir;
 pub mod lark;
 pub mod lexer_build;
+pub mod lexer_follow;
 pub mod lr;
 pub mod prune;
 
@@ -56,4 +57,13 @@ pub fn compile_grammar_bytes(bytes: &[u8], format: GrammarFormat) -> Result<Gram
         offset: e.valid_up_to(),
     })?;
     compile_grammar(text, format)
+}
+
+/// Compiles a grammar IR into the tables the GLR recognizer runs on.
+pub fn build_glr_tables(g: &Grammar) -> Result<crate::glr::Tables, GrammarError> {
+    let lexer = lexer_build::build_lexer(g)?;
+    let follow = lexer_follow::build_follow(&lexer);
+    let lr = lr::build_lr(g)?.table;
+    // The lexer and LR tables come from the same grammar, so they agree on terminals.
+    Ok(crate::glr::Tables::from_parts(lexer, follow, lr).expect("tables from one grammar"))
 }

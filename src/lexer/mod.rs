@@ -8,7 +8,9 @@
 //! This module depends only on the id newtypes.
 
 mod dfa;
+mod follow;
 mod lex;
 
 pub use dfa::{LexTerminal, LexerDfa, LexerValidateError};
+pub use follow::LexFollow;
 pub use lex::{lex, LexError, LexErrorKind, Lexeme};

@@ -12,6 +12,7 @@
 pub mod byte_level;
 #[cfg(feature = "hf")]
 pub mod hf;
+pub mod segment;
 pub mod tiktoken;
 
 use crate::ids::TokenId;

@@ -1,0 +1,193 @@
+//! `stackmask check`: decode a document token by token, checking and timing every mask and
+//! commit.
+
+use std::io::Write;
+use std::time::Instant;
+
+use stackmask::glr::walk::{self, SortedTokens};
+use stackmask::glr::GlrState;
+use stackmask::ids::TokenId;
+use stackmask::reference::Reference;
+use stackmask::vocab::segment::random_segmentation;
+use stackmask::vocab::Vocab;
+
+use super::load::{self, Format};
+use super::stats::percentiles;
+
+/// Which engine masks and commits.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// The reference oracle (Earley; slow).
+    Reference,
+    /// The GLR recognizer; masks by walking the vocabulary through it.
+    Glr,
+}
+
+/// Options of `check`.
+pub struct CheckArgs<'a> {
+    pub grammar: &'a str,
+    pub format: Option<Format>,
+    pub tokenizer: &'a str,
+    pub eos: &'a [String],
+    pub text: &'a str,
+    pub engine: Engine,
+    pub segment: &'a str,
+    pub dump_masks: Option<&'a str>,
+    pub json: bool,
+    pub mask_every: usize,
+    pub verify_every: usize,
+}
+
+fn tokens_of(vocab: &Vocab, text: &[u8], segment: &str) -> Result<Vec<TokenId>, String> {
+    if segment == "canonical" {
+        let s = std::str::from_utf8(text).map_err(|e| {
+            format!(
+                "canonical tokenization needs UTF-8 text (byte {})",
+                e.valid_up_to()
+            )
+        })?;
+        return vocab.encode(s).map_err(|e| e.to_string());
+    }
+    if let Some(seed) = segment.strip_prefix("random:") {
+        let seed: u64 = seed
+            .parse()
+            .map_err(|_| format!("bad seed in --segment {segment}"))?;
+        return random_segmentation(vocab, text, seed).map_err(|e| e.to_string());
+    }
+    Err(format!(
+        "--segment must be canonical or random:SEED, not {segment}"
+    ))
+}
+
+fn bits(mask: &[bool]) -> Vec<u32> {
+    let mut out = vec![0u32; mask.len().div_ceil(32)];
+    for (i, &m) in mask.iter().enumerate() {
+        if m {
+            out[i / 32] |= 1 << (i % 32);
+        }
+    }
+    out
+}
+
+fn has(mask: &[u32], t: TokenId) -> bool {
+    mask.get(t.index() / 32)
+        .is_some_and(|w| w >> (t.index() % 32) & 1 == 1)
+}
+
+/// Runs `check`; returns whether the document passed.
+pub fn run(a: CheckArgs) -> Result<bool, String> {
+    let loaded = load::grammar(a.grammar, a.format)?;
+    let vocab = load::vocab(a.tokenizer, a.eos)?;
+    let text = std::fs::read(a.text).map_err(|e| format!("cannot read {}: {e}", a.text))?;
+    let tokens = tokens_of(&vocab, &text, a.segment)?;
+    let reference = Reference::new(&loaded.grammar, &loaded.tables.lexer);
+    let sorted = (a.engine == Engine::Glr).then(|| SortedTokens::new(&vocab));
+    let mut dump = match a.dump_masks {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).map_err(|e| format!("cannot create {p}: {e}"))?,
+        )),
+        None => None,
+    };
+
+    let mut glr = GlrState::new(loaded.tables.clone());
+    let mut prefix = reference.empty();
+    let (mut mask_us, mut commit_us) = (Vec::new(), Vec::new());
+    let mut rejected_at = None;
+    let mut mismatches = 0usize;
+    let mask_every = a.mask_every.max(1);
+    for (i, &t) in tokens.iter().enumerate() {
+        if i % mask_every == 0 {
+            let t0 = Instant::now();
+            let mask = match a.engine {
+                Engine::Reference => bits(&reference.mask(&prefix, &vocab)),
+                // `sorted` is built whenever the engine is GLR.
+                Engine::Glr => walk::mask(&glr, sorted.as_ref().expect("sorted tokens")),
+            };
+            mask_us.push(t0.elapsed().as_secs_f64() * 1e6);
+            if a.engine == Engine::Glr && a.verify_every > 0 && i % a.verify_every == 0 {
+                let r = bits(&reference.mask(&prefix, &vocab));
+                if r != mask {
+                    mismatches += 1;
+                }
+            }
+            if let Some(d) = dump.as_mut() {
+                let ids: Vec<usize> = (0..vocab.len())
+                    .filter(|&k| has(&mask, TokenId::new(k)))
+                    .collect();
+                writeln!(d, "{}", serde_json::to_string(&ids).unwrap_or_default())
+                    .map_err(|e| e.to_string())?;
+            }
+            if !has(&mask, t) {
+                rejected_at = Some(i);
+                break;
+            }
+        }
+        let bytes = vocab.token_bytes(t).map_err(|e| e.to_string())?;
+        let t0 = Instant::now();
+        let ok = match a.engine {
+            Engine::Reference => {
+                let next = reference.commit(&prefix, bytes);
+                let ok = reference.prefix_viable(&next);
+                if ok {
+                    prefix = next;
+                }
+                ok
+            }
+            Engine::Glr => glr.commit_bytes(bytes).is_ok(),
+        };
+        commit_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        if a.engine == Engine::Glr {
+            prefix = reference.commit(&prefix, bytes);
+        }
+        if !ok {
+            rejected_at = Some(i);
+            break;
+        }
+    }
+    let accepted = rejected_at.is_none()
+        && match a.engine {
+            Engine::Reference => reference.prefix_complete(&prefix),
+            Engine::Glr => glr.is_accepting(),
+        };
+    if rejected_at.is_none()
+        && a.engine == Engine::Glr
+        && accepted != reference.prefix_complete(&prefix)
+    {
+        mismatches += 1;
+    }
+    let ok = rejected_at.is_none() && accepted && mismatches == 0;
+    let report = serde_json::json!({
+        "tokens": tokens.len(),
+        "rejected_at": rejected_at,
+        "accepted": accepted,
+        "mismatches": mismatches,
+        "compile_ms": (loaded.compile_ms * 1000.0).round() / 1000.0,
+        "mask_us": percentiles(&mut mask_us),
+        "commit_us": percentiles(&mut commit_us),
+    });
+    if a.json {
+        println!("{report}");
+    } else {
+        println!(
+            "{}: {} tokens, {}",
+            a.text,
+            tokens.len(),
+            match rejected_at {
+                Some(k) => format!(
+                    "token {k} ({:?}) rejected",
+                    String::from_utf8_lossy(vocab.token_bytes(tokens[k]).unwrap_or_default())
+                ),
+                None if accepted => "accepted".into(),
+                None =>
+                    "every token allowed, but the document is incomplete (EOS not allowed)".into(),
+            }
+        );
+        println!(
+            "mismatches: {mismatches}, compile: {:.1} ms",
+            loaded.compile_ms
+        );
+        println!("mask µs:   {}", report["mask_us"]);
+        println!("commit µs: {}", report["commit_us"]);
+    }
+    Ok(ok)
+}

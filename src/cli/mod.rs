@@ -1,0 +1,6 @@
+//! The subcommands of the `stackmask` binary.
+
+pub mod check;
+pub mod load;
+pub mod sample;
+pub mod stats;

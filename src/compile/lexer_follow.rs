@@ -1,0 +1,97 @@
+//! Pass: lexer DFA → [`LexFollow`] tables, by fixpoint iteration over lexer states.
+//!
+//! With `C(q)` the terminals reachable from state `q` by zero or more bytes (a complete
+//! non-ignored terminal, or `B(q)` after an ignored one) and `B(p)` the terminals that can
+//! start at a boundary inhibited by `p` (end of input, plus `C(next(START, b))` for every
+//! byte `b` that does not extend `p`), the tables are `B` and `C⁺(q) = ⋃ C(next(q, b))`.
+
+use crate::ids::{LexStateId, TerminalId};
+use crate::lexer::{LexFollow, LexerDfa};
+use crate::termset::TermSet;
+
+/// Computes the follow tables of a lexer.
+pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
+    let n = lexer.num_states();
+    let nt = lexer.terminals().len();
+    let eof = TerminalId::new(nt);
+    // One representative byte per class.
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen = vec![false; lexer.num_classes()];
+    for b in 0..=255u8 {
+        let c = lexer.class(b) as usize;
+        if !seen[c] {
+            seen[c] = true;
+            reps.push(b);
+        }
+    }
+    let id = LexStateId::new;
+    let inhibitor = |q: usize| {
+        if lexer.can_extend(id(q)) {
+            q
+        } else {
+            0
+        }
+    };
+    let mut c = vec![TermSet::new(nt + 1); n];
+    let mut b = vec![TermSet::new(nt + 1); n];
+    for s in &mut b {
+        s.insert(eof);
+    }
+    loop {
+        let mut changed = false;
+        for q in 1..n {
+            let mut acc = c[q].clone();
+            for &t in lexer.emits(id(q)) {
+                if lexer.is_ignored(t) {
+                    acc.union_with(&b[inhibitor(q)]);
+                } else {
+                    acc.insert(t);
+                }
+            }
+            for &byte in &reps {
+                let q1 = lexer.next(id(q), byte);
+                if !lexer.is_dead(q1) {
+                    acc.union_with(&c[q1.index()]);
+                }
+            }
+            if acc != c[q] {
+                c[q] = acc;
+                changed = true;
+            }
+        }
+        for (p, bp) in b.iter_mut().enumerate() {
+            let mut acc = bp.clone();
+            for &byte in &reps {
+                if lexer.is_dead(lexer.next(id(p), byte)) {
+                    let q1 = lexer.next(LexerDfa::START, byte);
+                    if !lexer.is_dead(q1) {
+                        acc.union_with(&c[q1.index()]);
+                    }
+                }
+            }
+            if acc != *bp {
+                *bp = acc;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let pending = (0..n)
+        .map(|q| {
+            let mut acc = TermSet::new(nt + 1);
+            if q != 0 {
+                for &byte in &reps {
+                    let q1 = lexer.next(id(q), byte);
+                    if !lexer.is_dead(q1) {
+                        acc.union_with(&c[q1.index()]);
+                    }
+                }
+            }
+            acc
+        })
+        .collect();
+    // Shapes match the lexer by construction.
+    LexFollow::from_parts(b, pending, n, nt).expect("follow tables built consistently")
+}

@@ -1,0 +1,200 @@
+//! The commit state: GLR stacks behind a lexer with eager emission and inhibited terminals.
+//!
+//! A state is a set of *configurations*: where the lexer stands ([`LexPos`]) and the GSS
+//! heads of the terminals emitted so far. Reading a byte moves every configuration; when
+//! the lexeme it completes could still grow, the configuration forks (DESIGN.md §1): one
+//! branch emits now and inhibits every byte that would have extended the lexeme, the other
+//! keeps growing, and the next byte kills exactly one of them. Lexically ambiguous lexemes
+//! are shifted as each of their terminals; ignored terminals leave the stacks as they are.
+//!
+//! A configuration is *viable* when some terminal that can come next lexically (see
+//! [`crate::lexer::LexFollow`]) can be shifted by some of its stacks, or end of input is
+//! possible and accepted. A commit keeps only viable configurations and fails, changing
+//! nothing, if none is left.
+
+use std::sync::Arc;
+
+use super::gss::{merge_heads, Node};
+use super::step;
+use super::Tables;
+use crate::ids::{LexStateId, TerminalId};
+use crate::lexer::LexerDfa;
+
+/// Where the lexer stands in a configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LexPos {
+    /// Inside a lexeme (lexer state, never the start state) that will grow further.
+    Pending(LexStateId),
+    /// Between lexemes; the next byte must not extend the lexeme whose final state is the
+    /// inhibitor (`LexerDfa::DEAD` when nothing is inhibited).
+    Boundary(LexStateId),
+}
+
+/// One configuration: lexer position and the stacks of the terminals emitted so far.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the lexer stands.
+    pub pos: LexPos,
+    /// GSS heads; never empty, no two with the same LR state.
+    pub heads: Vec<Arc<Node>>,
+}
+
+/// The recognizer state after some prefix: cheap to clone (configurations share nodes).
+#[derive(Debug, Clone)]
+pub struct GlrState {
+    tables: Arc<Tables>,
+    configs: Vec<Config>,
+}
+
+/// A commit that would leave no viable continuation; the state is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("rejected: no document continues these bytes (failed at byte {byte} of the input)")]
+pub struct Rejected {
+    /// How many bytes of the committed input could be read before every configuration died
+    /// (the input length if they were read but the result is not viable).
+    pub byte: usize,
+}
+
+impl GlrState {
+    /// The state before any input.
+    pub fn new(tables: Arc<Tables>) -> Self {
+        let bottom = Node::bottom(tables.lr.start());
+        Self {
+            tables,
+            configs: vec![Config {
+                pos: LexPos::Boundary(LexerDfa::DEAD),
+                heads: vec![bottom],
+            }],
+        }
+    }
+
+    /// The tables this state runs on.
+    pub fn tables(&self) -> &Arc<Tables> {
+        &self.tables
+    }
+
+    /// The configurations (for the mask automaton and for debugging).
+    pub fn configs(&self) -> &[Config] {
+        &self.configs
+    }
+
+    /// Reads `bytes` and keeps the result only if it is viable.
+    pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<(), Rejected> {
+        let next = self.advance(bytes)?;
+        let viable: Vec<Config> = next
+            .configs
+            .into_iter()
+            .filter(|c| self.config_viable(c))
+            .collect();
+        if viable.is_empty() {
+            return Err(Rejected { byte: bytes.len() });
+        }
+        self.configs = viable;
+        Ok(())
+    }
+
+    /// The state after `bytes`, without the viability check (configurations that are not
+    /// viable may remain). `Err` if every configuration died on the way.
+    pub fn advance(&self, bytes: &[u8]) -> Result<GlrState, Rejected> {
+        let mut configs = self.configs.clone();
+        for (i, &b) in bytes.iter().enumerate() {
+            configs = self.step_byte(&configs, b);
+            if configs.is_empty() {
+                return Err(Rejected { byte: i });
+            }
+        }
+        Ok(GlrState {
+            tables: self.tables.clone(),
+            configs,
+        })
+    }
+
+    fn step_byte(&self, configs: &[Config], b: u8) -> Vec<Config> {
+        let lx = &self.tables.lexer;
+        let mut out: Vec<Config> = Vec::new();
+        let mut add =
+            |pos: LexPos, heads: Vec<Arc<Node>>| match out.iter_mut().find(|c| c.pos == pos) {
+                Some(c) => {
+                    let mut all = std::mem::take(&mut c.heads);
+                    all.extend(heads);
+                    c.heads = merge_heads(all);
+                }
+                None => out.push(Config { pos, heads }),
+            };
+        for c in configs {
+            let q = match c.pos {
+                LexPos::Pending(q) => q,
+                LexPos::Boundary(p) => {
+                    if !lx.is_dead(lx.next(p, b)) {
+                        continue; // inhibited: this byte would have extended the last lexeme
+                    }
+                    LexerDfa::START
+                }
+            };
+            let q1 = lx.next(q, b);
+            if lx.is_dead(q1) {
+                continue;
+            }
+            if lx.can_extend(q1) {
+                add(LexPos::Pending(q1), c.heads.clone());
+            }
+            let emits = lx.emits(q1);
+            if !emits.is_empty() {
+                let heads = self.emit(&c.heads, emits);
+                if !heads.is_empty() {
+                    let inhibitor = if lx.can_extend(q1) {
+                        q1
+                    } else {
+                        LexerDfa::DEAD
+                    };
+                    add(LexPos::Boundary(inhibitor), heads);
+                }
+            }
+        }
+        out
+    }
+
+    /// The stacks after a lexeme emitted as `terms` (ignored ones keep the stacks).
+    fn emit(&self, heads: &[Arc<Node>], terms: &[TerminalId]) -> Vec<Arc<Node>> {
+        let lx = &self.tables.lexer;
+        let real: smallvec::SmallVec<[TerminalId; 2]> = terms
+            .iter()
+            .copied()
+            .filter(|&t| !lx.is_ignored(t))
+            .collect();
+        let mut out = if real.is_empty() {
+            Vec::new()
+        } else {
+            step::shift(&self.tables.lr, heads, &real)
+        };
+        if real.len() < terms.len() {
+            out.extend(heads.iter().cloned());
+            out = merge_heads(out);
+        }
+        out
+    }
+
+    fn config_viable(&self, c: &Config) -> bool {
+        let follow = match c.pos {
+            LexPos::Pending(q) => self.tables.follow.after_pending(q),
+            LexPos::Boundary(p) => self.tables.follow.at_boundary(p),
+        };
+        follow
+            .iter()
+            .any(|t| step::can_consume(&self.tables.lr, &c.heads, t))
+    }
+
+    /// Whether some continuation completes a document (true after every successful commit).
+    pub fn is_viable(&self) -> bool {
+        self.configs.iter().any(|c| self.config_viable(c))
+    }
+
+    /// Whether the input so far is a complete document (end of input allowed now).
+    pub fn is_accepting(&self) -> bool {
+        let eof = self.tables.lr.eof();
+        self.configs.iter().any(|c| {
+            matches!(c.pos, LexPos::Boundary(_))
+                && step::can_consume(&self.tables.lr, &c.heads, eof)
+        })
+    }
+}

@@ -1,0 +1,233 @@
+//! One GLR step: the reduction closure for a lookahead terminal, then the shift.
+//!
+//! Reductions create nodes at the current position; they are built in a scratch graph
+//! (`Temp` nodes, one per LR state, so that stacks merge), repeated to a fixpoint so that
+//! a new edge into a node also feeds the reductions whose paths run through it (the
+//! classic difficulty with ε-rules in Tomita's algorithm), and frozen into immutable
+//! [`Node`]s only when a shift uses them.
+
+use std::sync::Arc;
+
+use hashbrown::HashMap;
+use smallvec::SmallVec;
+
+use super::gss::{merge_heads, Node};
+use crate::ids::{LrStateId, TerminalId};
+use crate::lr::{Action, LrTable};
+
+#[derive(Clone)]
+enum NodeRef {
+    Old(Arc<Node>),
+    Temp(usize),
+}
+
+impl NodeRef {
+    fn same(&self, other: &NodeRef) -> bool {
+        match (self, other) {
+            (NodeRef::Old(a), NodeRef::Old(b)) => Arc::ptr_eq(a, b),
+            (NodeRef::Temp(a), NodeRef::Temp(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+struct Temp {
+    state: LrStateId,
+    preds: Vec<NodeRef>,
+}
+
+/// The current position's nodes during one reduction closure.
+struct Level<'a> {
+    table: &'a LrTable,
+    heads: &'a [Arc<Node>],
+    temps: Vec<Temp>,
+    by_state: HashMap<LrStateId, usize>,
+}
+
+impl<'a> Level<'a> {
+    fn new(table: &'a LrTable, heads: &'a [Arc<Node>]) -> Self {
+        Self {
+            table,
+            heads,
+            temps: Vec::new(),
+            by_state: HashMap::new(),
+        }
+    }
+
+    fn state_of(&self, r: &NodeRef) -> LrStateId {
+        match r {
+            NodeRef::Old(n) => n.state(),
+            NodeRef::Temp(i) => self.temps[*i].state,
+        }
+    }
+
+    fn preds_of(&self, r: &NodeRef) -> Vec<NodeRef> {
+        match r {
+            NodeRef::Old(n) => n.preds().iter().cloned().map(NodeRef::Old).collect(),
+            NodeRef::Temp(i) => self.temps[*i].preds.clone(),
+        }
+    }
+
+    /// Endpoints of all paths of `len` edges down from `from`.
+    fn path_ends(&self, from: &NodeRef, len: usize, out: &mut Vec<NodeRef>) {
+        if len == 0 {
+            out.push(from.clone());
+            return;
+        }
+        for p in self.preds_of(from) {
+            self.path_ends(&p, len - 1, out);
+        }
+    }
+
+    fn tops(&self) -> Vec<NodeRef> {
+        self.heads
+            .iter()
+            .cloned()
+            .map(NodeRef::Old)
+            .chain((0..self.temps.len()).map(NodeRef::Temp))
+            .collect()
+    }
+
+    /// Applies every reduction on lookahead `t` until no new edge appears.
+    fn close(&mut self, t: TerminalId) {
+        loop {
+            let mut changed = false;
+            for top in self.tops() {
+                let state = self.state_of(&top);
+                for a in self.table.actions(state, t) {
+                    let Action::Reduce(p) = *a else { continue };
+                    let lhs = self.table.lhs(p);
+                    let mut ends = Vec::new();
+                    self.path_ends(&top, self.table.rhs_len(p), &mut ends);
+                    for end in ends {
+                        // LR(0) automata always have the goto for a reduction that applies.
+                        let Some(g) = self.table.goto(self.state_of(&end), lhs) else {
+                            continue;
+                        };
+                        let idx = match self.by_state.get(&g) {
+                            Some(&i) => i,
+                            None => {
+                                self.temps.push(Temp {
+                                    state: g,
+                                    preds: Vec::new(),
+                                });
+                                self.by_state.insert(g, self.temps.len() - 1);
+                                self.temps.len() - 1
+                            }
+                        };
+                        if !self.temps[idx].preds.iter().any(|x| x.same(&end)) {
+                            self.temps[idx].preds.push(end);
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            if !changed {
+                return;
+            }
+        }
+    }
+
+    /// Whether some top can shift `t` (or accept, if `t` is end of input).
+    fn can_consume(&self, t: TerminalId) -> bool {
+        self.tops().iter().any(|top| {
+            self.table
+                .actions(self.state_of(top), t)
+                .iter()
+                .any(|a| matches!(a, Action::Shift(_) | Action::Accept))
+        })
+    }
+
+    /// Freezes a scratch node (and, first, the scratch nodes below it).
+    fn freeze(
+        &self,
+        r: &NodeRef,
+        frozen: &mut HashMap<usize, Arc<Node>>,
+        visiting: &mut Vec<usize>,
+    ) -> Option<Arc<Node>> {
+        match r {
+            NodeRef::Old(n) => Some(n.clone()),
+            NodeRef::Temp(i) => {
+                if let Some(n) = frozen.get(i) {
+                    return Some(n.clone());
+                }
+                if visiting.contains(i) {
+                    // Only cyclic grammars close a cycle here, and those are rejected when
+                    // compiled; dropping the back edge keeps us total regardless.
+                    return None;
+                }
+                visiting.push(*i);
+                let mut preds: SmallVec<[Arc<Node>; 1]> = SmallVec::new();
+                for p in &self.temps[*i].preds {
+                    if let Some(n) = self.freeze(p, frozen, visiting) {
+                        preds.push(n);
+                    }
+                }
+                visiting.pop();
+                let n = Node::push(self.temps[*i].state, preds);
+                frozen.insert(*i, n.clone());
+                Some(n)
+            }
+        }
+    }
+}
+
+/// Shifts the (lexically ambiguous) lexeme `terms` onto `heads`: for each terminal the
+/// reduction closure, then the shift; stacks that reach the same state merge. Returns the
+/// new heads (empty if no stack can take any of the terminals).
+pub fn shift(table: &LrTable, heads: &[Arc<Node>], terms: &[TerminalId]) -> Vec<Arc<Node>> {
+    let mut targets: Vec<(LrStateId, SmallVec<[Arc<Node>; 1]>)> = Vec::new();
+    for &t in terms {
+        let mut level = Level::new(table, heads);
+        level.close(t);
+        let mut frozen = HashMap::new();
+        for top in level.tops() {
+            for a in table.actions(level.state_of(&top), t) {
+                let Action::Shift(s) = *a else { continue };
+                let Some(node) = level.freeze(&top, &mut frozen, &mut Vec::new()) else {
+                    continue;
+                };
+                match targets.iter_mut().find(|(x, _)| *x == s) {
+                    Some((_, preds)) => {
+                        if !preds.iter().any(|p| Arc::ptr_eq(p, &node)) {
+                            preds.push(node);
+                        }
+                    }
+                    None => targets.push((s, SmallVec::from_elem(node, 1))),
+                }
+            }
+        }
+    }
+    merge_heads(
+        targets
+            .into_iter()
+            .map(|(s, preds)| Node::push(s, preds))
+            .collect(),
+    )
+}
+
+/// Whether some stack in `heads` can shift `t` after reductions (or accept, for end of
+/// input), without building anything.
+pub fn can_consume(table: &LrTable, heads: &[Arc<Node>], t: TerminalId) -> bool {
+    let direct = heads.iter().any(|h| {
+        table
+            .actions(h.state(), t)
+            .iter()
+            .any(|a| matches!(a, Action::Shift(_) | Action::Accept))
+    });
+    if direct {
+        return true;
+    }
+    let any_reduce = heads.iter().any(|h| {
+        table
+            .actions(h.state(), t)
+            .iter()
+            .any(|a| matches!(a, Action::Reduce(_)))
+    });
+    if !any_reduce {
+        return false;
+    }
+    let mut level = Level::new(table, heads);
+    level.close(t);
+    level.can_consume(t)
+}

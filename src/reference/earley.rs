@@ -1,0 +1,240 @@
+//! An Earley recognizer over terminals, with the nullable-completion fix of Aycock and
+//! Horspool ("Practical Earley Parsing", 2002): predicting a nullable nonterminal also
+//! advances over it. Positions are lexemes; a lexeme offers a set of terminals, and may be
+//! skipped when one of its readings is an ignored terminal.
+
+use hashbrown::HashSet;
+
+use crate::compile::ir::{Grammar, Symbol};
+use crate::ids::{NonterminalId, TerminalId};
+
+/// An item: production (index `productions.len()` is the augmented `S' → S`), dot,
+/// origin set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Item {
+    prod: u32,
+    dot: u32,
+    origin: u32,
+}
+
+/// One Earley set.
+#[derive(Debug, Clone, Default)]
+pub struct EarleySet {
+    items: Vec<Item>,
+    seen: HashSet<Item>,
+}
+
+/// Earley sets 0..=k: a shared, frozen base and a private tail, so that trying many
+/// continuations of one prefix copies only the tail.
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    base: std::sync::Arc<Vec<EarleySet>>,
+    tail: Vec<EarleySet>,
+}
+
+impl Chart {
+    fn len(&self) -> usize {
+        self.base.len() + self.tail.len()
+    }
+
+    fn get(&self, i: usize) -> &EarleySet {
+        if i < self.base.len() {
+            &self.base[i]
+        } else {
+            &self.tail[i - self.base.len()]
+        }
+    }
+
+    fn last_mut(&mut self) -> &mut EarleySet {
+        // Sets are only pushed to the tail, and `close` runs right after a push.
+        self.tail
+            .last_mut()
+            .expect("the set being closed is in the tail")
+    }
+
+    fn last(&self) -> &EarleySet {
+        self.get(self.len() - 1)
+    }
+
+    /// Moves the tail into the shared base (after a prefix is committed for good).
+    pub fn freeze(&mut self) {
+        if !self.tail.is_empty() {
+            let mut all: Vec<EarleySet> = self.base.as_ref().clone();
+            all.append(&mut self.tail);
+            self.base = std::sync::Arc::new(all);
+        }
+    }
+}
+
+/// The grammar in the shape Earley needs.
+pub struct Earley {
+    lhs: Vec<NonterminalId>,
+    rhs: Vec<Vec<Symbol>>,
+    by_lhs: Vec<Vec<u32>>,
+    nullable: Vec<bool>,
+    augmented: u32,
+}
+
+impl Earley {
+    /// Prepares a grammar.
+    pub fn new(g: &Grammar) -> Self {
+        let nt = g.nonterminals.len();
+        let mut lhs: Vec<NonterminalId> = g.productions.iter().map(|p| p.lhs).collect();
+        let mut rhs: Vec<Vec<Symbol>> = g.productions.iter().map(|p| p.rhs.clone()).collect();
+        let mut by_lhs = vec![Vec::new(); nt];
+        for (i, p) in g.productions.iter().enumerate() {
+            by_lhs[p.lhs.index()].push(i as u32);
+        }
+        let augmented = rhs.len() as u32;
+        lhs.push(NonterminalId::new(nt)); // a fresh id, never predicted
+        rhs.push(vec![Symbol::N(g.start)]);
+        let mut nullable = vec![false; nt];
+        loop {
+            let mut changed = false;
+            for p in &g.productions {
+                if !nullable[p.lhs.index()]
+                    && p.rhs
+                        .iter()
+                        .all(|s| matches!(s, Symbol::N(n) if nullable[n.index()]))
+                {
+                    nullable[p.lhs.index()] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        Self {
+            lhs,
+            rhs,
+            by_lhs,
+            nullable,
+            augmented,
+        }
+    }
+
+    fn next(&self, it: Item) -> Option<Symbol> {
+        self.rhs[it.prod as usize].get(it.dot as usize).copied()
+    }
+
+    fn add(set: &mut EarleySet, it: Item) {
+        if set.seen.insert(it) {
+            set.items.push(it);
+        }
+    }
+
+    /// Predicts and completes within the last set of `chart` until nothing changes.
+    fn close(&self, chart: &mut Chart) {
+        let k = chart.len() - 1;
+        let mut i = 0;
+        while i < chart.last().items.len() {
+            let it = chart.last().items[i];
+            match self.next(it) {
+                Some(Symbol::N(b)) => {
+                    for &p in &self.by_lhs[b.index()] {
+                        Self::add(
+                            chart.last_mut(),
+                            Item {
+                                prod: p,
+                                dot: 0,
+                                origin: k as u32,
+                            },
+                        );
+                    }
+                    if self.nullable[b.index()] {
+                        Self::add(
+                            chart.last_mut(),
+                            Item {
+                                dot: it.dot + 1,
+                                ..it
+                            },
+                        );
+                    }
+                }
+                Some(Symbol::T(_)) => {}
+                None => {
+                    let a = self.lhs[it.prod as usize];
+                    let origin = it.origin as usize;
+                    let mut j = 0;
+                    while j < chart.get(origin).items.len() {
+                        let w = chart.get(origin).items[j];
+                        if self.next(w) == Some(Symbol::N(a)) {
+                            Self::add(
+                                chart.last_mut(),
+                                Item {
+                                    dot: w.dot + 1,
+                                    ..w
+                                },
+                            );
+                        }
+                        j += 1;
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+
+    /// The chart before any lexeme.
+    pub fn start(&self) -> Chart {
+        let mut chart = Chart {
+            base: Default::default(),
+            tail: vec![EarleySet::default()],
+        };
+        Self::add(
+            chart.last_mut(),
+            Item {
+                prod: self.augmented,
+                dot: 0,
+                origin: 0,
+            },
+        );
+        self.close(&mut chart);
+        chart.freeze();
+        chart
+    }
+
+    /// Appends the set after a lexeme read as any of `terms` (or skipped, if `skippable`).
+    /// Returns false (and leaves an empty set) if no item survives.
+    pub fn advance(&self, chart: &mut Chart, terms: &[TerminalId], skippable: bool) -> bool {
+        let mut next = EarleySet::default();
+        for &it in &chart.last().items {
+            if let Some(Symbol::T(t)) = self.next(it) {
+                if terms.contains(&t) {
+                    Self::add(
+                        &mut next,
+                        Item {
+                            dot: it.dot + 1,
+                            ..it
+                        },
+                    );
+                }
+            }
+            if skippable {
+                Self::add(&mut next, it);
+            }
+        }
+        chart.tail.push(next);
+        self.close(chart);
+        !chart.last().items.is_empty()
+    }
+
+    /// Whether terminal `t` can be read next from the last set.
+    pub fn expects(&self, chart: &Chart, t: TerminalId) -> bool {
+        chart
+            .last()
+            .items
+            .iter()
+            .any(|&it| self.next(it) == Some(Symbol::T(t)))
+    }
+
+    /// Whether the lexemes so far form a complete document.
+    pub fn accepts(&self, chart: &Chart) -> bool {
+        chart
+            .last()
+            .items
+            .iter()
+            .any(|it| it.prod == self.augmented && it.dot == 1 && it.origin == 0)
+    }
+}
