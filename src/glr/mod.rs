@@ -11,7 +11,7 @@ pub mod recognizer;
 pub mod step;
 pub mod walk;
 
-pub use recognizer::{Config, GlrState, LexPos, Rejected};
+pub use recognizer::{CommitError, Config, GlrState, LexPos, Rejected};
 
 use crate::lexer::{LexFollow, LexerDfa};
 use crate::lr::LrTable;

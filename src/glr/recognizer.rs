@@ -55,6 +55,21 @@ pub struct Rejected {
     pub byte: usize,
 }
 
+/// Why a token could not be committed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommitError {
+    /// The id is not a token of the vocabulary.
+    #[error(transparent)]
+    Token(crate::vocab::VocabError),
+    /// Special tokens carry no text to commit.
+    #[error("token {0} is a special token, not text")]
+    NotText(u32),
+    /// The bytes leave no viable continuation.
+    #[error(transparent)]
+    Rejected(Rejected),
+}
+
 impl GlrState {
     /// The state before any input.
     pub fn new(tables: Arc<Tables>) -> Self {
@@ -182,6 +197,21 @@ impl GlrState {
         follow
             .iter()
             .any(|t| step::can_consume(&self.tables.lr, &c.heads, t))
+    }
+
+    /// Commits one vocabulary token. Special tokens (EOS included: end of input is asked
+    /// with [`Self::is_accepting`]) and invalid ids are errors; nothing changes on error.
+    pub fn commit_token(
+        &mut self,
+        vocab: &crate::vocab::Vocab,
+        t: crate::ids::TokenId,
+    ) -> Result<(), CommitError> {
+        match vocab.kind(t).map_err(CommitError::Token)? {
+            crate::vocab::TokenKind::Normal => {}
+            _ => return Err(CommitError::NotText(t.as_u32())),
+        }
+        let bytes = vocab.token_bytes(t).map_err(CommitError::Token)?;
+        self.commit_bytes(bytes).map_err(CommitError::Rejected)
     }
 
     /// Whether some continuation completes a document (true after every successful commit).

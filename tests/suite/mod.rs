@@ -1,7 +1,9 @@
 //! Integration tests, one module per concern; cases live in `tests/data/`.
 
 mod bad_grammars;
+mod commit;
 mod common;
+mod glr_state;
 mod grammars;
 mod lexer;
 mod vocab;

@@ -1,0 +1,398 @@
+//! Commit conformance: every case of tests/corpus under the reference oracle and the GLR
+//! recognizer, at byte level (every prefix) and token level (canonical and random
+//! segmentations with a synthetic vocabulary, GPT-2 and Llama-2), on the documents, on
+//! hand-written rejects and on seeded mutations. The reference decides; GLR must agree.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use stackmask::compile::{self, GrammarFormat};
+use stackmask::glr::walk::{self, SortedTokens};
+use stackmask::glr::{GlrState, Tables};
+use stackmask::ids::TokenId;
+use stackmask::reference::Reference;
+use stackmask::rng::SplitMix64;
+use stackmask::vocab::segment::random_segmentation;
+use stackmask::vocab::{TokenKind, Vocab};
+
+use super::common::{resolve, shared_dir};
+
+#[derive(Deserialize)]
+struct CaseFile {
+    grammar: String,
+    #[serde(default)]
+    accept: Vec<String>,
+    #[serde(default)]
+    accept_files: Vec<String>,
+    #[serde(default)]
+    reject: Vec<Reject>,
+}
+
+#[derive(Deserialize)]
+struct Reject {
+    doc: String,
+    bad_at: usize,
+}
+
+struct Case {
+    name: String,
+    reference: Reference,
+    tables: Arc<Tables>,
+    accept: Vec<Vec<u8>>,
+    reject: Vec<(Vec<u8>, usize)>,
+}
+
+fn corpus_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+fn load_case(dir: &Path) -> Case {
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let f: CaseFile = toml::from_str(&std::fs::read_to_string(dir.join("case.toml")).unwrap())
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (text, format) = if f.grammar == "builtin:json" {
+        (compile::BUILTIN_JSON.to_string(), GrammarFormat::Lark)
+    } else {
+        let path = if f.grammar.starts_with("shared:") {
+            PathBuf::from(resolve(&f.grammar))
+        } else {
+            dir.join(&f.grammar)
+        };
+        (
+            std::fs::read_to_string(&path).unwrap(),
+            GrammarFormat::from_path(&f.grammar),
+        )
+    };
+    let g = compile::compile_grammar(&text, format).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let tables = compile::build_glr_tables(&g).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let reference = Reference::new(&g, &tables.lexer);
+    let mut accept: Vec<Vec<u8>> = f.accept.iter().map(|s| s.as_bytes().to_vec()).collect();
+    for file in &f.accept_files {
+        accept.push(std::fs::read(dir.join(file)).unwrap());
+    }
+    let reject = f
+        .reject
+        .iter()
+        .map(|r| (r.doc.as_bytes().to_vec(), r.bad_at))
+        .collect();
+    Case {
+        name,
+        reference,
+        tables: Arc::new(tables),
+        accept,
+        reject,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 8, "corpus is missing cases");
+    dirs.iter().map(|d| load_case(d)).collect()
+}
+
+/// The first byte offset after which the reference says no document continues the
+/// prefix, or the length if every prefix is viable.
+fn reference_bad_at(case: &Case, doc: &[u8]) -> usize {
+    let mut p = case.reference.empty();
+    for (i, &b) in doc.iter().enumerate() {
+        p = case.reference.commit(&p, &[b]);
+        if !case.reference.prefix_viable(&p) {
+            return i;
+        }
+    }
+    doc.len()
+}
+
+/// The same, by committing byte by byte to the GLR recognizer; also checks at every step
+/// that GLR and reference agree on whether the prefix is a complete document.
+fn glr_bad_at(case: &Case, doc: &[u8]) -> usize {
+    let mut s = GlrState::new(case.tables.clone());
+    let mut p = case.reference.empty();
+    assert_eq!(
+        s.is_accepting(),
+        case.reference.prefix_complete(&p),
+        "{}: empty doc",
+        case.name
+    );
+    for (i, &b) in doc.iter().enumerate() {
+        let before = s.clone();
+        if s.commit_bytes(&[b]).is_err() {
+            // A rejected commit changes nothing.
+            assert_eq!(
+                format!("{:?}", before.configs()),
+                format!("{:?}", s.configs())
+            );
+            return i;
+        }
+        p = case.reference.commit(&p, &[b]);
+        assert_eq!(
+            s.is_accepting(),
+            case.reference.prefix_complete(&p),
+            "{}: {:?}: complete-document disagreement after byte {i}",
+            case.name,
+            String::from_utf8_lossy(doc)
+        );
+    }
+    doc.len()
+}
+
+fn mutate(doc: &[u8], rng: &mut SplitMix64) -> Vec<u8> {
+    let mut d = doc.to_vec();
+    let alphabet: Vec<u8> = {
+        let mut a: Vec<u8> = doc.to_vec();
+        a.extend_from_slice(b" -+*,;:\"{}[]()x1");
+        a
+    };
+    for _ in 0..1 + rng.below(2) {
+        let op = rng.below(3);
+        let pos = if d.is_empty() { 0 } else { rng.below(d.len()) };
+        match op {
+            0 if !d.is_empty() => {
+                d.remove(pos);
+            }
+            1 => d.insert(pos, alphabet[rng.below(alphabet.len())]),
+            _ if !d.is_empty() => d[pos] = alphabet[rng.below(alphabet.len())],
+            _ => {}
+        }
+    }
+    d
+}
+
+#[test]
+fn byte_level_reference_matches_expectations_and_glr_agrees() {
+    for case in cases() {
+        for doc in &case.accept {
+            assert_eq!(
+                reference_bad_at(&case, doc),
+                doc.len(),
+                "{}: {:?}",
+                case.name,
+                String::from_utf8_lossy(doc)
+            );
+            assert!(
+                case.reference.is_complete(doc),
+                "{}: {:?} incomplete",
+                case.name,
+                String::from_utf8_lossy(doc)
+            );
+            assert_eq!(
+                glr_bad_at(&case, doc),
+                doc.len(),
+                "{}: GLR rejected {:?}",
+                case.name,
+                String::from_utf8_lossy(doc)
+            );
+        }
+        for (doc, bad_at) in &case.reject {
+            let r = reference_bad_at(&case, doc);
+            assert_eq!(
+                r,
+                *bad_at,
+                "{}: reference on {:?}",
+                case.name,
+                String::from_utf8_lossy(doc)
+            );
+            assert_eq!(
+                glr_bad_at(&case, doc),
+                *bad_at,
+                "{}: GLR on {:?}",
+                case.name,
+                String::from_utf8_lossy(doc)
+            );
+            if *bad_at == doc.len() {
+                assert!(!case.reference.is_complete(doc));
+            }
+        }
+        let mut rng = SplitMix64::new(7);
+        for doc in &case.accept {
+            for _ in 0..12 {
+                let m = mutate(doc, &mut rng);
+                let r = reference_bad_at(&case, &m);
+                let g = glr_bad_at(&case, &m);
+                assert_eq!(
+                    r,
+                    g,
+                    "{}: mutant {:?}",
+                    case.name,
+                    String::from_utf8_lossy(&m)
+                );
+            }
+        }
+    }
+}
+
+/// A synthetic vocabulary for a case: every byte of its documents, their substrings of 2 to
+/// 4 bytes (which split multi-byte characters and straddle lexemes), and an EOS token.
+fn tiny_vocab(case: &Case) -> Vocab {
+    let mut toks: Vec<Vec<u8>> = Vec::new();
+    let docs = case.accept.iter().chain(case.reject.iter().map(|(d, _)| d));
+    for d in docs {
+        for len in 1..=4 {
+            for w in d.windows(len) {
+                if !toks.iter().any(|t| t == w) && toks.len() < 400 {
+                    toks.push(w.to_vec());
+                }
+            }
+        }
+    }
+    let mut all: Vec<Option<Vec<u8>>> = toks.into_iter().map(Some).collect();
+    all.push(Some(b"<eos>".to_vec()));
+    let eos = TokenId::new(all.len() - 1);
+    Vocab::from_byte_tokens("tiny", all, &[eos]).unwrap()
+}
+
+fn big_vocabs() -> Vec<Vocab> {
+    let dir = shared_dir().join("tokenizers");
+    ["gpt2.json", "llama2.json"]
+        .iter()
+        .map(|f| Vocab::load(dir.join(f).to_str().unwrap()).unwrap())
+        .collect()
+}
+
+fn segmentations(v: &Vocab, doc: &[u8]) -> Vec<(String, Vec<TokenId>)> {
+    let mut out = Vec::new();
+    if let Ok(text) = std::str::from_utf8(doc) {
+        if let Ok(ids) = v.encode(text) {
+            out.push(("canonical".to_string(), ids));
+        }
+    }
+    for seed in 1..=3 {
+        if let Ok(ids) = random_segmentation(v, doc, seed) {
+            out.push((format!("random:{seed}"), ids));
+        }
+    }
+    out
+}
+
+/// Commits tokens; returns the index of the first token GLR rejects, and checks that the
+/// reference disallows exactly that token (and allows every earlier one).
+fn token_run(case: &Case, v: &Vocab, ids: &[TokenId], what: &str) -> Option<usize> {
+    let mut s = GlrState::new(case.tables.clone());
+    let mut p = case.reference.empty();
+    for (i, &t) in ids.iter().enumerate() {
+        let allowed = case.reference.allows(&p, v, t);
+        let bytes = v.token_bytes(t).unwrap();
+        let ok = s.commit_bytes(bytes).is_ok();
+        assert_eq!(
+            ok,
+            allowed,
+            "{}: {what}: token {i} {:?}",
+            case.name,
+            String::from_utf8_lossy(bytes)
+        );
+        if !ok {
+            return Some(i);
+        }
+        p = case.reference.commit(&p, bytes);
+    }
+    assert_eq!(
+        s.is_accepting(),
+        case.reference.prefix_complete(&p),
+        "{}: {what}: end",
+        case.name
+    );
+    None
+}
+
+#[test]
+fn token_level_commits_agree_with_reference() {
+    let big = big_vocabs();
+    for case in cases() {
+        let tiny = tiny_vocab(&case);
+        let vocabs: Vec<&Vocab> = std::iter::once(&tiny).chain(big.iter()).collect();
+        for v in &vocabs {
+            for doc in &case.accept {
+                for (how, ids) in segmentations(v, doc) {
+                    let r = token_run(&case, v, &ids, &format!("{} {how}", v.name()));
+                    assert_eq!(
+                        r,
+                        None,
+                        "{}: {} {how}: accepted document rejected",
+                        case.name,
+                        v.name()
+                    );
+                }
+            }
+            for (doc, _) in &case.reject {
+                for (how, ids) in segmentations(v, doc) {
+                    token_run(&case, v, &ids, &format!("{} reject {how}", v.name()));
+                }
+            }
+            let mut rng = SplitMix64::new(11);
+            for doc in &case.accept {
+                for _ in 0..4 {
+                    let m = mutate(doc, &mut rng);
+                    for (how, ids) in segmentations(v, &m).into_iter().take(2) {
+                        token_run(&case, v, &ids, &format!("{} mutant {how}", v.name()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// At sampled steps, for every token of the vocabulary: GLR `commit(t)` succeeds iff the
+/// reference mask has `t`; the walk mask equals the reference mask, EOS included.
+#[test]
+fn masks_agree_with_reference_at_sampled_steps() {
+    let big = big_vocabs();
+    for case in cases() {
+        let tiny = tiny_vocab(&case);
+        for (vi, v) in std::iter::once(&tiny).chain(big.iter()).enumerate() {
+            let sorted = SortedTokens::new(v);
+            // The first accepted document, canonically (or randomly) segmented.
+            let doc = &case.accept[0];
+            let Some((_, ids)) = segmentations(v, doc).into_iter().next() else {
+                continue;
+            };
+            let steps: Vec<usize> = if vi == 0 {
+                (0..=ids.len()).collect()
+            } else {
+                let mut s = vec![0, ids.len() / 2, ids.len()];
+                s.dedup();
+                s
+            };
+            let mut s = GlrState::new(case.tables.clone());
+            let mut p = case.reference.empty();
+            for i in 0..=ids.len() {
+                if steps.contains(&i) {
+                    let rmask = case.reference.mask(&p, v);
+                    let wmask = walk::mask(&s, &sorted);
+                    for k in 0..v.len() {
+                        let t = TokenId::new(k);
+                        let w = wmask[k / 32] >> (k % 32) & 1 == 1;
+                        assert_eq!(
+                            w,
+                            rmask[k],
+                            "{}: {} step {i} token {k}: walk vs reference",
+                            case.name,
+                            v.name()
+                        );
+                        if v.kind(t).unwrap() == TokenKind::Normal {
+                            let ok = s.clone().commit_bytes(v.token_bytes(t).unwrap()).is_ok();
+                            assert_eq!(
+                                ok,
+                                rmask[k],
+                                "{}: {} step {i} token {k} {:?}: commit vs reference",
+                                case.name,
+                                v.name(),
+                                String::from_utf8_lossy(v.token_bytes(t).unwrap())
+                            );
+                        }
+                    }
+                }
+                if i < ids.len() {
+                    let b = v.token_bytes(ids[i]).unwrap();
+                    s.commit_bytes(b).unwrap();
+                    p = case.reference.commit(&p, b);
+                }
+            }
+        }
+    }
+}
