@@ -49,6 +49,9 @@ enum Cmd {
         /// Also lex this document and print its lexemes.
         #[arg(long)]
         lex: Option<String>,
+        /// Also build the terminal tries of this tokenizer and print their sizes.
+        #[arg(long)]
+        tokenizer: Option<String>,
     },
     /// Decode a document token by token, checking and timing every mask and commit.
     Check {
@@ -177,7 +180,12 @@ fn run_vocab(spec: &str, eos: &[String], show: &[u32]) -> Result<(), String> {
     Ok(())
 }
 
-fn run_grammar(spec: &str, format: Option<Format>, doc: Option<&str>) -> Result<(), String> {
+fn run_grammar(
+    spec: &str,
+    format: Option<Format>,
+    doc: Option<&str>,
+    tokenizer: Option<&str>,
+) -> Result<(), String> {
     let (text, format) = cli::load::grammar_text(spec, format)?;
     let g = compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"))?;
     let lexer = build_lexer(&g).map_err(|e| format!("{spec}:{e}"))?;
@@ -193,6 +201,24 @@ fn run_grammar(spec: &str, format: Option<Format>, doc: Option<&str>) -> Result<
         lr.table.num_states(),
         lr.conflicts.len()
     );
+    if let Some(tok) = tokenizer {
+        let vocab = Vocab::load(tok).map_err(|e| e.to_string())?;
+        let t0 = std::time::Instant::now();
+        let (_, tries) = stackmask::compile::terminal_trie::build_all(&lexer, &vocab);
+        let nodes: usize = tries.iter().map(|t| t.nodes.len()).sum();
+        let finals: usize = tries
+            .iter()
+            .flat_map(|t| &t.nodes)
+            .map(|n| n.finals.len())
+            .sum();
+        println!(
+            "terminal tries: {} start positions, {} nodes, {} token groups, built in {:.1} ms",
+            tries.len(),
+            nodes,
+            finals,
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+    }
     if let Some(path) = doc {
         let input = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
         let lexemes = lex(&lexer, &input).map_err(|e| format!("{path}: {e}"))?;
@@ -227,7 +253,8 @@ fn main() -> ExitCode {
             grammar,
             format,
             lex,
-        } => run_grammar(grammar, *format, lex.as_deref()),
+            tokenizer,
+        } => run_grammar(grammar, *format, lex.as_deref(), tokenizer.as_deref()),
         Cmd::Check {
             grammar,
             format,

@@ -16,6 +16,7 @@ pub mod lexer_build;
 pub mod lexer_follow;
 pub mod lr;
 pub mod prune;
+pub mod terminal_trie;
 
 pub use error::{GrammarError, Span};
 pub use ir::Grammar;

@@ -11,7 +11,8 @@ pub mod recognizer;
 pub mod step;
 pub mod walk;
 
-pub use recognizer::{CommitError, Config, GlrState, LexPos, Rejected};
+pub use crate::lexer::LexPos;
+pub use recognizer::{CommitError, Config, GlrState, Rejected};
 
 use crate::lexer::{LexFollow, LexerDfa};
 use crate::lr::LrTable;

@@ -17,18 +17,8 @@ use std::sync::Arc;
 use super::gss::{merge_heads, Node};
 use super::step;
 use super::Tables;
-use crate::ids::{LexStateId, TerminalId};
-use crate::lexer::LexerDfa;
-
-/// Where the lexer stands in a configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LexPos {
-    /// Inside a lexeme (lexer state, never the start state) that will grow further.
-    Pending(LexStateId),
-    /// Between lexemes; the next byte must not extend the lexeme whose final state is the
-    /// inhibitor (`LexerDfa::DEAD` when nothing is inhibited).
-    Boundary(LexStateId),
-}
+use crate::ids::TerminalId;
+use crate::lexer::{LexPos, LexerDfa};
 
 /// One configuration: lexer position and the stacks of the terminals emitted so far.
 #[derive(Debug, Clone)]

@@ -10,7 +10,9 @@
 mod dfa;
 mod follow;
 mod lex;
+mod pos;
 
 pub use dfa::{LexTerminal, LexerDfa, LexerValidateError};
 pub use follow::LexFollow;
 pub use lex::{lex, LexError, LexErrorKind, Lexeme};
+pub use pos::LexPos;

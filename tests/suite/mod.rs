@@ -6,4 +6,5 @@ mod common;
 mod glr_state;
 mod grammars;
 mod lexer;
+mod terminal_trie;
 mod vocab;

@@ -1,0 +1,175 @@
+//! Terminal tries agree with whole-document lexing: for every token, from every start
+//! position tried, the trie's outcomes (lexemes emitted, lexer position left) are those
+//! that `lexer::lex` gives for the bytes before the token followed by the token.
+
+use std::collections::BTreeSet;
+
+use stackmask::compile::terminal_trie::{
+    build_trie, sorted_tokens, start_positions, EmitId, EmitTable, TerminalTrie,
+};
+use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
+use stackmask::ids::LexStateId;
+use stackmask::lexer::{lex, LexErrorKind, LexPos, LexerDfa};
+use stackmask::vocab::Vocab;
+
+use super::common::shared_dir;
+
+fn all_outcomes(
+    trie: &TerminalTrie,
+) -> std::collections::HashMap<u32, BTreeSet<(Vec<EmitId>, LexPos)>> {
+    let mut out: std::collections::HashMap<u32, BTreeSet<(Vec<EmitId>, LexPos)>> =
+        Default::default();
+    let mut stack: Vec<(usize, Vec<EmitId>)> = vec![(0, Vec::new())];
+    while let Some((n, path)) = stack.pop() {
+        for (pos, set) in &trie.nodes[n].finals {
+            for t in set {
+                out.entry(t).or_default().insert((path.clone(), *pos));
+            }
+        }
+        for (e, c) in &trie.nodes[n].children {
+            let mut p = path.clone();
+            p.push(*e);
+            stack.push((*c as usize, p));
+        }
+    }
+    out
+}
+
+fn state_of(lexer: &LexerDfa, bytes: &[u8]) -> LexStateId {
+    bytes.iter().fold(LexerDfa::START, |q, &b| lexer.next(q, b))
+}
+
+/// Outcomes of `token` after `prefix` (the bytes of a pending lexeme, or empty for the
+/// undisturbed start), from whole-document lexing of `prefix · token`.
+fn expected(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    prefix: &[u8],
+    token: &[u8],
+) -> BTreeSet<(Vec<EmitId>, LexPos)> {
+    let mut doc = prefix.to_vec();
+    doc.extend_from_slice(token);
+    let mut out = BTreeSet::new();
+    let (closed, last_start) = match lex(lexer, &doc) {
+        Ok(ls) => {
+            let last = ls.last().unwrap().start;
+            (ls[..ls.len() - 1].to_vec(), last)
+        }
+        Err(e) if e.kind == LexErrorKind::UnexpectedEnd => {
+            let ls = lex(lexer, &doc[..e.lexeme_start]).unwrap();
+            (ls, e.lexeme_start)
+        }
+        Err(_) => return out,
+    };
+    // The token's first byte must extend the pending prefix lexeme.
+    if !prefix.is_empty() && closed.first().is_some_and(|l| l.end <= prefix.len()) {
+        return out;
+    }
+    let path: Vec<EmitId> = closed
+        .iter()
+        .map(|l| emits.id_of(&l.terminals).unwrap())
+        .collect();
+    let q = state_of(lexer, &doc[last_start..]);
+    if lexer.can_extend(q) {
+        out.insert((path.clone(), LexPos::Pending(q)));
+    }
+    if let Some(e) = emits.of_state(q) {
+        let mut p = path;
+        p.push(e);
+        let inh = if lexer.can_extend(q) {
+            q
+        } else {
+            LexerDfa::DEAD
+        };
+        out.insert((p, LexPos::Boundary(inh)));
+    }
+    out
+}
+
+/// A shortest byte string that takes the lexer from START to `q`.
+fn path_to(lexer: &LexerDfa, q: LexStateId) -> Vec<u8> {
+    let mut prev: std::collections::HashMap<LexStateId, (LexStateId, u8)> = Default::default();
+    let mut queue = std::collections::VecDeque::from([LexerDfa::START]);
+    while let Some(s) = queue.pop_front() {
+        if s == q {
+            break;
+        }
+        for b in 0..=255u8 {
+            let n = lexer.next(s, b);
+            if !lexer.is_dead(n) && n != LexerDfa::START && !prev.contains_key(&n) {
+                prev.insert(n, (s, b));
+                queue.push_back(n);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut s = q;
+    while s != LexerDfa::START {
+        let (p, b) = prev[&s];
+        out.push(b);
+        s = p;
+    }
+    out.reverse();
+    out
+}
+
+#[test]
+fn tries_match_whole_document_lexing() {
+    let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
+    let java = std::fs::read_to_string(shared_dir().join("grammars/syncode/java.lark")).unwrap();
+    let dash = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/corpus/dash/grammar.lark"
+    ))
+    .unwrap();
+    let uni = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/corpus/unicode/grammar.lark"
+    ))
+    .unwrap();
+    for (name, text) in [
+        ("json", BUILTIN_JSON.to_string()),
+        ("dash", dash),
+        ("unicode", uni),
+        ("java", java),
+    ] {
+        let g = compile_grammar(&text, GrammarFormat::Lark).unwrap();
+        let lexer = build_glr_tables(&g).unwrap().lexer;
+        let emits = EmitTable::new(&lexer);
+        let tokens = sorted_tokens(&gpt2);
+        let positions = start_positions(&lexer);
+        // Every position of the small grammars; a spread of Java's.
+        let step = (positions.len() / 40).max(1);
+        let mut checked = 0;
+        for &pos in positions.iter().step_by(step) {
+            let trie = build_trie(&lexer, &emits, &tokens, pos);
+            let got = all_outcomes(&trie);
+            let prefix = match pos {
+                LexPos::Pending(q) => path_to(&lexer, q),
+                LexPos::Boundary(_) => Vec::new(),
+            };
+            for &(bytes, id) in tokens.iter().step_by(7) {
+                let want = match pos {
+                    LexPos::Boundary(p) => {
+                        if !lexer.is_dead(lexer.next(p, bytes[0])) {
+                            BTreeSet::new()
+                        } else {
+                            expected(&lexer, &emits, &[], bytes)
+                        }
+                    }
+                    LexPos::Pending(_) => expected(&lexer, &emits, &prefix, bytes),
+                };
+                let have = got.get(&id.as_u32()).cloned().unwrap_or_default();
+                assert_eq!(
+                    have,
+                    want,
+                    "{name}: {pos:?}: token {} {:?}",
+                    id.as_u32(),
+                    String::from_utf8_lossy(bytes)
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 10_000, "{name}: only {checked} checks");
+    }
+}
