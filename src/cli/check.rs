@@ -126,10 +126,11 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
         let t0 = Instant::now();
         let ok = match a.engine {
             Engine::Reference => {
-                let next = reference.commit(&prefix, bytes);
+                let next = reference.extend(&prefix, bytes);
                 let ok = reference.prefix_viable(&next);
                 if ok {
-                    prefix = next;
+                    prefix = reference
+                        .commit_owned(std::mem::replace(&mut prefix, reference.empty()), bytes);
                 }
                 ok
             }
@@ -137,7 +138,8 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
         };
         commit_us.push(t0.elapsed().as_secs_f64() * 1e6);
         if a.engine == Engine::Glr {
-            prefix = reference.commit(&prefix, bytes);
+            prefix =
+                reference.commit_owned(std::mem::replace(&mut prefix, reference.empty()), bytes);
         }
         if !ok {
             rejected_at = Some(i);

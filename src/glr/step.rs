@@ -68,14 +68,18 @@ impl<'a> Level<'a> {
         }
     }
 
-    /// Endpoints of all paths of `len` edges down from `from`.
+    /// Endpoints of all paths of `len` edges down from `from` (iterative: right-hand sides
+    /// can be long).
     fn path_ends(&self, from: &NodeRef, len: usize, out: &mut Vec<NodeRef>) {
-        if len == 0 {
-            out.push(from.clone());
-            return;
-        }
-        for p in self.preds_of(from) {
-            self.path_ends(&p, len - 1, out);
+        let mut work: Vec<(NodeRef, usize)> = vec![(from.clone(), len)];
+        while let Some((n, left)) = work.pop() {
+            if left == 0 {
+                out.push(n);
+            } else {
+                for p in self.preds_of(&n) {
+                    work.push((p, left - 1));
+                }
+            }
         }
     }
 

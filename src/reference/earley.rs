@@ -59,9 +59,8 @@ impl Chart {
     /// Moves the tail into the shared base (after a prefix is committed for good).
     pub fn freeze(&mut self) {
         if !self.tail.is_empty() {
-            let mut all: Vec<EarleySet> = self.base.as_ref().clone();
-            all.append(&mut self.tail);
-            self.base = std::sync::Arc::new(all);
+            // In place when this chart is the only owner of its base; a copy otherwise.
+            std::sync::Arc::make_mut(&mut self.base).append(&mut self.tail);
         }
     }
 }

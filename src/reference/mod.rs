@@ -93,6 +93,11 @@ impl Reference {
     /// extend it (it must then be complete).
     pub fn extend(&self, p: &Prefix, bytes: &[u8]) -> Prefix {
         let mut p = p.clone();
+        self.extend_in_place(&mut p, bytes);
+        p
+    }
+
+    fn extend_in_place(&self, p: &mut Prefix, bytes: &[u8]) {
         for &b in bytes {
             if !p.alive {
                 break;
@@ -115,7 +120,6 @@ impl Reference {
                 p.alive = false;
             }
         }
-        p
     }
 
     /// Lexes a whole prefix.
@@ -128,6 +132,13 @@ impl Reference {
         let mut n = self.extend(p, bytes);
         n.chart.freeze();
         n
+    }
+
+    /// Extends an owned prefix for good, in place (linear over a whole document).
+    pub fn commit_owned(&self, mut p: Prefix, bytes: &[u8]) -> Prefix {
+        self.extend_in_place(&mut p, bytes);
+        p.chart.freeze();
+        p
     }
 
     fn fits(&self, chart: &Chart, next: &follow::Next) -> bool {

@@ -38,7 +38,11 @@ pub struct Rule {
 /// Largest count accepted in `{m,n}` before lowering applies its own limit.
 const MAX_COUNT: u32 = 1_000_000;
 
+/// Deepest nesting of parentheses accepted; bounds recursion here and in later passes.
+pub const MAX_NESTING: usize = 200;
+
 struct Parser {
+    depth: usize,
     chars: Vec<char>,
     pos: usize,
     line: u32,
@@ -322,8 +326,17 @@ impl Parser {
                 }
                 Some('(') => {
                     self.bump();
+                    self.depth += 1;
+                    if self.depth > MAX_NESTING {
+                        return Err(GrammarError::TooLarge {
+                            span,
+                            what: "nesting of groups".into(),
+                            limit: MAX_NESTING,
+                        });
+                    }
                     self.space(true);
                     let e = self.alternates(true)?;
+                    self.depth -= 1;
                     if self.peek() != Some(')') {
                         return Err(GrammarError::Syntax {
                             span,
@@ -450,6 +463,7 @@ fn is_word_char(c: char) -> bool {
 /// Parses GBNF text into rules.
 pub fn parse(src: &str) -> Result<Vec<Rule>, GrammarError> {
     Parser {
+        depth: 0,
         chars: src.chars().collect(),
         pos: 0,
         line: 1,

@@ -95,6 +95,13 @@ impl Lowerer {
             });
         };
         let key = (module, name.to_string());
+        if self.visiting.len() > super::parse::MAX_NESTING {
+            return Err(GrammarError::TooLarge {
+                span: def.span,
+                what: "chain of terminals defined by terminals".into(),
+                limit: super::parse::MAX_NESTING,
+            });
+        }
         if !self.visiting.insert(key.clone()) {
             return Err(GrammarError::RecursiveTerminal {
                 span: def.span,

@@ -62,9 +62,14 @@ pub enum Stmt {
     Declare { names: Vec<(String, Span)> },
 }
 
+/// Deepest nesting of groups the parser accepts; bounds recursion (and stack use) here
+/// and in every later pass that walks the expression tree.
+pub const MAX_NESTING: usize = 200;
+
 struct Parser {
     toks: Vec<Token>,
     pos: usize,
+    depth: usize,
 }
 
 /// Strips Lark's tree-shaping modifiers (`!`, `?`) from a rule name.
@@ -368,6 +373,20 @@ impl Parser {
 
     fn atom(&mut self) -> Result<Expr, GrammarError> {
         let t = self.bump();
+        if matches!(t.tok, Tok::LParen | Tok::LBrack) {
+            self.depth += 1;
+            if self.depth > MAX_NESTING {
+                return Err(GrammarError::TooLarge {
+                    span: t.span,
+                    what: "nesting of groups".into(),
+                    limit: MAX_NESTING,
+                });
+            }
+        }
+        self.atom_inner(t)
+    }
+
+    fn atom_inner(&mut self, t: Token) -> Result<Expr, GrammarError> {
         match t.tok {
             Tok::LParen => {
                 let e = self.expansions()?;
@@ -377,6 +396,7 @@ impl Parser {
                         message: "unclosed `(`".into(),
                     });
                 }
+                self.depth -= 1;
                 Ok(e)
             }
             Tok::LBrack => {
@@ -387,6 +407,7 @@ impl Parser {
                         message: "unclosed `[`".into(),
                     });
                 }
+                self.depth -= 1;
                 Ok(Expr::Repeat {
                     inner: Box::new(e),
                     min: 0,
@@ -459,5 +480,10 @@ impl Parser {
 /// Parses Lark grammar text into statements.
 pub fn parse(src: &str) -> Result<Vec<Stmt>, GrammarError> {
     let toks = tokenize(src)?;
-    Parser { toks, pos: 0 }.statements()
+    Parser {
+        toks,
+        pos: 0,
+        depth: 0,
+    }
+    .statements()
 }
