@@ -194,3 +194,64 @@ pub fn check_acyclic(g: &Grammar) -> Result<(), super::GrammarError> {
     }
     Ok(())
 }
+
+/// Pass: reject hidden left recursion (A ⇒ B A … with B ⇒ ε). An LR parser would push
+/// ε-reductions without end there, and the graph-structured stack would need cycles; plain
+/// left recursion (A ⇒ A …) is fine.
+pub fn check_no_hidden_left_recursion(g: &Grammar) -> Result<(), super::GrammarError> {
+    let nt = g.nonterminals.len();
+    let mut nullable = vec![false; nt];
+    loop {
+        let mut changed = false;
+        for p in &g.productions {
+            if !nullable[p.lhs.index()]
+                && p.rhs
+                    .iter()
+                    .all(|s| matches!(s, Symbol::N(n) if nullable[n.index()]))
+            {
+                nullable[p.lhs.index()] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Left-corner edges A → X (A → α X β, α nullable); `hidden` when α is non-empty.
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); nt];
+    let mut hidden: Vec<(usize, usize)> = Vec::new();
+    for p in &g.productions {
+        for (i, s) in p.rhs.iter().enumerate() {
+            let Symbol::N(x) = s else { break };
+            edges[p.lhs.index()].push(x.index());
+            if i > 0 {
+                hidden.push((p.lhs.index(), x.index()));
+            }
+            if !nullable[x.index()] {
+                break;
+            }
+        }
+    }
+    for (a, x) in hidden {
+        // Does x reach a through left corners?
+        let mut seen = vec![false; nt];
+        let mut stack = vec![x];
+        while let Some(v) = stack.pop() {
+            if v == a {
+                let n = &g.nonterminals[a];
+                return Err(super::GrammarError::Unsupported {
+                    span: n.span,
+                    construct: format!("hidden left recursion in `{}`", n.name),
+                    reason: format!(
+                        "`{}` derives itself after a prefix that can be empty; make the empty prefix explicit (split the rule into alternatives with and without it)",
+                        n.name
+                    ),
+                });
+            }
+            if !std::mem::replace(&mut seen[v], true) {
+                stack.extend(edges[v].iter().copied());
+            }
+        }
+    }
+    Ok(())
+}

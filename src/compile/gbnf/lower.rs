@@ -13,7 +13,9 @@ use super::parse::{parse, CharSet, Expr, Rule};
 use crate::compile::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::ir::{Grammar, Nonterminal, Priority, Symbol, Terminal};
-use crate::compile::prune::{check_acyclic, prune_unreachable, remove_unproductive};
+use crate::compile::prune::{
+    check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
+};
 use crate::ids::{NonterminalId, TerminalId};
 
 /// Most distinct atoms (terminals) a GBNF grammar may split into.
@@ -194,6 +196,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         start: start_id,
     }))?;
     check_acyclic(&g)?;
+    check_no_hidden_left_recursion(&g)?;
     debug_assert_eq!(g.validate(), Ok(()));
     Ok(g)
 }

@@ -9,7 +9,9 @@ use super::parse::{parse, Def, Expr, Stmt};
 use crate::compile::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::ir::{Grammar, Nonterminal, Priority, Symbol, Terminal};
-use crate::compile::prune::{check_acyclic, prune_unreachable, remove_unproductive};
+use crate::compile::prune::{
+    check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
+};
 use crate::ids::{NonterminalId, TerminalId};
 
 /// The text behind `%import common.X`.
@@ -512,6 +514,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
     };
     let g = remove_unproductive(prune_unreachable(g))?;
     check_acyclic(&g)?;
+    check_no_hidden_left_recursion(&g)?;
     // Lowering only produces in-range ids and at least one production per rule.
     debug_assert_eq!(g.validate(), Ok(()));
     Ok(g)
