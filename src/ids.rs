@@ -81,3 +81,11 @@ id_type!(
     /// A state of the LR automaton. State 0 is the start state.
     LrStateId
 );
+id_type!(
+    /// A state of the mask automaton.
+    DwaStateId
+);
+id_type!(
+    /// An interned token set (edge or final weight) of the mask automaton.
+    WeightId
+);

@@ -5,11 +5,13 @@
 //! (GLR commit, the mask automaton, the runtime API) build on these.
 
 pub mod compile;
+pub mod dwa;
 pub mod glr;
 pub mod ids;
 pub mod lexer;
 pub mod lr;
 pub mod reference;
 pub mod rng;
+pub mod runtime;
 pub mod termset;
 pub mod vocab;

@@ -218,6 +218,17 @@ fn run_grammar(
             finals,
             t0.elapsed().as_secs_f64() * 1e3
         );
+        let tables = compile::build_glr_tables(&g).map_err(|e| format!("{spec}:{e}"))?;
+        let t0 = std::time::Instant::now();
+        let dwa =
+            stackmask::compile::dwa_build::build_dwa(&tables, &vocab).map_err(|e| e.to_string())?;
+        println!(
+            "mask automaton: {} states, {} transitions, {} weights, built in {:.1} ms",
+            dwa.num_states(),
+            dwa.num_transitions(),
+            dwa.num_weights(),
+            t0.elapsed().as_secs_f64() * 1e3
+        );
     }
     if let Some(path) = doc {
         let input = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;

@@ -7,6 +7,7 @@
 //! line:column ([`error`]). Nothing here runs at decode time, and the decode-time layers
 //! never import this module.
 
+pub mod dwa_build;
 pub mod ebnf;
 pub mod error;
 pub mod gbnf;

@@ -27,6 +27,12 @@ struct CaseFile {
     accept_files: Vec<String>,
     #[serde(default)]
     reject: Vec<Reject>,
+    #[serde(default = "yes")]
+    dwa: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Deserialize)]
@@ -41,6 +47,7 @@ struct Case {
     tables: Arc<Tables>,
     accept: Vec<Vec<u8>>,
     reject: Vec<(Vec<u8>, usize)>,
+    dwa: bool,
 }
 
 fn corpus_dir() -> PathBuf {
@@ -82,6 +89,7 @@ fn load_case(dir: &Path) -> Case {
         tables: Arc::new(tables),
         accept,
         reject,
+        dwa: f.dwa,
     }
 }
 
@@ -391,6 +399,59 @@ fn masks_agree_with_reference_at_sampled_steps() {
                     let b = v.token_bytes(ids[i]).unwrap();
                     s.commit_bytes(b).unwrap();
                     p = case.reference.commit(&p, b);
+                }
+            }
+        }
+    }
+}
+
+/// The mask automaton: at every step (synthetic vocabulary) or sampled steps (GPT-2,
+/// Llama-2), along canonical and random segmentations of the accepted documents, the
+/// matcher's mask is bit-identical to the reference mask, EOS included.
+#[test]
+fn dwa_masks_equal_reference_masks() {
+    use stackmask::compile::dwa_build::build_dwa;
+    use stackmask::runtime::Matcher;
+    let big = big_vocabs();
+    let cases = cases();
+    assert!(cases.iter().filter(|c| c.dwa).count() >= 10);
+    for case in cases.into_iter().filter(|c| c.dwa) {
+        let tiny = tiny_vocab(&case);
+        for (vi, v) in std::iter::once(&tiny).chain(big.iter()).enumerate() {
+            let dwa = Arc::new(
+                build_dwa(&case.tables, v).unwrap_or_else(|e| panic!("{}: {e}", case.name)),
+            );
+            for (di, doc) in case.accept.iter().enumerate() {
+                for (how, ids) in
+                    segmentations(v, doc)
+                        .into_iter()
+                        .take(if vi == 0 { 4 } else { 2 })
+                {
+                    let every = if vi == 0 { 1 } else { (ids.len() / 4).max(1) };
+                    let mut m = Matcher::new(case.tables.clone(), dwa.clone());
+                    let mut p = case.reference.empty();
+                    for i in 0..=ids.len() {
+                        if i % every == 0 || i == ids.len() {
+                            let want = case.reference.mask(&p, v);
+                            let got = m.mask_set();
+                            for (k, &w) in want.iter().enumerate() {
+                                assert_eq!(
+                                    got.contains(k as u32),
+                                    w,
+                                    "{}: {} doc {di} {how} step {i}: token {k} {:?}",
+                                    case.name,
+                                    v.name(),
+                                    v.token_bytes(TokenId::new(k))
+                                        .map(|b| String::from_utf8_lossy(b).into_owned())
+                                );
+                            }
+                        }
+                        if i < ids.len() {
+                            let b = v.token_bytes(ids[i]).unwrap();
+                            m.commit_bytes(b).unwrap();
+                            p = case.reference.commit(&p, b);
+                        }
+                    }
                 }
             }
         }

@@ -1,0 +1,105 @@
+//! One sequence's constraint state: commit tokens, fill masks.
+
+use std::sync::Arc;
+
+use roaring::RoaringBitmap;
+
+use crate::dwa::walk::{collect, StackNode};
+use crate::dwa::Dwa;
+use crate::glr::gss::Node;
+use crate::glr::{CommitError, GlrState, Rejected, Tables};
+use crate::ids::{LrStateId, TokenId};
+use crate::vocab::Vocab;
+
+impl StackNode for Arc<Node> {
+    #[inline]
+    fn state(&self) -> LrStateId {
+        Node::state(self)
+    }
+    #[inline]
+    fn preds(&self) -> &[Self] {
+        Node::preds(self)
+    }
+    #[inline]
+    fn key(&self) -> usize {
+        Arc::as_ptr(self) as usize
+    }
+}
+
+/// A mask buffer that is too small.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("mask buffer has {got} words, the vocabulary needs {need}")]
+pub struct MaskError {
+    /// Words needed: ceil(vocabulary size / 32).
+    pub need: usize,
+    /// Words given.
+    pub got: usize,
+}
+
+/// The constraint state of one sequence: cheap to clone (the stack is shared).
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    glr: GlrState,
+    dwa: Arc<Dwa>,
+}
+
+impl Matcher {
+    /// A matcher at the start of a document.
+    pub fn new(tables: Arc<Tables>, dwa: Arc<Dwa>) -> Self {
+        Self {
+            glr: GlrState::new(tables),
+            dwa,
+        }
+    }
+
+    /// Commits bytes; on error nothing changes.
+    pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<(), Rejected> {
+        self.glr.commit_bytes(bytes)
+    }
+
+    /// Commits a token; on error nothing changes.
+    pub fn commit_token(&mut self, vocab: &Vocab, t: TokenId) -> Result<(), CommitError> {
+        self.glr.commit_token(vocab, t)
+    }
+
+    /// Whether the document may end here.
+    pub fn is_accepting(&self) -> bool {
+        self.glr.is_accepting()
+    }
+
+    /// The recognizer state.
+    pub fn glr(&self) -> &GlrState {
+        &self.glr
+    }
+
+    /// The allowed tokens as a set (EOS included when the document may end).
+    pub fn mask_set(&self) -> RoaringBitmap {
+        let mut out = RoaringBitmap::new();
+        for c in self.glr.configs() {
+            collect(&self.dwa, c.pos, &c.heads, &mut out);
+        }
+        if self.glr.is_accepting() {
+            for t in self.dwa.eos() {
+                out.insert(t.as_u32());
+            }
+        }
+        out
+    }
+
+    /// Writes the mask into `out` (bit `t % 32` of word `t / 32`; words past the
+    /// vocabulary, as in padded model vocabularies, are zeroed).
+    pub fn fill_mask(&self, out: &mut [u32]) -> Result<(), MaskError> {
+        let need = self.dwa.vocab_len().div_ceil(32);
+        if out.len() < need {
+            return Err(MaskError {
+                need,
+                got: out.len(),
+            });
+        }
+        out.fill(0);
+        for t in self.mask_set() {
+            out[t as usize / 32] |= 1 << (t % 32);
+        }
+        Ok(())
+    }
+}

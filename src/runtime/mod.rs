@@ -1,0 +1,9 @@
+//! The public face: a [`Matcher`] ties commit (the GLR recognizer) and get_mask (the mask
+//! automaton) together and writes masks in the layout servers exchange (bit `t % 32` of
+//! word `t / 32`).
+//!
+//! The only module that imports both `glr` and `dwa`; it parses no grammar text.
+
+mod matcher;
+
+pub use matcher::{MaskError, Matcher};
