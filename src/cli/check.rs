@@ -5,9 +5,13 @@ use std::io::Write;
 use std::time::Instant;
 
 use stackmask::glr::walk::{self, SortedTokens};
+use std::sync::Arc;
+
+use stackmask::compile::dwa_build::build_dwa;
 use stackmask::glr::GlrState;
 use stackmask::ids::TokenId;
 use stackmask::reference::Reference;
+use stackmask::runtime::Matcher;
 use stackmask::vocab::segment::random_segmentation;
 use stackmask::vocab::Vocab;
 
@@ -19,8 +23,12 @@ use super::stats::percentiles;
 pub enum Engine {
     /// The reference oracle (Earley; slow).
     Reference,
-    /// The GLR recognizer; masks by walking the vocabulary through it.
+    /// The GLR recognizer; masks by walking the vocabulary through it (slow path).
     Glr,
+    /// GLR commits, masks from the mask automaton.
+    Dwa,
+    /// Like dwa, and the reference mask on every masked step (counting mismatches).
+    Both,
 }
 
 /// Options of `check`.
@@ -82,6 +90,18 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
     let tokens = tokens_of(&vocab, &text, a.segment)?;
     let reference = Reference::new(&loaded.grammar, &loaded.tables.lexer);
     let sorted = (a.engine == Engine::Glr).then(|| SortedTokens::new(&vocab));
+    let mut dwa_ms = None;
+    let matcher_base = match a.engine {
+        Engine::Dwa | Engine::Both => {
+            let t0 = Instant::now();
+            let dwa = build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?;
+            dwa_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+            Some(Matcher::new(loaded.tables.clone(), Arc::new(dwa)))
+        }
+        _ => None,
+    };
+    let mut matcher = matcher_base;
+    let mut words = vec![0u32; vocab.len().div_ceil(32)];
     let mut dump = match a.dump_masks {
         Some(p) => Some(std::io::BufWriter::new(
             std::fs::File::create(p).map_err(|e| format!("cannot create {p}: {e}"))?,
@@ -102,9 +122,20 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
                 Engine::Reference => bits(&reference.mask(&prefix, &vocab)),
                 // `sorted` is built whenever the engine is GLR.
                 Engine::Glr => walk::mask(&glr, sorted.as_ref().expect("sorted tokens")),
+                Engine::Dwa | Engine::Both => {
+                    // The matcher exists for these engines.
+                    let m = matcher.as_ref().expect("matcher");
+                    m.fill_mask(&mut words).map_err(|e| e.to_string())?;
+                    words.clone()
+                }
             };
             mask_us.push(t0.elapsed().as_secs_f64() * 1e6);
-            if a.engine == Engine::Glr && a.verify_every > 0 && i % a.verify_every == 0 {
+            let verify = match a.engine {
+                Engine::Both => true,
+                Engine::Glr | Engine::Dwa => a.verify_every > 0 && i % a.verify_every == 0,
+                Engine::Reference => false,
+            };
+            if verify {
                 let r = bits(&reference.mask(&prefix, &vocab));
                 if r != mask {
                     mismatches += 1;
@@ -135,9 +166,21 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
                 ok
             }
             Engine::Glr => glr.commit_bytes(bytes).is_ok(),
+            Engine::Dwa | Engine::Both => {
+                let ok = matcher
+                    .as_mut()
+                    .expect("matcher")
+                    .commit_bytes(bytes)
+                    .is_ok();
+                if ok {
+                    glr.commit_bytes(bytes).is_ok()
+                } else {
+                    false
+                }
+            }
         };
         commit_us.push(t0.elapsed().as_secs_f64() * 1e6);
-        if a.engine == Engine::Glr {
+        if a.engine != Engine::Reference {
             prefix =
                 reference.commit_owned(std::mem::replace(&mut prefix, reference.empty()), bytes);
         }
@@ -150,9 +193,10 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
         && match a.engine {
             Engine::Reference => reference.prefix_complete(&prefix),
             Engine::Glr => glr.is_accepting(),
+            Engine::Dwa | Engine::Both => matcher.as_ref().is_some_and(|m| m.is_accepting()),
         };
     if rejected_at.is_none()
-        && a.engine == Engine::Glr
+        && a.engine != Engine::Reference
         && accepted != reference.prefix_complete(&prefix)
     {
         mismatches += 1;
@@ -163,7 +207,7 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
         "rejected_at": rejected_at,
         "accepted": accepted,
         "mismatches": mismatches,
-        "compile_ms": (loaded.compile_ms * 1000.0).round() / 1000.0,
+        "compile_ms": ((loaded.compile_ms + dwa_ms.unwrap_or(0.0)) * 1000.0).round() / 1000.0,
         "mask_us": percentiles(&mut mask_us),
         "commit_us": percentiles(&mut commit_us),
     });

@@ -2,9 +2,13 @@
 //! the current mask.
 
 use stackmask::glr::walk::{self, SortedTokens};
+use std::sync::Arc;
+
+use stackmask::compile::dwa_build::build_dwa;
 use stackmask::glr::GlrState;
 use stackmask::ids::TokenId;
 use stackmask::rng::SplitMix64;
+use stackmask::runtime::Matcher;
 
 use super::load::{self, Format};
 
@@ -28,14 +32,26 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
         return Err("the tokenizer has no EOS token; name one with --eos".into());
     }
     let sorted = SortedTokens::new(&vocab);
+    // Masks from the mask automaton when it builds; the slow path otherwise.
+    let dwa = build_dwa(&loaded.tables, &vocab).ok().map(Arc::new);
     let mut rng = SplitMix64::new(a.seed);
     let mut all_complete = true;
     for k in 0..a.n {
         let mut state = GlrState::new(loaded.tables.clone());
+        let mut matcher = dwa
+            .as_ref()
+            .map(|d| Matcher::new(loaded.tables.clone(), d.clone()));
         let mut out: Vec<u8> = Vec::new();
         let mut complete = false;
         for _ in 0..a.max_tokens {
-            let mask = walk::mask(&state, &sorted);
+            let mask = match &matcher {
+                Some(m) => {
+                    let mut w = vec![0u32; vocab.len().div_ceil(32)];
+                    m.fill_mask(&mut w).map_err(|e| e.to_string())?;
+                    w
+                }
+                None => walk::mask(&state, &sorted),
+            };
             let allowed: Vec<TokenId> = (0..vocab.len())
                 .map(TokenId::new)
                 .filter(|t| mask[t.index() / 32] >> (t.index() % 32) & 1 == 1)
@@ -57,6 +73,11 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
             state
                 .commit_bytes(bytes)
                 .map_err(|e| format!("internal error: a token from the mask was rejected: {e}"))?;
+            if let Some(m) = matcher.as_mut() {
+                m.commit_bytes(bytes).map_err(|e| {
+                    format!("internal error: a token from the mask was rejected: {e}")
+                })?;
+            }
             out.extend_from_slice(bytes);
         }
         if !complete && state.is_accepting() {
