@@ -4,7 +4,7 @@
 use stackmask::glr::walk::{self, SortedTokens};
 use std::sync::Arc;
 
-use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::dwa_build::build_dwa_limited;
 use stackmask::glr::GlrState;
 use stackmask::ids::TokenId;
 use stackmask::rng::SplitMix64;
@@ -33,7 +33,9 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
     }
     let sorted = SortedTokens::new(&vocab);
     // Masks from the mask automaton when it builds; the slow path otherwise.
-    let dwa = build_dwa(&loaded.tables, &vocab).ok().map(Arc::new);
+    let dwa = build_dwa_limited(&loaded.tables, &vocab, 200_000)
+        .ok()
+        .map(Arc::new);
     let mut rng = SplitMix64::new(a.seed);
     let mut all_complete = true;
     for k in 0..a.n {

@@ -89,6 +89,7 @@ struct Builder<'a> {
     state_index: HashMap<Vec<Item>, DwaStateId>,
     /// Waiting items of each state, until its transitions are built.
     pending: Vec<(DwaStateId, Vec<Item>, RoaringBitmap)>,
+    max_states: usize,
     consume_memo: HashMap<(Stack, TerminalId), Consume>,
 }
 
@@ -183,6 +184,9 @@ impl Builder<'_> {
                             LexPos::Boundary(p) => self.tables.follow.at_boundary(p),
                         };
                         for t in follow.iter() {
+                            if self.tables.lr.actions(it.stack[0], t).is_empty() {
+                                continue;
+                            }
                             work.push(Item {
                                 phase: Phase::Consume {
                                     t,
@@ -200,7 +204,7 @@ impl Builder<'_> {
                                     phase: Phase::Node,
                                     ..it.clone()
                                 });
-                            } else {
+                            } else if !self.tables.lr.actions(it.stack[0], t).is_empty() {
                                 work.push(Item {
                                     phase: Phase::Consume {
                                         t,
@@ -261,11 +265,11 @@ impl Builder<'_> {
         if let Some(&s) = self.state_index.get(&seeds) {
             return Ok(s);
         }
-        if self.states.len() >= MAX_DWA_STATES {
+        if self.states.len() >= self.max_states {
             return Err(GrammarError::TooLarge {
                 span: Default::default(),
                 what: "mask automaton states".into(),
-                limit: MAX_DWA_STATES,
+                limit: self.max_states,
             });
         }
         let (decided, waiting) = self.saturate(&seeds);
@@ -372,6 +376,15 @@ fn subtree_tokens(trie: &TerminalTrie) -> Vec<RoaringBitmap> {
 
 /// Builds the mask automaton of a grammar's tables for a vocabulary.
 pub fn build_dwa(tables: &Tables, vocab: &Vocab) -> Result<Dwa, GrammarError> {
+    build_dwa_limited(tables, vocab, MAX_DWA_STATES)
+}
+
+/// [`build_dwa`] with a smaller state budget, for callers that have a fallback.
+pub fn build_dwa_limited(
+    tables: &Tables,
+    vocab: &Vocab,
+    max_states: usize,
+) -> Result<Dwa, GrammarError> {
     let (emits, tries) = build_all(&tables.lexer, vocab);
     let subtree = tries.iter().map(subtree_tokens).collect();
     let lr = &tables.lr;
@@ -406,6 +419,7 @@ pub fn build_dwa(tables: &Tables, vocab: &Vocab) -> Result<Dwa, GrammarError> {
         states: Vec::new(),
         state_index: HashMap::new(),
         pending: Vec::new(),
+        max_states,
         consume_memo: HashMap::new(),
     };
     b.weight(RoaringBitmap::new());
@@ -420,8 +434,17 @@ pub fn build_dwa(tables: &Tables, vocab: &Vocab) -> Result<Dwa, GrammarError> {
         });
         let all = b.subtree[ti][0].clone();
         let mut trans = Vec::new();
+        // A stack top with no action on any terminal that can come next lexically from
+        // this position contributes nothing to a mask: no edge for it.
+        let next_terms = match b.tries[ti].start {
+            LexPos::Pending(q) => tables.follow.after_pending(q).clone(),
+            LexPos::Boundary(p) => tables.follow.at_boundary(p).clone(),
+        };
         for x in 0..lr.num_states() {
             let x = LrStateId::new(x);
+            if next_terms.iter().all(|t| lr.actions(x, t).is_empty()) {
+                continue;
+            }
             let mut stack = Stack::new();
             stack.push(x);
             let seed = vec![Item {
