@@ -112,6 +112,25 @@ impl Grammar {
         }
     }
 
+    /// Which nonterminals derive the empty string, by fixpoint iteration.
+    pub fn nullable(&self) -> Vec<bool> {
+        let mut nullable = vec![false; self.nonterminals.len()];
+        loop {
+            let mut changed = false;
+            for p in &self.productions {
+                if !nullable[p.lhs.index()]
+                    && p.rhs.iter().all(|s| matches!(s, Symbol::N(n) if nullable[n.index()]))
+                {
+                    nullable[p.lhs.index()] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return nullable;
+            }
+        }
+    }
+
     /// Checks the IR invariants; front ends call this before handing a grammar on.
     pub fn validate(&self) -> Result<(), String> {
         let nt = self.nonterminals.len();

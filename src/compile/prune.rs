@@ -123,23 +123,7 @@ pub fn remove_unproductive(g: Grammar) -> Result<Grammar, super::GrammarError> {
 /// and would make the graph-structured stack cyclic.
 pub fn check_acyclic(g: &Grammar) -> Result<(), super::GrammarError> {
     let nt = g.nonterminals.len();
-    let mut nullable = vec![false; nt];
-    loop {
-        let mut changed = false;
-        for p in &g.productions {
-            if !nullable[p.lhs.index()]
-                && p.rhs
-                    .iter()
-                    .all(|s| matches!(s, Symbol::N(n) if nullable[n.index()]))
-            {
-                nullable[p.lhs.index()] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let nullable = g.nullable();
     // unit[a] = nonterminals b with a ⇒ α b β, α and β nullable.
     let mut unit: Vec<Vec<usize>> = vec![Vec::new(); nt];
     for p in &g.productions {
@@ -200,23 +184,7 @@ pub fn check_acyclic(g: &Grammar) -> Result<(), super::GrammarError> {
 /// left recursion (A ⇒ A …) is fine.
 pub fn check_no_hidden_left_recursion(g: &Grammar) -> Result<(), super::GrammarError> {
     let nt = g.nonterminals.len();
-    let mut nullable = vec![false; nt];
-    loop {
-        let mut changed = false;
-        for p in &g.productions {
-            if !nullable[p.lhs.index()]
-                && p.rhs
-                    .iter()
-                    .all(|s| matches!(s, Symbol::N(n) if nullable[n.index()]))
-            {
-                nullable[p.lhs.index()] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let nullable = g.nullable();
     // Left-corner edges A → X (A → α X β, α nullable); `hidden` when α is non-empty.
     let mut edges: Vec<Vec<usize>> = vec![Vec::new(); nt];
     let mut hidden: Vec<(usize, usize)> = Vec::new();

@@ -87,23 +87,7 @@ impl Earley {
         let augmented = rhs.len() as u32;
         lhs.push(NonterminalId::new(nt)); // a fresh id, never predicted
         rhs.push(vec![Symbol::N(g.start)]);
-        let mut nullable = vec![false; nt];
-        loop {
-            let mut changed = false;
-            for p in &g.productions {
-                if !nullable[p.lhs.index()]
-                    && p.rhs
-                        .iter()
-                        .all(|s| matches!(s, Symbol::N(n) if nullable[n.index()]))
-                {
-                    nullable[p.lhs.index()] = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        let nullable = g.nullable();
         Self {
             lhs,
             rhs,
