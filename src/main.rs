@@ -6,7 +6,7 @@ mod cli;
 
 use clap::{Parser, Subcommand};
 use cli::check::{CheckArgs, Engine};
-use cli::load::Format;
+use cli::load::{GrammarArgs, TokenizerArgs};
 use cli::sample::SampleArgs;
 use stackmask::compile::{self, lexer_build::build_lexer, lr::build_lr};
 use stackmask::ids::TokenId;
@@ -28,24 +28,16 @@ struct Cli {
 enum Cmd {
     /// Load a tokenizer and print its size, special tokens and end-of-sequence tokens.
     Vocab {
-        /// A tokenizer.json (optionally .gz), a .tiktoken rank file, or builtin:o200k.
-        #[arg(long, default_value = "builtin:o200k")]
-        tokenizer: String,
-        /// Override the end-of-sequence token(s): ids or special-token names.
-        #[arg(long)]
-        eos: Vec<String>,
+        #[command(flatten)]
+        tokenizer: TokenizerArgs,
         /// Print the bytes of these token ids.
         #[arg(long)]
         show: Vec<u32>,
     },
     /// Compile a grammar and print its terminals, rules and lexer size (or the error).
     Grammar {
-        /// A grammar file, or builtin:json.
-        #[arg(long, default_value = "builtin:json")]
-        grammar: String,
-        /// Grammar syntax (default: from the file extension; .gbnf is GBNF, else Lark).
-        #[arg(long, value_enum)]
-        format: Option<Format>,
+        #[command(flatten)]
+        grammar: GrammarArgs,
         /// Also lex this document and print its lexemes.
         #[arg(long)]
         lex: Option<String>,
@@ -55,18 +47,10 @@ enum Cmd {
     },
     /// Decode a document token by token, checking and timing every mask and commit.
     Check {
-        /// A grammar file, or builtin:json.
-        #[arg(long, default_value = "builtin:json")]
-        grammar: String,
-        /// Grammar syntax (default: from the file extension).
-        #[arg(long, value_enum)]
-        format: Option<Format>,
-        /// A tokenizer.json, a .tiktoken file, or builtin:o200k.
-        #[arg(long, default_value = "builtin:o200k")]
-        tokenizer: String,
-        /// Override the end-of-sequence token(s).
-        #[arg(long)]
-        eos: Vec<String>,
+        #[command(flatten)]
+        grammar: GrammarArgs,
+        #[command(flatten)]
+        tokenizer: TokenizerArgs,
         /// The document.
         #[arg(long)]
         text: String,
@@ -91,18 +75,10 @@ enum Cmd {
     },
     /// Print random documents generated token by token from the masks.
     Sample {
-        /// A grammar file, or builtin:json.
-        #[arg(long, default_value = "builtin:json")]
-        grammar: String,
-        /// Grammar syntax (default: from the file extension).
-        #[arg(long, value_enum)]
-        format: Option<Format>,
-        /// A tokenizer.json, a .tiktoken file, or builtin:o200k.
-        #[arg(long, default_value = "builtin:o200k")]
-        tokenizer: String,
-        /// Override the end-of-sequence token(s).
-        #[arg(long)]
-        eos: Vec<String>,
+        #[command(flatten)]
+        grammar: GrammarArgs,
+        #[command(flatten)]
+        tokenizer: TokenizerArgs,
         /// Number of documents.
         #[arg(long, default_value_t = 3)]
         n: usize,
@@ -118,16 +94,8 @@ enum Cmd {
     },
 }
 
-fn run_vocab(spec: &str, eos: &[String], show: &[u32]) -> Result<(), String> {
-    let mut v = Vocab::load(spec).map_err(|e| e.to_string())?;
-    if !eos.is_empty() {
-        let ids = eos
-            .iter()
-            .map(|s| v.resolve_token(s))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string())?;
-        v.set_eos(&ids).map_err(|e| e.to_string())?;
-    }
+fn run_vocab(args: &TokenizerArgs, show: &[u32]) -> Result<(), String> {
+    let v = cli::load::vocab(args)?;
     println!("tokenizer: {}", v.name());
     println!(
         "ids: {} ({} tokens, {} unused)",
@@ -181,12 +149,12 @@ fn run_vocab(spec: &str, eos: &[String], show: &[u32]) -> Result<(), String> {
 }
 
 fn run_grammar(
-    spec: &str,
-    format: Option<Format>,
+    args: &GrammarArgs,
     doc: Option<&str>,
     tokenizer: Option<&str>,
 ) -> Result<(), String> {
-    let (text, format) = cli::load::grammar_text(spec, format)?;
+    let spec = args.grammar.as_str();
+    let (text, format) = cli::load::grammar_text(spec, args.format)?;
     let g = compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"))?;
     let lexer = build_lexer(&g).map_err(|e| format!("{spec}:{e}"))?;
     print!("{}", g.display());
@@ -255,22 +223,15 @@ fn run_grammar(
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match &cli.cmd {
-        Cmd::Vocab {
-            tokenizer,
-            eos,
-            show,
-        } => run_vocab(tokenizer, eos, show),
+        Cmd::Vocab { tokenizer, show } => run_vocab(tokenizer, show),
         Cmd::Grammar {
             grammar,
-            format,
             lex,
             tokenizer,
-        } => run_grammar(grammar, *format, lex.as_deref(), tokenizer.as_deref()),
+        } => run_grammar(grammar, lex.as_deref(), tokenizer.as_deref()),
         Cmd::Check {
             grammar,
-            format,
             tokenizer,
-            eos,
             text,
             engine,
             segment,
@@ -280,9 +241,7 @@ fn main() -> ExitCode {
             verify_every,
         } => cli::check::run(CheckArgs {
             grammar,
-            format: *format,
             tokenizer,
-            eos,
             text,
             engine: *engine,
             segment,
@@ -300,18 +259,14 @@ fn main() -> ExitCode {
         }),
         Cmd::Sample {
             grammar,
-            format,
             tokenizer,
-            eos,
             n,
             seed,
             max_tokens,
             eos_chance,
         } => cli::sample::run(SampleArgs {
             grammar,
-            format: *format,
             tokenizer,
-            eos,
             n: *n,
             seed: *seed,
             max_tokens: *max_tokens,

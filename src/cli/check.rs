@@ -15,7 +15,7 @@ use stackmask::runtime::Matcher;
 use stackmask::vocab::segment::random_segmentation;
 use stackmask::vocab::Vocab;
 
-use super::load::{self, Format};
+use super::load::{self, GrammarArgs, TokenizerArgs};
 use super::stats::percentiles;
 
 /// Which engine masks and commits.
@@ -33,10 +33,8 @@ pub enum Engine {
 
 /// Options of `check`.
 pub struct CheckArgs<'a> {
-    pub grammar: &'a str,
-    pub format: Option<Format>,
-    pub tokenizer: &'a str,
-    pub eos: &'a [String],
+    pub grammar: &'a GrammarArgs,
+    pub tokenizer: &'a TokenizerArgs,
     pub text: &'a str,
     pub engine: Engine,
     pub segment: &'a str,
@@ -84,8 +82,8 @@ fn has(mask: &[u32], t: TokenId) -> bool {
 
 /// Runs `check`; returns whether the document passed.
 pub fn run(a: CheckArgs) -> Result<bool, String> {
-    let loaded = load::grammar(a.grammar, a.format)?;
-    let vocab = load::vocab(a.tokenizer, a.eos)?;
+    let loaded = load::grammar(a.grammar)?;
+    let vocab = load::vocab(a.tokenizer)?;
     let text = std::fs::read(a.text).map_err(|e| format!("cannot read {}: {e}", a.text))?;
     let tokens = tokens_of(&vocab, &text, a.segment)?;
     let reference = Reference::new(&loaded.grammar, &loaded.tables.lexer);

@@ -14,6 +14,28 @@ pub struct Loaded {
     pub compile_ms: f64,
 }
 
+/// `--grammar` and `--format`, shared by the commands that compile a grammar.
+#[derive(clap::Args)]
+pub struct GrammarArgs {
+    /// A grammar file, or builtin:json.
+    #[arg(long, default_value = "builtin:json")]
+    pub grammar: String,
+    /// Grammar syntax (default: from the file extension; .gbnf is GBNF, else Lark).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+}
+
+/// `--tokenizer` and `--eos`, shared by the commands that load a vocabulary.
+#[derive(clap::Args)]
+pub struct TokenizerArgs {
+    /// A tokenizer.json (optionally .gz), a .tiktoken rank file, or builtin:o200k.
+    #[arg(long, default_value = "builtin:o200k")]
+    pub tokenizer: String,
+    /// Override the end-of-sequence token(s): ids or special-token names.
+    #[arg(long)]
+    pub eos: Vec<String>,
+}
+
 /// `--format` values.
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Format {
@@ -50,9 +72,10 @@ pub fn grammar_text(spec: &str, format: Option<Format>) -> Result<(String, Gramm
     Ok((text, format))
 }
 
-/// Compiles a grammar spec into recognizer tables, timing it.
-pub fn grammar(spec: &str, format: Option<Format>) -> Result<Loaded, String> {
-    let (text, format) = grammar_text(spec, format)?;
+/// Compiles a grammar into recognizer tables, timing it.
+pub fn grammar(args: &GrammarArgs) -> Result<Loaded, String> {
+    let spec = args.grammar.as_str();
+    let (text, format) = grammar_text(spec, args.format)?;
     let t0 = Instant::now();
     let grammar = compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"))?;
     let tables = compile::build_glr_tables(&grammar).map_err(|e| format!("{spec}:{e}"))?;
@@ -65,10 +88,11 @@ pub fn grammar(spec: &str, format: Option<Format>) -> Result<Loaded, String> {
 }
 
 /// Loads a tokenizer and applies `--eos` overrides.
-pub fn vocab(spec: &str, eos: &[String]) -> Result<Vocab, String> {
-    let mut v = Vocab::load(spec).map_err(|e| e.to_string())?;
-    if !eos.is_empty() {
-        let ids = eos
+pub fn vocab(args: &TokenizerArgs) -> Result<Vocab, String> {
+    let mut v = Vocab::load(&args.tokenizer).map_err(|e| e.to_string())?;
+    if !args.eos.is_empty() {
+        let ids = args
+            .eos
             .iter()
             .map(|s| v.resolve_token(s))
             .collect::<Result<Vec<_>, _>>()

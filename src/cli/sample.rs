@@ -10,14 +10,12 @@ use stackmask::ids::TokenId;
 use stackmask::rng::SplitMix64;
 use stackmask::runtime::Matcher;
 
-use super::load::{self, Format};
+use super::load::{self, GrammarArgs, TokenizerArgs};
 
 /// Options of `sample`.
 pub struct SampleArgs<'a> {
-    pub grammar: &'a str,
-    pub format: Option<Format>,
-    pub tokenizer: &'a str,
-    pub eos: &'a [String],
+    pub grammar: &'a GrammarArgs,
+    pub tokenizer: &'a TokenizerArgs,
     pub n: usize,
     pub seed: u64,
     pub max_tokens: usize,
@@ -26,8 +24,8 @@ pub struct SampleArgs<'a> {
 
 /// Prints `n` documents; returns whether all of them are complete.
 pub fn run(a: SampleArgs) -> Result<bool, String> {
-    let loaded = load::grammar(a.grammar, a.format)?;
-    let vocab = load::vocab(a.tokenizer, a.eos)?;
+    let loaded = load::grammar(a.grammar)?;
+    let vocab = load::vocab(a.tokenizer)?;
     if vocab.eos().is_empty() {
         return Err("the tokenizer has no EOS token; name one with --eos".into());
     }

@@ -119,7 +119,9 @@ impl Grammar {
             let mut changed = false;
             for p in &self.productions {
                 if !nullable[p.lhs.index()]
-                    && p.rhs.iter().all(|s| matches!(s, Symbol::N(n) if nullable[n.index()]))
+                    && p.rhs
+                        .iter()
+                        .all(|s| matches!(s, Symbol::N(n) if nullable[n.index()]))
                 {
                     nullable[p.lhs.index()] = true;
                     changed = true;
