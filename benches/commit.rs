@@ -14,7 +14,7 @@ fn bench(c: &mut Criterion) {
         "json_o200k",
         BUILTIN_JSON.to_string(),
         "builtin:o200k".to_string(),
-        std::fs::read_to_string(format!("{dir}/benches/data/doc.json")).unwrap(),
+        std::fs::read_to_string(format!("{dir}/tests/data/texts/data.json")).unwrap(),
     )];
     if let Ok(java) = std::fs::read_to_string(format!("{dir}/../shared/grammars/syncode/java.lark"))
     {
@@ -22,7 +22,7 @@ fn bench(c: &mut Criterion) {
             "java_llama3",
             java,
             format!("{dir}/../shared/tokenizers/llama3.json"),
-            std::fs::read_to_string(format!("{dir}/benches/data/Main.java")).unwrap(),
+            std::fs::read_to_string(format!("{dir}/tests/data/docs/Main.java")).unwrap(),
         ));
     }
     let mut group = c.benchmark_group("commit");
