@@ -158,8 +158,9 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
                 let next = reference.extend(&prefix, bytes);
                 let ok = reference.prefix_viable(&next);
                 if ok {
-                    prefix = reference
-                        .commit_owned(std::mem::replace(&mut prefix, reference.empty()), bytes);
+                    // The old prefix is dropped first, so freezing appends in place.
+                    prefix = next;
+                    prefix.freeze();
                 }
                 ok
             }

@@ -35,6 +35,14 @@ pub struct Prefix {
     alive: bool,
 }
 
+impl Prefix {
+    /// Makes this extension permanent: its parsed part becomes shared with later
+    /// extensions (in place when no other prefix shares it).
+    pub fn freeze(&mut self) {
+        self.chart.freeze();
+    }
+}
+
 impl Reference {
     /// Builds the oracle from the grammar IR and its lexer.
     pub fn new(grammar: &Grammar, lexer: &LexerDfa) -> Self {
