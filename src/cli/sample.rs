@@ -1,14 +1,12 @@
 //! `stackmask sample`: random documents, token by token, each token drawn uniformly from
 //! the current mask.
 
-use stackmask::glr::walk::{self, SortedTokens};
-use std::sync::Arc;
-
 use stackmask::compile::dwa_build::build_dwa_limited;
+use stackmask::glr::walk::{self, SortedTokens};
 use stackmask::glr::GlrState;
 use stackmask::ids::TokenId;
 use stackmask::rng::SplitMix64;
-use stackmask::runtime::Matcher;
+use stackmask::runtime::mask_set;
 
 use super::load::{self, GrammarArgs, TokenizerArgs};
 
@@ -31,31 +29,27 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
     }
     let sorted = SortedTokens::new(&vocab);
     // Masks from the mask automaton when it builds; the slow path otherwise.
-    let dwa = build_dwa_limited(&loaded.tables, &vocab, 200_000)
-        .ok()
-        .map(Arc::new);
+    let dwa = build_dwa_limited(&loaded.tables, &vocab, 200_000).ok();
     let mut rng = SplitMix64::new(a.seed);
     let mut all_complete = true;
     for k in 0..a.n {
         let mut state = GlrState::new(loaded.tables.clone());
-        let mut matcher = dwa
-            .as_ref()
-            .map(|d| Matcher::new(loaded.tables.clone(), d.clone()));
         let mut out: Vec<u8> = Vec::new();
         let mut complete = false;
         for _ in 0..a.max_tokens {
-            let mask = match &matcher {
-                Some(m) => {
-                    let mut w = vec![0u32; vocab.len().div_ceil(32)];
-                    m.fill_mask(&mut w).map_err(|e| e.to_string())?;
-                    w
+            let allowed: Vec<TokenId> = match &dwa {
+                Some(d) => mask_set(&state, d)
+                    .into_iter()
+                    .map(TokenId::from_u32)
+                    .collect(),
+                None => {
+                    let mask = walk::mask(&state, &sorted);
+                    (0..vocab.len())
+                        .map(TokenId::new)
+                        .filter(|t| mask[t.index() / 32] >> (t.index() % 32) & 1 == 1)
+                        .collect()
                 }
-                None => walk::mask(&state, &sorted),
             };
-            let allowed: Vec<TokenId> = (0..vocab.len())
-                .map(TokenId::new)
-                .filter(|t| mask[t.index() / 32] >> (t.index() % 32) & 1 == 1)
-                .collect();
             let eos_ok = state.is_accepting();
             let normal: Vec<TokenId> = allowed
                 .into_iter()
@@ -73,11 +67,6 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
             state
                 .commit_bytes(bytes)
                 .map_err(|e| format!("internal error: a token from the mask was rejected: {e}"))?;
-            if let Some(m) = matcher.as_mut() {
-                m.commit_bytes(bytes).map_err(|e| {
-                    format!("internal error: a token from the mask was rejected: {e}")
-                })?;
-            }
             out.extend_from_slice(bytes);
         }
         if !complete && state.is_accepting() {

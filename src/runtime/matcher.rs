@@ -26,6 +26,21 @@ impl StackNode for Arc<Node> {
     }
 }
 
+/// The tokens the automaton allows after recognizer state `glr` (EOS included when the
+/// document may end).
+pub fn mask_set(glr: &GlrState, dwa: &Dwa) -> RoaringBitmap {
+    let mut out = RoaringBitmap::new();
+    for c in glr.configs() {
+        collect(dwa, c.pos, &c.heads, &mut out);
+    }
+    if glr.is_accepting() {
+        for t in dwa.eos() {
+            out.insert(t.as_u32());
+        }
+    }
+    out
+}
+
 /// A mask buffer that is too small.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("mask buffer has {got} words, the vocabulary needs {need}")]
@@ -74,16 +89,7 @@ impl Matcher {
 
     /// The allowed tokens as a set (EOS included when the document may end).
     pub fn mask_set(&self) -> RoaringBitmap {
-        let mut out = RoaringBitmap::new();
-        for c in self.glr.configs() {
-            collect(&self.dwa, c.pos, &c.heads, &mut out);
-        }
-        if self.glr.is_accepting() {
-            for t in self.dwa.eos() {
-                out.insert(t.as_u32());
-            }
-        }
-        out
+        mask_set(&self.glr, &self.dwa)
     }
 
     /// Writes the mask into `out` (bit `t % 32` of word `t / 32`; words past the

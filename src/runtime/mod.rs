@@ -6,4 +6,4 @@
 
 mod matcher;
 
-pub use matcher::{MaskError, Matcher};
+pub use matcher::{mask_set, MaskError, Matcher};
