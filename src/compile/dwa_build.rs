@@ -1,34 +1,44 @@
 //! Pass: recognizer tables × vocabulary → the mask automaton ([`Dwa`]).
 //!
-//! First version: exact, built by explicit subset construction. Compile time is fine for
-//! JSON and small grammars and not yet for language grammars (Java does not finish).
+//! Weights are sets of token *classes* (see `token_classes`): tokens that lex into the
+//! same emissions with the same outcome from a start position. Start positions whose class
+//! structure (shape) is equal share every automaton state; the boundary after a lexeme
+//! that could grow shares the plain boundary's shape, its inhibited tokens removed only
+//! from its class → token table.
 //!
-//! An *item* is a terminal-trie node (tokens whose bytes have so far emitted the lexemes on
-//! the path to it), a *phase* (about to expand the node, or in the middle of consuming one
-//! terminal on the way to a child or to deciding a final token group), and the *known
-//! stack*: the LR states known to be on top of the real stack, top first, whose last entry
-//! is the deepest stack id read so far. Processing simulates every (conflicting) LR action
-//! on the known stack: a final group is decided when a terminal that may follow it
-//! lexically can be consumed; children are reached by shifting each reading of the next
-//! lexeme (or skipping an ignored one). When a reduction must pop below the known part,
-//! the item is suspended right there; reading the next stack id `x` appends `x` and
-//! resumes it. Popped ids are forgotten, so the known stack stays short and automaton
-//! states repeat (DESIGN.md §3's push-then-pop cancellation). An automaton state is its
-//! set of seed items; its final weight holds the tokens decided there, and each edge the
-//! tokens the resumed items can still decide, minus those decided here (final-weight
-//! subtraction). Edges exist only for ids that can sit below the deepest id read (LR
-//! predecessors).
+//! A state is a *suspended effect*: a reduction, triggered by consuming terminal `t`
+//! after `depth` lexemes, that pops the whole known stack (`prod`, with `skip` ids still to
+//! pop below the one about to be read), and whether `t` is a lexeme to shift (`Child`) or
+//! a lookahead that decides tokens ending there (`Final`). What happens next depends only
+//! on this key and the ids below, never on the popped ids or the trie node, so the state
+//! count is that of the grammar's (terminal, production, depth) combinations rather than
+//! of token paths. Which token classes ride on a state is carried by the weights.
+//!
+//! Reading an id resumes the effect: the goto, the rest of the reductions and the shift
+//! of `t`, then an *exploration* of what the riding classes do next with the now known
+//! stack top: decide (a lookahead is consumable), go on lexeme by lexeme, or suspend again.
+//! Explorations run over class sets depth by depth (`K ∩ emits[d][e]`) and, because every
+//! step is an intersection with a fixed set or a union, the result for any riding set
+//! `R ⊆ K` is `R ∩ result(K)`: one precomputed edge serves every rider. Each state keeps
+//! `K` = the union of everything that can ride on it (a fixpoint, recomputed when it
+//! grows). Decided classes are subtracted from everything waiting on the same edge
+//! (final-weight subtraction), so walks stop early.
 
-use hashbrown::{HashMap, HashSet};
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use hashbrown::HashMap;
+use rayon::prelude::*;
 use roaring::RoaringBitmap;
 use smallvec::SmallVec;
 
 use super::error::GrammarError;
-use super::terminal_trie::{build_all, EmitTable, TerminalTrie};
-use crate::dwa::{Dwa, DwaState};
+use super::terminal_trie::{build_trie, sorted_tokens, start_positions, EmitId, EmitTable};
+use super::token_classes::{classify, ClassList, ClassedTrie, Shape};
+use crate::dwa::{ClassTokens, Dwa, DwaState, Edge, StartPos, NO_EDGE};
 use crate::glr::Tables;
-use crate::ids::{DwaStateId, LrStateId, TerminalId, WeightId};
-use crate::lexer::LexPos;
+use crate::ids::{DwaStateId, LrStateId, NonterminalId, ProductionId, TerminalId, WeightId};
+use crate::lexer::{LexPos, LexerDfa};
 use crate::lr::Action;
 use crate::vocab::Vocab;
 
@@ -37,31 +47,16 @@ pub const MAX_DWA_STATES: usize = 2_000_000;
 
 type Stack = SmallVec<[LrStateId; 8]>;
 
-/// What an item is doing at its trie node.
+/// A suspended effect (an automaton state's identity).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Phase {
-    /// About to decide the node's final groups and expand its children.
-    Node,
-    /// Consuming terminal `t` (reductions, then the shift) on the item's stack, on the way
-    /// to `target`.
-    Consume { t: TerminalId, target: Target },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Target {
-    /// Shift into this child node.
-    Child(u32),
-    /// Decide the node's final group with this index (`t` is a lookahead).
-    Final(u32),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct Item {
-    trie: u32,
-    node: u32,
-    phase: Phase,
-    /// The known top of the stack, top first; the last entry is the deepest id read.
-    stack: Stack,
+struct Effect {
+    /// Lexemes consumed by the riding classes (counting `t` for `Child`).
+    depth: u32,
+    t: TerminalId,
+    prod: ProductionId,
+    skip: u32,
+    /// `t` is a lookahead deciding the riders (else a lexeme to shift).
+    is_final: bool,
 }
 
 #[derive(Default, Clone)]
@@ -70,31 +65,86 @@ struct Consume {
     results: Vec<Stack>,
     /// End of input accepted.
     accepted: bool,
-    /// Stacks at which a reduction needs an id below the known part.
-    suspended: Vec<Stack>,
+    /// Reductions that pop the whole known stack: production and ids still to pop.
+    suspended: Vec<(ProductionId, u32)>,
+}
+
+/// What an exploration (or an edge) yields: classes decided and effects waiting.
+#[derive(Default)]
+struct Outcome {
+    decided: RoaringBitmap,
+    waits: HashMap<Effect, RoaringBitmap>,
+}
+
+impl Outcome {
+    fn wait(&mut self, e: Effect, w: &RoaringBitmap) {
+        if !w.is_empty() {
+            *self.waits.entry(e).or_default() |= w;
+        }
+    }
+
+    fn absorb(&mut self, o: &Outcome) {
+        self.decided |= &o.decided;
+        for (e, w) in &o.waits {
+            self.wait(*e, w);
+        }
+    }
+}
+
+/// The sets the builder reads, as bitmaps over the global class space (every shape's
+/// classes, each shape's at its own offset: disjoint ranges, so one set can hold riders
+/// from several shapes and intersections keep them apart).
+struct ClassSets {
+    /// Each shape's classes.
+    shape_all: Vec<RoaringBitmap>,
+    /// `emits[d]`: terminals of an emission, and the classes whose d-th lexeme it is.
+    emits: Vec<Vec<(Vec<TerminalId>, RoaringBitmap)>>,
+    /// `finals[d]`: position after the token, and the classes ending there at depth d.
+    finals: Vec<Vec<(LexPos, RoaringBitmap)>>,
+}
+
+struct StateInfo {
+    key: Effect,
+    /// Everything that can ride on this state.
+    riders: RoaringBitmap,
+    /// `riders.len()` when the transitions were last built (`None`: never).
+    built_for: Option<u64>,
 }
 
 struct Builder<'a> {
     tables: &'a Tables,
-    emits: EmitTable,
-    tries: Vec<TerminalTrie>,
-    /// Tokens in each trie node's subtree.
-    subtree: Vec<Vec<RoaringBitmap>>,
-    /// LR states with a transition into each state (who can sit below it).
-    preds: Vec<Vec<LrStateId>>,
+    sets: ClassSets,
+    /// LR states with a goto on each nonterminal.
+    goto_sources: Vec<Vec<LrStateId>>,
     weights: Vec<RoaringBitmap>,
-    /// Interned weights by their serialized form (roaring bitmaps are not `Hash`).
     weight_index: HashMap<Vec<u8>, WeightId>,
-    states: Vec<DwaState>,
-    state_index: HashMap<Vec<Item>, DwaStateId>,
-    /// Waiting items of each state, until its transitions are built.
-    pending: Vec<(DwaStateId, Vec<Item>, RoaringBitmap)>,
+    info: Vec<StateInfo>,
+    state_index: HashMap<Effect, DwaStateId>,
+    /// Transitions per state: skip target, or `(id, edge)` list.
+    skip_to: Vec<Option<DwaStateId>>,
+    trans: Vec<Vec<(LrStateId, u32)>>,
+    edges: Vec<Edge>,
+    targets: Vec<(DwaStateId, WeightId)>,
+    edge_index: HashMap<(WeightId, Vec<(DwaStateId, WeightId)>), u32>,
+    /// States whose riders grew, by depth (shallow first: they feed deeper ones).
+    queue: BTreeSet<(u32, DwaStateId)>,
+    builds: usize,
     max_states: usize,
-    consume_memo: HashMap<(Stack, TerminalId), Consume>,
+    consume_memo: HashMap<(Stack, TerminalId), Rc<Consume>>,
+    explore_memo: HashMap<(u32, Stack, WeightId), Rc<Outcome>>,
+}
+
+fn too_large(what: &str, limit: usize) -> GrammarError {
+    GrammarError::TooLarge {
+        span: Default::default(),
+        what: what.into(),
+        limit,
+    }
 }
 
 impl Builder<'_> {
-    fn weight(&mut self, mut w: RoaringBitmap) -> WeightId {
+    fn weight(&mut self, w: &RoaringBitmap) -> WeightId {
+        let mut w = w.clone();
         w.optimize();
         let mut key = Vec::with_capacity(w.serialized_size());
         // Writing into a Vec cannot fail.
@@ -108,9 +158,8 @@ impl Builder<'_> {
         id
     }
 
-    /// Every way of consuming terminal `t` on the known stack `k`: the stacks after the
-    /// shift, whether end of input is accepted, and where reductions ran out of stack.
-    fn consume(&mut self, k: &[LrStateId], t: TerminalId) -> Consume {
+    /// Every way of consuming terminal `t` on the known stack `k`.
+    fn consume(&mut self, k: &[LrStateId], t: TerminalId) -> Rc<Consume> {
         let key = (Stack::from_slice(k), t);
         if let Some(c) = self.consume_memo.get(&key) {
             return c.clone();
@@ -118,7 +167,7 @@ impl Builder<'_> {
         let lr = &self.tables.lr;
         let mut out = Consume::default();
         let mut work: Vec<Stack> = vec![Stack::from_slice(k)];
-        let mut seen: HashSet<Stack> = HashSet::new();
+        let mut seen: hashbrown::HashSet<Stack> = hashbrown::HashSet::new();
         while let Some(s) = work.pop() {
             for a in lr.actions(s[0], t) {
                 match *a {
@@ -132,7 +181,7 @@ impl Builder<'_> {
                     Action::Reduce(p) => {
                         let len = lr.rhs_len(p);
                         if len >= s.len() {
-                            out.suspended.push(s.clone());
+                            out.suspended.push((p, (len - s.len()) as u32));
                             continue;
                         }
                         let Some(g) = lr.goto(s[len], lr.lhs(p)) else {
@@ -148,230 +197,314 @@ impl Builder<'_> {
                 }
             }
         }
-        for v in [&mut out.results, &mut out.suspended] {
-            v.sort();
-            v.dedup();
-        }
+        out.results.sort();
+        out.results.dedup();
+        out.suspended.sort();
+        out.suspended.dedup();
+        let out = Rc::new(out);
         self.consume_memo.insert(key, out.clone());
         out
     }
 
-    /// Processes seed items: the tokens decided, and the items waiting for a deeper id.
-    fn saturate(&mut self, seeds: &[Item]) -> (RoaringBitmap, Vec<Item>) {
-        let mut decided = RoaringBitmap::new();
-        let mut waiting: Vec<Item> = Vec::new();
-        let mut seen: HashSet<Item> = HashSet::new();
-        let mut work: Vec<Item> = seeds.to_vec();
-        while let Some(it) = work.pop() {
-            if !seen.insert(it.clone()) {
-                continue;
-            }
-            let trie = it.trie as usize;
-            match it.phase {
-                Phase::Node => {
-                    let node = &self.tries[trie].nodes[it.node as usize];
-                    let finals: Vec<LexPos> = node.finals.iter().map(|(p, _)| *p).collect();
-                    let children = node.children.clone();
-                    for (gi, pos) in finals.into_iter().enumerate() {
-                        if self.tries[trie].nodes[it.node as usize].finals[gi]
-                            .1
-                            .is_subset(&decided)
-                        {
-                            continue;
-                        }
-                        let follow = match pos {
-                            LexPos::Pending(q) => self.tables.follow.after_pending(q),
-                            LexPos::Boundary(p) => self.tables.follow.at_boundary(p),
-                        };
-                        for t in follow.iter() {
-                            if self.tables.lr.actions(it.stack[0], t).is_empty() {
-                                continue;
-                            }
-                            work.push(Item {
-                                phase: Phase::Consume {
-                                    t,
-                                    target: Target::Final(gi as u32),
-                                },
-                                ..it.clone()
-                            });
-                        }
-                    }
-                    for (e, child) in children {
-                        for &t in self.emits.terminals(e) {
-                            if self.tables.lexer.is_ignored(t) {
-                                work.push(Item {
-                                    node: child,
-                                    phase: Phase::Node,
-                                    ..it.clone()
-                                });
-                            } else if !self.tables.lr.actions(it.stack[0], t).is_empty() {
-                                work.push(Item {
-                                    phase: Phase::Consume {
-                                        t,
-                                        target: Target::Child(child),
-                                    },
-                                    ..it.clone()
-                                });
-                            }
-                        }
-                    }
+    /// What the classes `k` (each having consumed `depth` lexemes) do on known stack `s`.
+    fn explore(&mut self, depth: u32, s: &[LrStateId], k: &RoaringBitmap) -> Rc<Outcome> {
+        let kid = self.weight(k);
+        let key = (depth, Stack::from_slice(s), kid);
+        if let Some(o) = self.explore_memo.get(&key) {
+            return o.clone();
+        }
+        let d = depth as usize;
+        let sh = &self.sets;
+        let mut out = Outcome::default();
+        // Tokens ending here: decided when a terminal that may follow lexically can be
+        // consumed.
+        let finals: Vec<(LexPos, RoaringBitmap)> = sh
+            .finals
+            .get(d)
+            .map(|f| {
+                f.iter()
+                    .map(|(p, c)| (*p, c & k))
+                    .filter(|(_, c)| !c.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let nexts: Vec<(Vec<TerminalId>, RoaringBitmap)> = sh
+            .emits
+            .get(d + 1)
+            .map(|f| {
+                f.iter()
+                    .map(|(ts, c)| (ts.clone(), c & k))
+                    .filter(|(_, c)| !c.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let lr = &self.tables.lr;
+        for (pos, kf) in finals {
+            let follow = match pos {
+                LexPos::Pending(q) => self.tables.follow.after_pending(q),
+                LexPos::Boundary(p) => self.tables.follow.at_boundary(p),
+            };
+            let ts: Vec<TerminalId> = follow
+                .iter()
+                .filter(|&t| !lr.actions(s[0], t).is_empty())
+                .collect();
+            for t in ts {
+                let undecided = &kf - &out.decided;
+                if undecided.is_empty() {
+                    break;
                 }
-                Phase::Consume { t, target } => {
-                    if let Target::Final(gi) = target {
-                        if self.tries[trie].nodes[it.node as usize].finals[gi as usize]
-                            .1
-                            .is_subset(&decided)
-                        {
-                            continue;
-                        }
-                    }
-                    let c = self.consume(&it.stack, t);
-                    for s in c.suspended {
-                        waiting.push(Item {
-                            stack: s,
-                            ..it.clone()
-                        });
-                    }
-                    match target {
-                        Target::Final(gi) => {
-                            if c.accepted || !c.results.is_empty() {
-                                decided |=
-                                    &self.tries[trie].nodes[it.node as usize].finals[gi as usize].1;
-                            }
-                        }
-                        Target::Child(child) => {
-                            for s in c.results {
-                                work.push(Item {
-                                    trie: it.trie,
-                                    node: child,
-                                    phase: Phase::Node,
-                                    stack: s,
-                                });
-                            }
-                        }
-                    }
+                let c = self.consume(s, t);
+                if c.accepted || !c.results.is_empty() {
+                    out.decided |= &undecided;
+                    continue;
+                }
+                for &(prod, skip) in &c.suspended {
+                    out.wait(
+                        Effect {
+                            depth,
+                            t,
+                            prod,
+                            skip,
+                            is_final: true,
+                        },
+                        &undecided,
+                    );
                 }
             }
         }
-        waiting.sort();
-        waiting.dedup();
-        (decided, waiting)
+        for (ts, kc) in nexts {
+            for t in ts {
+                if self.tables.lexer.is_ignored(t) {
+                    let sub = self.explore(depth + 1, s, &kc);
+                    out.absorb(&sub);
+                    continue;
+                }
+                if self.tables.lr.actions(s[0], t).is_empty() {
+                    continue;
+                }
+                let c = self.consume(s, t);
+                for r in &c.results {
+                    let sub = self.explore(depth + 1, r, &kc);
+                    out.absorb(&sub);
+                }
+                for &(prod, skip) in &c.suspended {
+                    out.wait(
+                        Effect {
+                            depth: depth + 1,
+                            t,
+                            prod,
+                            skip,
+                            is_final: false,
+                        },
+                        &kc,
+                    );
+                }
+            }
+        }
+        let decided = out.decided.clone();
+        out.waits.retain(|_, w| {
+            *w -= &decided;
+            !w.is_empty()
+        });
+        let out = Rc::new(out);
+        self.explore_memo.insert(key, out.clone());
+        out
     }
 
-    /// The state for `seeds` (processed and queued on first sight).
-    fn state_for(&mut self, mut seeds: Vec<Item>) -> Result<DwaStateId, GrammarError> {
-        seeds.sort();
-        seeds.dedup();
-        if let Some(&s) = self.state_index.get(&seeds) {
-            return Ok(s);
-        }
-        if self.states.len() >= self.max_states {
-            return Err(GrammarError::TooLarge {
-                span: Default::default(),
-                what: "mask automaton states".into(),
-                limit: self.max_states,
-            });
-        }
-        let (decided, waiting) = self.saturate(&seeds);
-        let id = DwaStateId::new(self.states.len());
-        let fw = self.weight(decided.clone());
-        self.states.push(DwaState {
-            final_weight: fw,
-            trans: Vec::new(),
-        });
-        self.state_index.insert(seeds, id);
-        if !waiting.is_empty() {
-            self.pending.push((id, waiting, decided));
+    /// The state for `e`, with `w` added to its riders (queued when they grow).
+    fn add_riders(&mut self, e: Effect, w: &RoaringBitmap) -> Result<DwaStateId, GrammarError> {
+        let id = match self.state_index.get(&e) {
+            Some(&id) => id,
+            None => {
+                if self.info.len() >= self.max_states {
+                    return Err(too_large("mask automaton states", self.max_states));
+                }
+                let id = DwaStateId::new(self.info.len());
+                self.info.push(StateInfo {
+                    key: e,
+                    riders: RoaringBitmap::new(),
+                    built_for: None,
+                });
+                self.skip_to.push(None);
+                self.trans.push(Vec::new());
+                self.state_index.insert(e, id);
+                id
+            }
+        };
+        let info = &mut self.info[id.index()];
+        let before = info.riders.len();
+        info.riders |= w;
+        if info.riders.len() != before {
+            self.queue.insert((e.depth, id));
         }
         Ok(id)
     }
 
-    fn alive(&self, items: &[Item]) -> RoaringBitmap {
-        let mut w = RoaringBitmap::new();
-        for it in items {
-            let t = it.trie as usize;
-            match it.phase {
-                Phase::Node => w |= &self.subtree[t][it.node as usize],
-                Phase::Consume {
-                    target: Target::Child(c),
-                    ..
-                } => w |= &self.subtree[t][c as usize],
-                Phase::Consume {
-                    target: Target::Final(gi),
-                    ..
-                } => w |= &self.tries[t].nodes[it.node as usize].finals[gi as usize].1,
-            }
+    /// Freezes an outcome into an edge (interned), registering riders of its targets.
+    fn edge(&mut self, o: &Outcome) -> Result<Option<u32>, GrammarError> {
+        if o.decided.is_empty() && o.waits.is_empty() {
+            return Ok(None);
         }
-        w
+        let decided = self.weight(&o.decided);
+        let mut ts: Vec<(DwaStateId, WeightId)> = Vec::with_capacity(o.waits.len());
+        let mut waits: Vec<(&Effect, &RoaringBitmap)> = o.waits.iter().collect();
+        waits.sort_by_key(|(e, _)| **e);
+        for (e, w) in waits {
+            let s = self.add_riders(*e, w)?;
+            ts.push((s, self.weight(w)));
+        }
+        ts.sort();
+        if let Some(&id) = self.edge_index.get(&(decided, ts.clone())) {
+            return Ok(Some(id));
+        }
+        let start = self.targets.len() as u32;
+        self.targets.extend_from_slice(&ts);
+        let id = self.edges.len() as u32;
+        self.edges.push(Edge {
+            decided,
+            targets: (start, self.targets.len() as u32),
+        });
+        self.edge_index.insert((decided, ts), id);
+        Ok(Some(id))
     }
 
-    /// Builds the transitions of queued states until none is left.
-    fn drain(&mut self) -> Result<(), GrammarError> {
-        while let Some((id, waiting, decided)) = self.pending.pop() {
-            let mut by_x: Vec<(LrStateId, Vec<Item>)> = Vec::new();
-            let mut xs: Vec<LrStateId> = waiting
-                .iter()
-                .flat_map(|it| {
-                    self.preds[it.stack.last().expect("stacks are never empty").index()]
-                        .iter()
-                        .copied()
-                })
-                .collect();
-            xs.sort();
-            xs.dedup();
-            for x in xs {
-                let seeds: Vec<Item> = waiting
-                    .iter()
-                    .filter(|it| {
-                        self.preds[it.stack.last().expect("non-empty").index()].contains(&x)
-                    })
-                    .map(|it| {
-                        let mut s = it.stack.clone();
-                        s.push(x);
-                        Item {
-                            stack: s,
-                            ..it.clone()
-                        }
-                    })
-                    .collect();
-                by_x.push((x, seeds));
-            }
-            let mut trans = Vec::new();
-            for (x, seeds) in by_x {
-                let alive = &self.alive(&seeds) - &decided;
-                if alive.is_empty() {
-                    continue;
+    /// (Re)builds the transitions of state `id` for its current riders.
+    fn build_state(&mut self, id: DwaStateId) -> Result<(), GrammarError> {
+        self.builds += 1;
+        let info = &self.info[id.index()];
+        if info.built_for == Some(info.riders.len()) {
+            return Ok(());
+        }
+        let e = info.key;
+        let riders = info.riders.clone();
+        self.info[id.index()].built_for = Some(riders.len());
+        if e.skip > 0 {
+            let next = self.add_riders(
+                Effect {
+                    skip: e.skip - 1,
+                    ..e
+                },
+                &riders,
+            )?;
+            self.skip_to[id.index()] = Some(next);
+            return Ok(());
+        }
+        let lr = &self.tables.lr;
+        let lhs = lr.lhs(e.prod);
+        let mut trans = Vec::new();
+        for y in self.goto_sources[lhs.index()].clone() {
+            // A goto source always has the goto.
+            let Some(g) = lr.goto(y, lhs) else { continue };
+            let stack = Stack::from_slice(&[g, y]);
+            let c = self.consume(&stack, e.t);
+            let mut o = Outcome::default();
+            if e.is_final {
+                if c.accepted || !c.results.is_empty() {
+                    o.decided = riders.clone();
                 }
-                let t = self.state_for(seeds)?;
-                let w = self.weight(alive);
-                trans.push((x, t, w));
+            } else {
+                for r in &c.results {
+                    let sub = self.explore(e.depth, r, &riders);
+                    o.absorb(&sub);
+                }
             }
-            self.states[id.index()].trans = trans;
+            if o.decided != riders {
+                for &(prod, skip) in &c.suspended {
+                    o.wait(Effect { prod, skip, ..e }, &riders);
+                }
+            }
+            let decided = o.decided.clone();
+            o.waits.retain(|_, w| {
+                *w -= &decided;
+                !w.is_empty()
+            });
+            if let Some(edge) = self.edge(&o)? {
+                trans.push((y, edge));
+            }
+        }
+        self.trans[id.index()] = trans;
+        Ok(())
+    }
+
+    fn drain(&mut self) -> Result<(), GrammarError> {
+        while let Some(first) = self.queue.pop_first() {
+            self.build_state(first.1)?;
         }
         Ok(())
     }
 }
 
-fn subtree_tokens(trie: &TerminalTrie) -> Vec<RoaringBitmap> {
-    // Children always have larger indices than their parent (they are created later).
-    let mut out: Vec<RoaringBitmap> = trie
-        .nodes
+/// Lays the shapes side by side in one class space; returns the sets and each shape's
+/// offset.
+fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>) {
+    let mut base = Vec::with_capacity(shapes.len());
+    let mut next = 0u32;
+    let mut shape_all = Vec::with_capacity(shapes.len());
+    let depth = shapes
         .iter()
-        .map(|n| {
-            let mut w = RoaringBitmap::new();
-            for (_, t) in &n.finals {
-                w |= t;
-            }
-            w
-        })
-        .collect();
-    for i in (0..trie.nodes.len()).rev() {
-        for &(_, c) in &trie.nodes[i].children {
-            let cw = out[c as usize].clone();
-            out[i] |= cw;
+        .map(|s| s.emits.len().max(s.finals.len()))
+        .max()
+        .unwrap_or(0);
+    let mut em: Vec<HashMap<EmitId, RoaringBitmap>> = vec![HashMap::new(); depth];
+    let mut fi: Vec<HashMap<LexPos, RoaringBitmap>> = vec![HashMap::new(); depth];
+    let shift = |c: &ClassList, b: u32| -> RoaringBitmap {
+        let mut out = RoaringBitmap::new();
+        for &(lo, hi) in &c.0 {
+            out.insert_range(lo + b..=hi + b);
         }
+        out
+    };
+    for sh in shapes {
+        base.push(next);
+        let mut all = RoaringBitmap::new();
+        all.insert_range(next..next + sh.num_classes);
+        shape_all.push(all);
+        for (d, es) in sh.emits.iter().enumerate() {
+            for (e, c) in es {
+                *em[d].entry(*e).or_default() |= shift(c, next);
+            }
+        }
+        for (d, fs) in sh.finals.iter().enumerate() {
+            for (p, c) in fs {
+                *fi[d].entry(*p).or_default() |= shift(c, next);
+            }
+        }
+        next += sh.num_classes;
     }
-    out
+    let sets = ClassSets {
+        shape_all,
+        emits: em
+            .into_iter()
+            .map(|m| {
+                let mut v: Vec<(EmitId, RoaringBitmap)> = m.into_iter().collect();
+                v.sort_by_key(|(e, _)| *e);
+                v.into_iter()
+                    .map(|(e, c)| (emits.terminals(e).to_vec(), c))
+                    .collect()
+            })
+            .collect(),
+        finals: fi
+            .into_iter()
+            .map(|m| {
+                let mut v: Vec<(LexPos, RoaringBitmap)> = m.into_iter().collect();
+                v.sort_by_key(|(p, _)| *p);
+                v
+            })
+            .collect(),
+    };
+    (sets, base)
+}
+
+/// The tokens whose first byte does not extend the lexeme of state `q`.
+fn uninhibited(lexer: &LexerDfa, vocab: &Vocab, q: crate::ids::LexStateId) -> RoaringBitmap {
+    let ok: Vec<bool> = (0..=255u8)
+        .map(|b| lexer.is_dead(lexer.next(q, b)))
+        .collect();
+    vocab
+        .normal_tokens()
+        .filter(|(_, b)| b.first().is_some_and(|&f| ok[f as usize]))
+        .map(|(t, _)| t.as_u32())
+        .collect()
 }
 
 /// Builds the mask automaton of a grammar's tables for a vocabulary.
@@ -385,97 +518,146 @@ pub fn build_dwa_limited(
     vocab: &Vocab,
     max_states: usize,
 ) -> Result<Dwa, GrammarError> {
-    let (emits, tries) = build_all(&tables.lexer, vocab);
-    let subtree = tries.iter().map(subtree_tokens).collect();
+    let lexer = &tables.lexer;
+    let emits = EmitTable::new(lexer);
+    let tokens = sorted_tokens(vocab);
+    let positions = start_positions(lexer);
+    // Inhibited boundaries reuse the plain boundary's trie; only their tables differ.
+    let own_trie: Vec<LexPos> = positions
+        .iter()
+        .copied()
+        .filter(|p| matches!(p, LexPos::Pending(_) | LexPos::Boundary(LexerDfa::DEAD)))
+        .collect();
+    let classed: Vec<ClassedTrie> = own_trie
+        .par_iter()
+        .map(|&p| classify(&build_trie(lexer, &emits, &tokens, p), vocab.len()))
+        .collect();
+    let mut shape_index: HashMap<&Shape, u32> = HashMap::new();
+    let mut shape_list: Vec<&Shape> = Vec::new();
+    let mut trie_shape: Vec<u32> = Vec::with_capacity(classed.len());
+    for c in &classed {
+        let n = shape_list.len() as u32;
+        let s = *shape_index.entry(&c.shape).or_insert_with(|| {
+            shape_list.push(&c.shape);
+            n
+        });
+        trie_shape.push(s);
+    }
     let lr = &tables.lr;
-    let mut preds: Vec<Vec<LrStateId>> = vec![Vec::new(); lr.num_states()];
+    let mut goto_sources: Vec<Vec<LrStateId>> = vec![Vec::new(); lr.num_nonterminals()];
     for s in 0..lr.num_states() {
         let s = LrStateId::new(s);
-        for t in 0..lr.num_terminals() {
-            for a in lr.actions(s, TerminalId::new(t)) {
-                if let Action::Shift(n) = *a {
-                    preds[n.index()].push(s);
-                }
-            }
-        }
-        for n in 0..lr.num_nonterminals() {
-            if let Some(g) = lr.goto(s, crate::ids::NonterminalId::new(n)) {
-                preds[g.index()].push(s);
+        for (n, v) in goto_sources.iter_mut().enumerate() {
+            if lr.goto(s, NonterminalId::new(n)).is_some() {
+                v.push(s);
             }
         }
     }
-    for p in &mut preds {
-        p.sort();
-        p.dedup();
-    }
+    let (sets, base) = class_sets(&shape_list, &emits);
     let mut b = Builder {
         tables,
-        emits,
-        tries,
-        subtree,
-        preds,
+        sets,
+        goto_sources,
         weights: Vec::new(),
         weight_index: HashMap::new(),
-        states: Vec::new(),
+        info: Vec::new(),
         state_index: HashMap::new(),
-        pending: Vec::new(),
+        skip_to: Vec::new(),
+        trans: Vec::new(),
+        edges: Vec::new(),
+        targets: Vec::new(),
+        edge_index: HashMap::new(),
+        queue: BTreeSet::new(),
+        builds: 0,
         max_states,
         consume_memo: HashMap::new(),
+        explore_memo: HashMap::new(),
     };
-    b.weight(RoaringBitmap::new());
-    let mut starts = Vec::new();
-    for ti in 0..b.tries.len() {
-        // The start state reads the top of the stack: any LR state can be there.
-        let start = DwaStateId::new(b.states.len());
-        let empty = b.weight(RoaringBitmap::new());
-        b.states.push(DwaState {
-            final_weight: empty,
-            trans: Vec::new(),
-        });
-        let all = b.subtree[ti][0].clone();
-        let mut trans = Vec::new();
-        // A stack top with no action on any terminal that can come next lexically from
-        // this position contributes nothing to a mask: no edge for it.
-        let next_terms = match b.tries[ti].start {
-            LexPos::Pending(q) => tables.follow.after_pending(q).clone(),
-            LexPos::Boundary(p) => tables.follow.at_boundary(p).clone(),
-        };
-        for x in 0..lr.num_states() {
-            let x = LrStateId::new(x);
-            if next_terms.iter().all(|t| lr.actions(x, t).is_empty()) {
-                continue;
+    b.weight(&RoaringBitmap::new());
+    let num_lr = lr.num_states();
+    let nshapes = shape_list.len();
+    let mut starts = vec![NO_EDGE; nshapes * num_lr];
+    for shape in 0..nshapes {
+        let all = b.sets.shape_all[shape].clone();
+        for x in 0..num_lr {
+            let o = b.explore(0, &[LrStateId::new(x)], &all);
+            if let Some(e) = b.edge(&o)? {
+                starts[shape * num_lr + x] = e;
             }
-            let mut stack = Stack::new();
-            stack.push(x);
-            let seed = vec![Item {
-                trie: ti as u32,
-                node: 0,
-                phase: Phase::Node,
-                stack,
-            }];
-            let t = b.state_for(seed)?;
-            let useful = !b.weights[b.states[t.index()].final_weight.index()].is_empty()
-                || b.pending.iter().any(|(id, _, _)| *id == t)
-                || !b.states[t.index()].trans.is_empty();
-            if useful {
-                let w = b.weight(all.clone());
-                trans.push((x, t, w));
-            }
-            b.drain()?;
         }
-        b.states[start.index()].trans = trans;
-        starts.push((b.tries[ti].start, start));
     }
-    Dwa::from_parts(
-        b.weights,
-        b.states,
+    // After every start, so that shallow states see all their riders before being built.
+    b.drain()?;
+    if std::env::var_os("STACKMASK_DWA_STATS").is_some() {
+        let per_shape: HashMap<u32, usize> = HashMap::new();
+        let mut per_depth: std::collections::BTreeMap<u32, usize> = Default::default();
+        let mut unshaped: hashbrown::HashSet<(u32, TerminalId, ProductionId, u32, bool)> =
+            Default::default();
+        for i in &b.info {
+            *per_depth.entry(i.key.depth).or_default() += 1;
+            unshaped.insert((i.key.depth, i.key.t, i.key.prod, i.key.skip, i.key.is_final));
+        }
+        let mut ps: Vec<_> = per_shape.into_iter().collect();
+        ps.sort_by_key(|p| std::cmp::Reverse(p.1));
+        ps.truncate(10);
+        eprintln!("shapes {} states {} unshaped {} builds {} explore memo {} per depth {per_depth:?} top shapes {ps:?}", nshapes, b.info.len(), unshaped.len(), b.builds, b.explore_memo.len());
+        eprintln!("classes: {:?}", base.last());
+    }
+    // Class tables: one per own trie, one per inhibited boundary.
+    let mut tables_out: Vec<ClassTokens> = Vec::new();
+    let mut start_pos: Vec<StartPos> = Vec::new();
+    let dead = own_trie
+        .iter()
+        .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
+        .expect("the plain boundary is always a start position");
+    for (i, c) in classed.iter().enumerate() {
+        start_pos.push(StartPos {
+            pos: c.start,
+            shape: trie_shape[i],
+            table: tables_out.len() as u32,
+        });
+        tables_out.push(ClassTokens::new(base[trie_shape[i] as usize], &c.tokens));
+    }
+    let inhibited: Vec<(LexPos, ClassTokens)> = positions
+        .par_iter()
+        .filter_map(|p| match *p {
+            LexPos::Boundary(q) if q != LexerDfa::DEAD => {
+                let keep = uninhibited(lexer, vocab, q);
+                let toks: Vec<RoaringBitmap> =
+                    classed[dead].tokens.iter().map(|t| t & &keep).collect();
+                Some((*p, ClassTokens::new(base[trie_shape[dead] as usize], &toks)))
+            }
+            _ => None,
+        })
+        .collect();
+    for (p, t) in inhibited {
+        start_pos.push(StartPos {
+            pos: p,
+            shape: trie_shape[dead],
+            table: tables_out.len() as u32,
+        });
+        tables_out.push(t);
+    }
+    start_pos.sort_by_key(|p| p.pos);
+    let states = b
+        .skip_to
+        .iter()
+        .zip(b.trans)
+        .map(|(&skip_to, trans)| DwaState { skip_to, trans })
+        .collect();
+    let dwa = Dwa {
+        weights: b.weights,
+        states,
+        edges: b.edges,
+        targets: b.targets,
         starts,
-        vocab.len(),
-        vocab.eos().to_vec(),
-    )
-    .map_err(|e| GrammarError::TooLarge {
-        span: Default::default(),
-        what: format!("mask automaton ({e})"),
-        limit: 0,
-    })
+        num_lr: num_lr as u32,
+        positions: start_pos,
+        tables: tables_out,
+        vocab_len: vocab.len() as u32,
+        eos: vocab.eos().to_vec(),
+    };
+    dwa.validate()
+        .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;
+    Ok(dwa)
 }

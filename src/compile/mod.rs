@@ -18,6 +18,7 @@ pub mod lexer_follow;
 pub mod lr;
 pub mod prune;
 pub mod terminal_trie;
+pub mod token_classes;
 
 pub use error::{GrammarError, Span};
 pub use ir::Grammar;

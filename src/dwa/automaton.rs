@@ -1,18 +1,86 @@
 //! The frozen mask automaton.
 
 use roaring::RoaringBitmap;
+use serde::{Deserialize, Serialize};
 
 use crate::ids::{DwaStateId, LrStateId, TokenId, WeightId};
 use crate::lexer::LexPos;
 
-/// One state: the tokens decided here, and transitions keyed by the next (deeper) stack id.
-#[derive(Debug, Clone, PartialEq)]
+/// One state: a reduction (or lookahead check) suspended until deeper stack ids are read.
+/// It reads one id and either passes its tokens on unchanged (`skip_to`: the reduction is
+/// still popping) or follows the edge for that id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DwaState {
-    /// Tokens allowed once this state is reached (with the path's weight).
-    pub final_weight: WeightId,
-    /// `(stack id, next state, edge weight)`, sorted by stack id. The edge weight holds the
-    /// tokens that may still be decided past it (tokens decided here are subtracted).
-    pub trans: Vec<(LrStateId, DwaStateId, WeightId)>,
+    /// Where to go on any id, when the id is only popped.
+    pub skip_to: Option<DwaStateId>,
+    /// `(stack id, edge)`, sorted by stack id; ids without an entry end every path.
+    pub trans: Vec<(LrStateId, u32)>,
+}
+
+/// What reading one id does: classes decided, and the states that wait for the next id,
+/// each with the classes it may still decide (already decided ones subtracted).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Edge {
+    /// Classes allowed once this edge is taken.
+    pub decided: WeightId,
+    /// Range in the automaton's target list.
+    pub targets: (u32, u32),
+}
+
+/// Class → token expansion of one start position: per class, the nonzero 32-bit words of
+/// its token set, so the final mask write costs the words touched, not the tokens.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ClassTokens {
+    /// The first class of this table's shape in the automaton's class space.
+    pub base: u32,
+    /// `words[offsets[c]..offsets[c + 1]]` are class `c`'s `(word index, bits)`.
+    pub offsets: Vec<u32>,
+    /// `(word index, bits)` pairs, sorted by word within a class.
+    pub words: Vec<(u32, u32)>,
+}
+
+impl ClassTokens {
+    /// Builds the expansion table from per-class token sets.
+    pub fn new(base: u32, classes: &[RoaringBitmap]) -> Self {
+        let mut offsets = Vec::with_capacity(classes.len() + 1);
+        let mut words: Vec<(u32, u32)> = Vec::new();
+        offsets.push(0);
+        for c in classes {
+            let first = words.len();
+            for t in c {
+                let w = t / 32;
+                let in_class = words.len() > first;
+                match words.last_mut() {
+                    Some((lw, bits)) if in_class && *lw == w => *bits |= 1 << (t % 32),
+                    _ => words.push((w, 1 << (t % 32))),
+                }
+            }
+            offsets.push(words.len() as u32);
+        }
+        Self {
+            base,
+            offsets,
+            words,
+        }
+    }
+
+    /// Number of classes.
+    pub fn num_classes(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// ORs the tokens of `classes` (those of this table's shape) into `out`.
+    #[inline]
+    pub fn expand(&self, classes: &RoaringBitmap, out: &mut [u32]) {
+        let end = self.base + self.num_classes() as u32;
+        for c in classes.range(self.base..end) {
+            let c = c - self.base;
+            let (a, b) = (self.offsets[c as usize], self.offsets[c as usize + 1]);
+            for &(w, bits) in &self.words[a as usize..b as usize] {
+                out[w as usize] |= bits;
+            }
+        }
+    }
 }
 
 /// Why a mask automaton is inconsistent.
@@ -20,67 +88,104 @@ pub struct DwaState {
 #[error("invalid mask automaton: {0}")]
 pub struct DwaValidateError(pub String);
 
-/// The automaton. Weight 0 is the empty set. `starts` maps each lexer position a
-/// configuration can be in to the state that reads the top of the stack first.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Dwa {
-    weights: Vec<RoaringBitmap>,
-    states: Vec<DwaState>,
-    starts: Vec<(LexPos, DwaStateId)>,
-    vocab_len: u32,
-    eos: Vec<TokenId>,
+/// Where a configuration at one lexer position starts, and how its classes expand.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StartPos {
+    /// The lexer position.
+    pub pos: LexPos,
+    /// Index of its shape (start edges and class space).
+    pub shape: u32,
+    /// Index of its class → token table.
+    pub table: u32,
 }
 
-impl Dwa {
-    /// Assembles and validates an automaton.
-    pub fn from_parts(
-        weights: Vec<RoaringBitmap>,
-        states: Vec<DwaState>,
-        mut starts: Vec<(LexPos, DwaStateId)>,
-        vocab_len: usize,
-        eos: Vec<TokenId>,
-    ) -> Result<Self, DwaValidateError> {
-        starts.sort();
-        let d = Self {
-            weights,
-            states,
-            starts,
-            vocab_len: vocab_len as u32,
-            eos,
-        };
-        d.validate()?;
-        Ok(d)
-    }
+/// The automaton. Weights are sets of token classes of one shape (weight 0 is empty).
+/// `starts[shape * num_lr + x]` is the edge taken when `x` is on top of the stack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dwa {
+    pub(crate) weights: Vec<RoaringBitmap>,
+    pub(crate) states: Vec<DwaState>,
+    pub(crate) edges: Vec<Edge>,
+    pub(crate) targets: Vec<(DwaStateId, WeightId)>,
+    pub(crate) starts: Vec<u32>,
+    pub(crate) num_lr: u32,
+    pub(crate) positions: Vec<StartPos>,
+    pub(crate) tables: Vec<ClassTokens>,
+    pub(crate) vocab_len: u32,
+    pub(crate) eos: Vec<TokenId>,
+}
 
-    /// Checks ids are in range, transitions sorted, weights within the vocabulary.
+/// No edge (a start entry for a stack top that allows nothing).
+pub const NO_EDGE: u32 = u32::MAX;
+
+impl Dwa {
+    /// Checks every id is in range and every invariant the walk relies on.
     pub fn validate(&self) -> Result<(), DwaValidateError> {
         let bad = |m: &str| Err(DwaValidateError(m.into()));
         if self.weights.first().is_none_or(|w| !w.is_empty()) {
             return bad("weight 0 must be the empty set");
         }
-        let nw = self.weights.len();
-        let ns = self.states.len();
-        for w in &self.weights {
-            if w.max().is_some_and(|m| m >= self.vocab_len) {
-                return bad("weight holds a token outside the vocabulary");
-            }
-        }
+        let (nw, ns, ne, nt) = (
+            self.weights.len(),
+            self.states.len(),
+            self.edges.len(),
+            self.targets.len(),
+        );
         for s in &self.states {
-            if s.final_weight.index() >= nw {
-                return bad("final weight out of range");
+            if s.skip_to.is_some_and(|t| t.index() >= ns) {
+                return bad("skip target out of range");
             }
             if s.trans.windows(2).any(|w| w[0].0 >= w[1].0) {
                 return bad("transitions not sorted");
             }
-            if s.trans
-                .iter()
-                .any(|&(_, t, w)| t.index() >= ns || w.index() >= nw)
-            {
-                return bad("transition out of range");
+            if s.trans.iter().any(|&(_, e)| e as usize >= ne) {
+                return bad("edge out of range");
             }
         }
-        if self.starts.iter().any(|(_, s)| s.index() >= ns) {
-            return bad("start state out of range");
+        for e in &self.edges {
+            if e.decided.index() >= nw || e.targets.0 > e.targets.1 || e.targets.1 as usize > nt {
+                return bad("edge contents out of range");
+            }
+        }
+        if self
+            .targets
+            .iter()
+            .any(|&(s, w)| s.index() >= ns || w.index() >= nw)
+        {
+            return bad("target out of range");
+        }
+        if self.num_lr == 0 || self.starts.len() % self.num_lr as usize != 0 {
+            return bad("start table size");
+        }
+        let nshapes = self.starts.len() / self.num_lr as usize;
+        if self
+            .starts
+            .iter()
+            .any(|&e| e != NO_EDGE && e as usize >= ne)
+        {
+            return bad("start edge out of range");
+        }
+        if self.positions.windows(2).any(|w| w[0].pos >= w[1].pos) {
+            return bad("positions not sorted");
+        }
+        for p in &self.positions {
+            if p.shape as usize >= nshapes || p.table as usize >= self.tables.len() {
+                return bad("position out of range");
+            }
+        }
+        let vw = (self.vocab_len as usize).div_ceil(32);
+        for t in &self.tables {
+            if t.offsets.first() != Some(&0)
+                || t.offsets.windows(2).any(|w| w[0] > w[1])
+                || t.offsets
+                    .last()
+                    .is_some_and(|&l| l as usize != t.words.len())
+            {
+                return bad("class table offsets");
+            }
+            if t.words.iter().any(|&(w, _)| w as usize >= vw) {
+                return bad("class table names a token outside the vocabulary");
+            }
         }
         if self.eos.iter().any(|t| t.as_u32() >= self.vocab_len) {
             return bad("EOS token out of range");
@@ -88,32 +193,54 @@ impl Dwa {
         Ok(())
     }
 
-    /// The state that reads the top of a stack for a configuration at `pos`.
-    pub fn start(&self, pos: LexPos) -> Option<DwaStateId> {
-        self.starts
-            .binary_search_by_key(&pos, |(p, _)| *p)
+    /// The start entry of a configuration at `pos`.
+    pub fn start_pos(&self, pos: LexPos) -> Option<StartPos> {
+        self.positions
+            .binary_search_by_key(&pos, |p| p.pos)
             .ok()
-            .map(|i| self.starts[i].1)
+            .map(|i| self.positions[i])
     }
 
-    /// The transition on stack id `x`.
+    /// The edge taken when `x` is on top of the stack of a configuration of `shape`.
     #[inline]
-    pub fn step(&self, s: DwaStateId, x: LrStateId) -> Option<(DwaStateId, WeightId)> {
+    pub fn start_edge(&self, shape: u32, x: LrStateId) -> Option<&Edge> {
+        let e = *self
+            .starts
+            .get(shape as usize * self.num_lr as usize + x.index())?;
+        (e != NO_EDGE).then(|| &self.edges[e as usize])
+    }
+
+    /// The edge state `s` takes on stack id `x`.
+    #[inline]
+    pub fn edge(&self, s: DwaStateId, x: LrStateId) -> Option<&Edge> {
         let t = &self.states[s.index()].trans;
-        t.binary_search_by_key(&x, |(y, _, _)| *y)
+        t.binary_search_by_key(&x, |(y, _)| *y)
             .ok()
-            .map(|i| (t[i].1, t[i].2))
+            .map(|i| &self.edges[t[i].1 as usize])
+    }
+
+    /// The targets of an edge.
+    #[inline]
+    pub fn targets(&self, e: &Edge) -> &[(DwaStateId, WeightId)] {
+        &self.targets[e.targets.0 as usize..e.targets.1 as usize]
     }
 
     /// A state.
+    #[inline]
     pub fn state(&self, s: DwaStateId) -> &DwaState {
         &self.states[s.index()]
     }
 
-    /// An interned weight.
+    /// An interned weight (a class set).
     #[inline]
     pub fn weight(&self, w: WeightId) -> &RoaringBitmap {
         &self.weights[w.index()]
+    }
+
+    /// A class → token table.
+    #[inline]
+    pub fn table(&self, i: u32) -> &ClassTokens {
+        &self.tables[i as usize]
     }
 
     /// The number of states.
@@ -126,9 +253,15 @@ impl Dwa {
         self.weights.len()
     }
 
-    /// The number of transitions.
+    /// The number of transitions (state edges plus start entries).
     pub fn num_transitions(&self) -> usize {
-        self.states.iter().map(|s| s.trans.len()).sum()
+        self.states.iter().map(|s| s.trans.len()).sum::<usize>()
+            + self.starts.iter().filter(|&&e| e != NO_EDGE).count()
+    }
+
+    /// The number of distinct shapes (class spaces).
+    pub fn num_shapes(&self) -> usize {
+        self.starts.len() / self.num_lr.max(1) as usize
     }
 
     /// The vocabulary size (mask width in bits).

@@ -9,4 +9,4 @@
 mod automaton;
 pub mod walk;
 
-pub use automaton::{Dwa, DwaState, DwaValidateError};
+pub use automaton::{ClassTokens, Dwa, DwaState, DwaValidateError, Edge, StartPos, NO_EDGE};

@@ -1,6 +1,7 @@
 //! The runtime walk: read the graph-structured stack top-down through the automaton, with
-//! token sets intersected along edges and united where paths meet; stop where nothing is
-//! undecided. No per-token loop and no parser simulation.
+//! class sets intersected along edges and united where paths meet; stop where nothing is
+//! undecided; expand the decided classes into the caller's token mask. No per-token loop
+//! and no parser simulation.
 
 use hashbrown::HashMap;
 use roaring::RoaringBitmap;
@@ -19,63 +20,86 @@ pub trait StackNode: Sized {
     fn key(&self) -> usize;
 }
 
-/// Adds to `out` the tokens allowed for a configuration at `pos` with stack heads
-/// `heads` (EOS not included). Returns the number of (node, state) pairs read.
-pub fn collect<N: StackNode>(
-    dwa: &Dwa,
-    pos: LexPos,
-    heads: &[N],
-    out: &mut RoaringBitmap,
-) -> usize {
-    let Some(s0) = dwa.start(pos) else {
-        return 0;
-    };
-    // Work items: a stack node still to read, the automaton state before reading it, and
-    // the tokens still undecided on this path (None: all of them).
-    let mut work: Vec<(&N, DwaStateId, Option<RoaringBitmap>)> =
-        heads.iter().map(|h| (h, s0, None)).collect();
-    let mut seen: HashMap<(usize, DwaStateId), RoaringBitmap> = HashMap::new();
-    let mut reads = 0;
-    while let Some((node, s, w)) = work.pop() {
-        reads += 1;
-        let Some((next, ew)) = dwa.step(s, node.state()) else {
-            continue;
-        };
-        let mut w = match w {
-            None => dwa.weight(ew).clone(),
-            Some(mut w) => {
-                w &= dwa.weight(ew);
-                w
+type Work<'a, N> = Vec<(&'a N, DwaStateId, RoaringBitmap)>;
+
+/// Queues `(p, s, r)` for every entry `p` below `node`, minus what already reached (p, s).
+fn push<'a, N: StackNode>(
+    work: &mut Work<'a, N>,
+    seen: &mut HashMap<(usize, DwaStateId), RoaringBitmap>,
+    node: &'a N,
+    s: DwaStateId,
+    r: &RoaringBitmap,
+) {
+    for p in node.preds() {
+        let todo = match seen.get_mut(&(p.key(), s)) {
+            Some(done) => {
+                let fresh = r - &*done;
+                if fresh.is_empty() {
+                    continue;
+                }
+                *done |= &fresh;
+                fresh
+            }
+            None => {
+                seen.insert((p.key(), s), r.clone());
+                r.clone()
             }
         };
-        let st = dwa.state(next);
-        let fin = dwa.weight(st.final_weight);
-        if !fin.is_empty() {
-            *out |= &(&w & fin);
-            w -= fin;
-        }
-        w -= &*out;
-        if w.is_empty() || st.trans.is_empty() {
+        work.push((p, s, todo));
+    }
+}
+
+/// ORs into `out` (bit `t % 32` of word `t / 32`) the tokens allowed for a configuration
+/// at `pos` with stack heads `heads` (EOS not included). Returns the number of stack
+/// entries read. `out` must hold `ceil(vocab_len / 32)` words.
+pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32]) -> usize {
+    let Some(sp) = dwa.start_pos(pos) else {
+        return 0;
+    };
+    let mut decided = RoaringBitmap::new();
+    // Work items: a stack node still to read, the state that reads it, and the classes
+    // still undecided on this path; `seen` merges paths meeting at (node, state).
+    let mut work: Work<'_, N> = Vec::new();
+    let mut seen: HashMap<(usize, DwaStateId), RoaringBitmap> = HashMap::new();
+    let mut reads = 0;
+    for h in heads {
+        reads += 1;
+        let Some(e) = dwa.start_edge(sp.shape, h.state()) else {
             continue;
-        }
-        for p in node.preds() {
-            let key = (p.key(), next);
-            let todo = match seen.get_mut(&key) {
-                Some(done) => {
-                    let fresh = &w - &*done;
-                    if fresh.is_empty() {
-                        continue;
-                    }
-                    *done |= &fresh;
-                    fresh
-                }
-                None => {
-                    seen.insert(key, w.clone());
-                    w.clone()
-                }
-            };
-            work.push((p, next, Some(todo)));
+        };
+        decided |= dwa.weight(e.decided);
+        for &(s, w) in dwa.targets(e) {
+            let r = dwa.weight(w) - &decided;
+            if !r.is_empty() {
+                push(&mut work, &mut seen, h, s, &r);
+            }
         }
     }
+    while let Some((node, s, mut r)) = work.pop() {
+        r -= &decided;
+        if r.is_empty() {
+            continue;
+        }
+        reads += 1;
+        let st = dwa.state(s);
+        if let Some(next) = st.skip_to {
+            push(&mut work, &mut seen, node, next, &r);
+            continue;
+        }
+        let Some(e) = dwa.edge(s, node.state()) else {
+            continue;
+        };
+        let dw = dwa.weight(e.decided);
+        if !dw.is_empty() {
+            decided |= &r & dw;
+        }
+        for &(t, w) in dwa.targets(e) {
+            let r2 = &(&r & dwa.weight(w)) - &decided;
+            if !r2.is_empty() {
+                push(&mut work, &mut seen, node, t, &r2);
+            }
+        }
+    }
+    dwa.table(sp.table).expand(&decided, out);
     reads
 }

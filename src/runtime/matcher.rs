@@ -26,16 +26,35 @@ impl StackNode for Arc<Node> {
     }
 }
 
-/// The tokens the automaton allows after recognizer state `glr` (EOS included when the
-/// document may end).
-pub fn mask_set(glr: &GlrState, dwa: &Dwa) -> RoaringBitmap {
-    let mut out = RoaringBitmap::new();
+/// Writes into `out` (zeroed first; at least `ceil(vocab_len / 32)` words) the tokens the
+/// automaton allows after recognizer state `glr`, EOS included when the document may end.
+/// Returns the number of stack entries read.
+pub fn fill_mask_words(glr: &GlrState, dwa: &Dwa, out: &mut [u32]) -> usize {
+    out.fill(0);
+    let mut reads = 0;
     for c in glr.configs() {
-        collect(dwa, c.pos, &c.heads, &mut out);
+        reads += collect(dwa, c.pos, &c.heads, out);
     }
     if glr.is_accepting() {
         for t in dwa.eos() {
-            out.insert(t.as_u32());
+            out[t.index() / 32] |= 1 << (t.as_u32() % 32);
+        }
+    }
+    reads
+}
+
+/// The tokens the automaton allows after recognizer state `glr` (EOS included when the
+/// document may end), as a set.
+pub fn mask_set(glr: &GlrState, dwa: &Dwa) -> RoaringBitmap {
+    let mut words = vec![0u32; dwa.vocab_len().div_ceil(32)];
+    fill_mask_words(glr, dwa, &mut words);
+    let mut out = RoaringBitmap::new();
+    for (i, &w) in words.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            let b = w.trailing_zeros();
+            out.insert(i as u32 * 32 + b);
+            w &= w - 1;
         }
     }
     out
@@ -102,10 +121,7 @@ impl Matcher {
                 got: out.len(),
             });
         }
-        out.fill(0);
-        for t in self.mask_set() {
-            out[t as usize / 32] |= 1 << (t % 32);
-        }
+        fill_mask_words(&self.glr, &self.dwa, out);
         Ok(())
     }
 }
