@@ -112,22 +112,31 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
     let (mut mask_us, mut commit_us) = (Vec::new(), Vec::new());
     let mut rejected_at = None;
     let mut mismatches = 0usize;
+    let mut reads: Vec<usize> = Vec::new();
     let mask_every = a.mask_every.max(1);
     for (i, &t) in tokens.iter().enumerate() {
         if i % mask_every == 0 {
+            // Timed: producing the mask, not copying it out for the checks below.
             let t0 = Instant::now();
-            let mask = match a.engine {
-                Engine::Reference => bits(&reference.mask(&prefix, &vocab)),
+            let (mask, us) = match a.engine {
+                Engine::Reference => {
+                    let m = bits(&reference.mask(&prefix, &vocab));
+                    (m, t0.elapsed())
+                }
                 // `sorted` is built whenever the engine is GLR.
-                Engine::Glr => walk::mask(&glr, sorted.as_ref().expect("sorted tokens")),
+                Engine::Glr => {
+                    let m = walk::mask(&glr, sorted.as_ref().expect("sorted tokens"));
+                    (m, t0.elapsed())
+                }
                 Engine::Dwa | Engine::Both => {
                     // The matcher exists for these engines.
                     let m = matcher.as_ref().expect("matcher");
-                    m.fill_mask(&mut words).map_err(|e| e.to_string())?;
-                    words.clone()
+                    reads.push(m.fill_mask_counted(&mut words).map_err(|e| e.to_string())?);
+                    let us = t0.elapsed();
+                    (words.clone(), us)
                 }
             };
-            mask_us.push(t0.elapsed().as_secs_f64() * 1e6);
+            mask_us.push(us.as_secs_f64() * 1e6);
             let verify = match a.engine {
                 Engine::Both => true,
                 Engine::Glr | Engine::Dwa => a.verify_every > 0 && i % a.verify_every == 0,
@@ -205,6 +214,10 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
         "compile_ms": ((loaded.compile_ms + dwa_ms.unwrap_or(0.0)) * 1000.0).round() / 1000.0,
         "mask_us": percentiles(&mut mask_us),
         "commit_us": percentiles(&mut commit_us),
+        "stack_reads": (!reads.is_empty()).then(|| serde_json::json!({
+            "mean": (reads.iter().sum::<usize>() as f64 / reads.len() as f64 * 10.0).round() / 10.0,
+            "max": reads.iter().max(),
+        })),
     });
     if a.json {
         println!("{report}");

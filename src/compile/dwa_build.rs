@@ -32,10 +32,12 @@ use rayon::prelude::*;
 use roaring::RoaringBitmap;
 use smallvec::SmallVec;
 
+use super::dwa_determinize::{determinize, Nfa, NfaEdge};
 use super::error::GrammarError;
 use super::terminal_trie::{build_trie, sorted_tokens, start_positions, EmitId, EmitTable};
 use super::token_classes::{classify, ClassList, ClassedTrie, Shape};
-use crate::dwa::{ClassTokens, Dwa, DwaState, Edge, StartPos, NO_EDGE};
+use super::weight_table::WeightTable;
+use crate::dwa::{ClassTokens, Dwa, StartPos, NO_EDGE};
 use crate::glr::Tables;
 use crate::ids::{DwaStateId, LrStateId, NonterminalId, ProductionId, TerminalId, WeightId};
 use crate::lexer::{LexPos, LexerDfa};
@@ -116,19 +118,17 @@ struct Builder<'a> {
     sets: ClassSets,
     /// LR states with a goto on each nonterminal.
     goto_sources: Vec<Vec<LrStateId>>,
-    weights: Vec<RoaringBitmap>,
-    weight_index: HashMap<Vec<u8>, WeightId>,
+    weights: WeightTable,
     info: Vec<StateInfo>,
     state_index: HashMap<Effect, DwaStateId>,
     /// Transitions per state: skip target, or `(id, edge)` list.
     skip_to: Vec<Option<DwaStateId>>,
     trans: Vec<Vec<(LrStateId, u32)>>,
-    edges: Vec<Edge>,
+    edges: Vec<NfaEdge>,
     targets: Vec<(DwaStateId, WeightId)>,
     edge_index: HashMap<(WeightId, Vec<(DwaStateId, WeightId)>), u32>,
     /// States whose riders grew, by depth (shallow first: they feed deeper ones).
     queue: BTreeSet<(u32, DwaStateId)>,
-    builds: usize,
     max_states: usize,
     consume_memo: HashMap<(Stack, TerminalId), Rc<Consume>>,
     explore_memo: HashMap<(u32, Stack, WeightId), Rc<Outcome>>,
@@ -144,18 +144,7 @@ fn too_large(what: &str, limit: usize) -> GrammarError {
 
 impl Builder<'_> {
     fn weight(&mut self, w: &RoaringBitmap) -> WeightId {
-        let mut w = w.clone();
-        w.optimize();
-        let mut key = Vec::with_capacity(w.serialized_size());
-        // Writing into a Vec cannot fail.
-        w.serialize_into(&mut key).expect("serialize into memory");
-        if let Some(&id) = self.weight_index.get(&key) {
-            return id;
-        }
-        let id = WeightId::new(self.weights.len());
-        self.weights.push(w);
-        self.weight_index.insert(key, id);
-        id
+        self.weights.intern(w)
     }
 
     /// Every way of consuming terminal `t` on the known stack `k`.
@@ -360,7 +349,7 @@ impl Builder<'_> {
         let start = self.targets.len() as u32;
         self.targets.extend_from_slice(&ts);
         let id = self.edges.len() as u32;
-        self.edges.push(Edge {
+        self.edges.push(NfaEdge {
             decided,
             targets: (start, self.targets.len() as u32),
         });
@@ -370,7 +359,6 @@ impl Builder<'_> {
 
     /// (Re)builds the transitions of state `id` for its current riders.
     fn build_state(&mut self, id: DwaStateId) -> Result<(), GrammarError> {
-        self.builds += 1;
         let info = &self.info[id.index()];
         if info.built_for == Some(info.riders.len()) {
             return Ok(());
@@ -558,8 +546,7 @@ pub fn build_dwa_limited(
         tables,
         sets,
         goto_sources,
-        weights: Vec::new(),
-        weight_index: HashMap::new(),
+        weights: WeightTable::default(),
         info: Vec::new(),
         state_index: HashMap::new(),
         skip_to: Vec::new(),
@@ -568,12 +555,10 @@ pub fn build_dwa_limited(
         targets: Vec::new(),
         edge_index: HashMap::new(),
         queue: BTreeSet::new(),
-        builds: 0,
         max_states,
         consume_memo: HashMap::new(),
         explore_memo: HashMap::new(),
     };
-    b.weight(&RoaringBitmap::new());
     let num_lr = lr.num_states();
     let nshapes = shape_list.len();
     let mut starts = vec![NO_EDGE; nshapes * num_lr];
@@ -588,21 +573,6 @@ pub fn build_dwa_limited(
     }
     // After every start, so that shallow states see all their riders before being built.
     b.drain()?;
-    if std::env::var_os("STACKMASK_DWA_STATS").is_some() {
-        let per_shape: HashMap<u32, usize> = HashMap::new();
-        let mut per_depth: std::collections::BTreeMap<u32, usize> = Default::default();
-        let mut unshaped: hashbrown::HashSet<(u32, TerminalId, ProductionId, u32, bool)> =
-            Default::default();
-        for i in &b.info {
-            *per_depth.entry(i.key.depth).or_default() += 1;
-            unshaped.insert((i.key.depth, i.key.t, i.key.prod, i.key.skip, i.key.is_final));
-        }
-        let mut ps: Vec<_> = per_shape.into_iter().collect();
-        ps.sort_by_key(|p| std::cmp::Reverse(p.1));
-        ps.truncate(10);
-        eprintln!("shapes {} states {} unshaped {} builds {} explore memo {} per depth {per_depth:?} top shapes {ps:?}", nshapes, b.info.len(), unshaped.len(), b.builds, b.explore_memo.len());
-        eprintln!("classes: {:?}", base.last());
-    }
     // Class tables: one per own trie, one per inhibited boundary.
     let mut tables_out: Vec<ClassTokens> = Vec::new();
     let mut start_pos: Vec<StartPos> = Vec::new();
@@ -639,18 +609,20 @@ pub fn build_dwa_limited(
         tables_out.push(t);
     }
     start_pos.sort_by_key(|p| p.pos);
-    let states = b
-        .skip_to
-        .iter()
-        .zip(b.trans)
-        .map(|(&skip_to, trans)| DwaState { skip_to, trans })
-        .collect();
-    let dwa = Dwa {
+    let nfa = Nfa {
         weights: b.weights,
-        states,
+        skip_to: b.skip_to,
+        trans: b.trans,
         edges: b.edges,
         targets: b.targets,
         starts,
+    };
+    let det = determinize(nfa, max_states)?;
+    let dwa = Dwa {
+        weights: det.weights,
+        states: det.states,
+        edges: det.edges,
+        starts: det.starts,
         num_lr: num_lr as u32,
         positions: start_pos,
         tables: tables_out,

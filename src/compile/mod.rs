@@ -8,6 +8,7 @@
 //! never import this module.
 
 pub mod dwa_build;
+mod dwa_determinize;
 pub mod ebnf;
 pub mod error;
 pub mod gbnf;
@@ -19,6 +20,7 @@ pub mod lr;
 pub mod prune;
 pub mod terminal_trie;
 pub mod token_classes;
+pub mod weight_table;
 
 pub use error::{GrammarError, Span};
 pub use ir::Grammar;

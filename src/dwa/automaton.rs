@@ -6,26 +6,28 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{DwaStateId, LrStateId, TokenId, WeightId};
 use crate::lexer::LexPos;
 
-/// One state: a reduction (or lookahead check) suspended until deeper stack ids are read.
-/// It reads one id and either passes its tokens on unchanged (`skip_to`: the reduction is
-/// still popping) or follows the edge for that id.
+/// One state: what the walk does with the next (deeper) stack id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DwaState {
-    /// Where to go on any id, when the id is only popped.
-    pub skip_to: Option<DwaStateId>,
-    /// `(stack id, edge)`, sorted by stack id; ids without an entry end every path.
+    /// `(stack id, edge)`, sorted by stack id ([`NO_EDGE`]: the id ends the path).
     pub trans: Vec<(LrStateId, u32)>,
+    /// The edge for every id not in `trans` ([`NO_EDGE`]: such ids end the path).
+    pub default: u32,
 }
 
-/// What reading one id does: classes decided, and the states that wait for the next id,
-/// each with the classes it may still decide (already decided ones subtracted).
+/// What reading one id does: classes decided, and where the still-undecided ones go.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Edge {
     /// Classes allowed once this edge is taken.
     pub decided: WeightId,
-    /// Range in the automaton's target list.
-    pub targets: (u32, u32),
+    /// The next state ([`NO_STATE`]: the path ends here).
+    pub next: DwaStateId,
+    /// Classes that may still be decided past this edge (decided ones subtracted).
+    pub filter: WeightId,
 }
+
+/// No next state.
+pub const NO_STATE: DwaStateId = DwaStateId::from_u32(u32::MAX);
 
 /// Class → token expansion of one start position: per class, the nonzero 32-bit words of
 /// its token set, so the final mask write costs the words touched, not the tokens.
@@ -106,7 +108,6 @@ pub struct Dwa {
     pub(crate) weights: Vec<RoaringBitmap>,
     pub(crate) states: Vec<DwaState>,
     pub(crate) edges: Vec<Edge>,
-    pub(crate) targets: Vec<(DwaStateId, WeightId)>,
     pub(crate) starts: Vec<u32>,
     pub(crate) num_lr: u32,
     pub(crate) positions: Vec<StartPos>,
@@ -125,34 +126,26 @@ impl Dwa {
         if self.weights.first().is_none_or(|w| !w.is_empty()) {
             return bad("weight 0 must be the empty set");
         }
-        let (nw, ns, ne, nt) = (
-            self.weights.len(),
-            self.states.len(),
-            self.edges.len(),
-            self.targets.len(),
-        );
+        let (nw, ns, ne) = (self.weights.len(), self.states.len(), self.edges.len());
         for s in &self.states {
-            if s.skip_to.is_some_and(|t| t.index() >= ns) {
-                return bad("skip target out of range");
-            }
             if s.trans.windows(2).any(|w| w[0].0 >= w[1].0) {
                 return bad("transitions not sorted");
             }
-            if s.trans.iter().any(|&(_, e)| e as usize >= ne) {
+            if s.trans
+                .iter()
+                .any(|&(_, e)| e != NO_EDGE && e as usize >= ne)
+                || (s.default != NO_EDGE && s.default as usize >= ne)
+            {
                 return bad("edge out of range");
             }
         }
         for e in &self.edges {
-            if e.decided.index() >= nw || e.targets.0 > e.targets.1 || e.targets.1 as usize > nt {
+            if e.decided.index() >= nw
+                || e.filter.index() >= nw
+                || (e.next != NO_STATE && e.next.index() >= ns)
+            {
                 return bad("edge contents out of range");
             }
-        }
-        if self
-            .targets
-            .iter()
-            .any(|&(s, w)| s.index() >= ns || w.index() >= nw)
-        {
-            return bad("target out of range");
         }
         if self.num_lr == 0 || self.starts.len() % self.num_lr as usize != 0 {
             return bad("start table size");
@@ -213,16 +206,12 @@ impl Dwa {
     /// The edge state `s` takes on stack id `x`.
     #[inline]
     pub fn edge(&self, s: DwaStateId, x: LrStateId) -> Option<&Edge> {
-        let t = &self.states[s.index()].trans;
-        t.binary_search_by_key(&x, |(y, _)| *y)
-            .ok()
-            .map(|i| &self.edges[t[i].1 as usize])
-    }
-
-    /// The targets of an edge.
-    #[inline]
-    pub fn targets(&self, e: &Edge) -> &[(DwaStateId, WeightId)] {
-        &self.targets[e.targets.0 as usize..e.targets.1 as usize]
+        let st = &self.states[s.index()];
+        let e = match st.trans.binary_search_by_key(&x, |(y, _)| *y) {
+            Ok(i) => st.trans[i].1,
+            Err(_) => st.default,
+        };
+        (e != NO_EDGE).then(|| &self.edges[e as usize])
     }
 
     /// A state.
@@ -253,9 +242,12 @@ impl Dwa {
         self.weights.len()
     }
 
-    /// The number of transitions (state edges plus start entries).
+    /// The number of transitions (state edges, defaults and start entries).
     pub fn num_transitions(&self) -> usize {
-        self.states.iter().map(|s| s.trans.len()).sum::<usize>()
+        self.states
+            .iter()
+            .map(|s| s.trans.len() + usize::from(s.default != NO_EDGE))
+            .sum::<usize>()
             + self.starts.iter().filter(|&&e| e != NO_EDGE).count()
     }
 

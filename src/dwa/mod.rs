@@ -9,4 +9,6 @@
 mod automaton;
 pub mod walk;
 
-pub use automaton::{ClassTokens, Dwa, DwaState, DwaValidateError, Edge, StartPos, NO_EDGE};
+pub use automaton::{
+    ClassTokens, Dwa, DwaState, DwaValidateError, Edge, StartPos, NO_EDGE, NO_STATE,
+};

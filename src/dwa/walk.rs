@@ -6,7 +6,7 @@
 use hashbrown::HashMap;
 use roaring::RoaringBitmap;
 
-use super::Dwa;
+use super::{Dwa, NO_STATE};
 use crate::ids::{DwaStateId, LrStateId};
 use crate::lexer::LexPos;
 
@@ -68,10 +68,10 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
             continue;
         };
         decided |= dwa.weight(e.decided);
-        for &(s, w) in dwa.targets(e) {
-            let r = dwa.weight(w) - &decided;
+        if e.next != NO_STATE {
+            let r = dwa.weight(e.filter) - &decided;
             if !r.is_empty() {
-                push(&mut work, &mut seen, h, s, &r);
+                push(&mut work, &mut seen, h, e.next, &r);
             }
         }
     }
@@ -81,11 +81,6 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
             continue;
         }
         reads += 1;
-        let st = dwa.state(s);
-        if let Some(next) = st.skip_to {
-            push(&mut work, &mut seen, node, next, &r);
-            continue;
-        }
         let Some(e) = dwa.edge(s, node.state()) else {
             continue;
         };
@@ -93,10 +88,10 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
         if !dw.is_empty() {
             decided |= &r & dw;
         }
-        for &(t, w) in dwa.targets(e) {
-            let r2 = &(&r & dwa.weight(w)) - &decided;
+        if e.next != NO_STATE {
+            let r2 = &(&r & dwa.weight(e.filter)) - &decided;
             if !r2.is_empty() {
-                push(&mut work, &mut seen, node, t, &r2);
+                push(&mut work, &mut seen, node, e.next, &r2);
             }
         }
     }

@@ -114,6 +114,12 @@ impl Matcher {
     /// Writes the mask into `out` (bit `t % 32` of word `t / 32`; words past the
     /// vocabulary, as in padded model vocabularies, are zeroed).
     pub fn fill_mask(&self, out: &mut [u32]) -> Result<(), MaskError> {
+        self.fill_mask_counted(out).map(|_| ())
+    }
+
+    /// [`Matcher::fill_mask`], also returning how many stack entries the walk read (for
+    /// benchmarks: the early-exit effect).
+    pub fn fill_mask_counted(&self, out: &mut [u32]) -> Result<usize, MaskError> {
         let need = self.dwa.vocab_len().div_ceil(32);
         if out.len() < need {
             return Err(MaskError {
@@ -121,7 +127,6 @@ impl Matcher {
                 got: out.len(),
             });
         }
-        fill_mask_words(&self.glr, &self.dwa, out);
-        Ok(())
+        Ok(fill_mask_words(&self.glr, &self.dwa, out))
     }
 }
