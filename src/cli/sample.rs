@@ -1,7 +1,7 @@
 //! `stackmask sample`: random documents, token by token, each token drawn uniformly from
 //! the current mask.
 
-use stackmask::compile::dwa_build::build_dwa_limited;
+use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
 use stackmask::glr::walk::{self, SortedTokens};
 use stackmask::glr::GlrState;
 use stackmask::ids::TokenId;
@@ -29,7 +29,15 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
     }
     let sorted = SortedTokens::new(&vocab);
     // Masks from the mask automaton when it builds; the slow path otherwise.
-    let dwa = build_dwa_limited(&loaded.tables, &vocab, 200_000).ok();
+    let dwa = build_dwa_limited(
+        &loaded.tables,
+        &vocab,
+        DwaLimits {
+            max_states: 200_000,
+            ..DwaLimits::default()
+        },
+    )
+    .ok();
     let mut rng = SplitMix64::new(a.seed);
     let mut all_complete = true;
     for k in 0..a.n {

@@ -42,10 +42,29 @@ use crate::glr::Tables;
 use crate::ids::{DwaStateId, LrStateId, NonterminalId, ProductionId, TerminalId, WeightId};
 use crate::lexer::{LexPos, LexerDfa};
 use crate::lr::Action;
+use crate::termset::TermSet;
 use crate::vocab::Vocab;
 
-/// Most automaton states; bounds compile time and memory.
-pub const MAX_DWA_STATES: usize = 2_000_000;
+/// Bounds on the automaton build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DwaLimits {
+    /// Most states (effect automaton, and deterministic automaton); past it the build
+    /// fails with [`GrammarError::TooLarge`].
+    pub max_states: usize,
+    /// Deterministic states built by merging effects; past it each suspended effect gets
+    /// its own state (the walk then carries one class set per effect there). Exact either
+    /// way: this trades compile time and size against stack entries read per mask.
+    pub determinize_budget: usize,
+}
+
+impl Default for DwaLimits {
+    fn default() -> Self {
+        Self {
+            max_states: 2_000_000,
+            determinize_budget: 10_000,
+        }
+    }
+}
 
 type Stack = SmallVec<[LrStateId; 8]>;
 
@@ -103,6 +122,10 @@ struct ClassSets {
     emits: Vec<Vec<(Vec<TerminalId>, RoaringBitmap)>>,
     /// `finals[d]`: position after the token, and the classes ending there at depth d.
     finals: Vec<Vec<(LexPos, RoaringBitmap)>>,
+    /// Beside `finals`: the terminals that may follow lexically.
+    final_follow: Vec<Vec<TermSet>>,
+    /// Beside `emits`: the emission's terminals as a set, and whether one is ignored.
+    emit_terms: Vec<Vec<(TermSet, bool)>>,
 }
 
 struct StateInfo {
@@ -116,6 +139,8 @@ struct StateInfo {
 struct Builder<'a> {
     tables: &'a Tables,
     sets: ClassSets,
+    /// Terminals with some action, per LR state.
+    actionable: Vec<TermSet>,
     /// LR states with a goto on each nonterminal.
     goto_sources: Vec<Vec<LrStateId>>,
     weights: WeightTable,
@@ -207,13 +232,22 @@ impl Builder<'_> {
         let mut out = Outcome::default();
         // Tokens ending here: decided when a terminal that may follow lexically can be
         // consumed.
-        let finals: Vec<(LexPos, RoaringBitmap)> = sh
+        // Actions are checked before sets are intersected: most terminals have none on
+        // this stack top, and intersections dominate the build.
+        let top = s[0];
+        let act = &self.actionable[top.index()];
+        let finals: Vec<(Vec<TerminalId>, RoaringBitmap)> = sh
             .finals
             .get(d)
             .map(|f| {
                 f.iter()
-                    .map(|(p, c)| (*p, c & k))
-                    .filter(|(_, c)| !c.is_empty())
+                    .zip(&sh.final_follow[d])
+                    .filter(|(_, follow)| follow.intersects(act))
+                    .filter_map(|((_, c), follow)| {
+                        let kf = c & k;
+                        (!kf.is_empty())
+                            .then(|| (follow.iter().filter(|&t| act.contains(t)).collect(), kf))
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -222,21 +256,14 @@ impl Builder<'_> {
             .get(d + 1)
             .map(|f| {
                 f.iter()
-                    .map(|(ts, c)| (ts.clone(), c & k))
+                    .zip(&sh.emit_terms[d + 1])
+                    .filter(|(_, (terms, ignored))| *ignored || terms.intersects(act))
+                    .map(|((ts, c), _)| (ts.clone(), c & k))
                     .filter(|(_, c)| !c.is_empty())
                     .collect()
             })
             .unwrap_or_default();
-        let lr = &self.tables.lr;
-        for (pos, kf) in finals {
-            let follow = match pos {
-                LexPos::Pending(q) => self.tables.follow.after_pending(q),
-                LexPos::Boundary(p) => self.tables.follow.at_boundary(p),
-            };
-            let ts: Vec<TerminalId> = follow
-                .iter()
-                .filter(|&t| !lr.actions(s[0], t).is_empty())
-                .collect();
+        for (ts, kf) in finals {
             for t in ts {
                 let undecided = &kf - &out.decided;
                 if undecided.is_empty() {
@@ -438,14 +465,14 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>) {
     let shift = |c: &ClassList, b: u32| -> RoaringBitmap {
         let mut out = RoaringBitmap::new();
         for &(lo, hi) in &c.0 {
-            out.insert_range(lo + b..=hi + b);
+            out.extend(lo + b..=hi + b);
         }
         out
     };
     for sh in shapes {
         base.push(next);
         let mut all = RoaringBitmap::new();
-        all.insert_range(next..next + sh.num_classes);
+        all.extend(next..next + sh.num_classes);
         shape_all.push(all);
         for (d, es) in sh.emits.iter().enumerate() {
             for (e, c) in es {
@@ -460,6 +487,8 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>) {
         next += sh.num_classes;
     }
     let sets = ClassSets {
+        final_follow: Vec::new(),
+        emit_terms: Vec::new(),
         shape_all,
         emits: em
             .into_iter()
@@ -497,15 +526,16 @@ fn uninhibited(lexer: &LexerDfa, vocab: &Vocab, q: crate::ids::LexStateId) -> Ro
 
 /// Builds the mask automaton of a grammar's tables for a vocabulary.
 pub fn build_dwa(tables: &Tables, vocab: &Vocab) -> Result<Dwa, GrammarError> {
-    build_dwa_limited(tables, vocab, MAX_DWA_STATES)
+    build_dwa_limited(tables, vocab, DwaLimits::default())
 }
 
-/// [`build_dwa`] with a smaller state budget, for callers that have a fallback.
+/// [`build_dwa`] with explicit limits.
 pub fn build_dwa_limited(
     tables: &Tables,
     vocab: &Vocab,
-    max_states: usize,
+    limits: DwaLimits,
 ) -> Result<Dwa, GrammarError> {
+    let max_states = limits.max_states;
     let lexer = &tables.lexer;
     let emits = EmitTable::new(lexer);
     let tokens = sorted_tokens(vocab);
@@ -541,10 +571,57 @@ pub fn build_dwa_limited(
             }
         }
     }
-    let (sets, base) = class_sets(&shape_list, &emits);
+    let (mut sets, base) = class_sets(&shape_list, &emits);
+    // Terminals plus end of input, as in the follow sets.
+    let width = tables.lr.num_terminals() + 1;
+    sets.final_follow = sets
+        .finals
+        .iter()
+        .map(|fs| {
+            fs.iter()
+                .map(|(p, _)| match *p {
+                    LexPos::Pending(q) => tables.follow.after_pending(q).clone(),
+                    LexPos::Boundary(q) => tables.follow.at_boundary(q).clone(),
+                })
+                .collect()
+        })
+        .collect();
+    sets.emit_terms = sets
+        .emits
+        .iter()
+        .map(|es| {
+            es.iter()
+                .map(|(ts, _)| {
+                    let mut set = TermSet::new(width);
+                    let mut ignored = false;
+                    for &t in ts {
+                        if tables.lexer.is_ignored(t) {
+                            ignored = true;
+                        } else {
+                            set.insert(t);
+                        }
+                    }
+                    (set, ignored)
+                })
+                .collect()
+        })
+        .collect();
+    let actionable: Vec<TermSet> = (0..tables.lr.num_states())
+        .map(|x| {
+            let mut set = TermSet::new(width);
+            for t in 0..width {
+                let t = TerminalId::new(t);
+                if !tables.lr.actions(LrStateId::new(x), t).is_empty() {
+                    set.insert(t);
+                }
+            }
+            set
+        })
+        .collect();
     let mut b = Builder {
         tables,
         sets,
+        actionable,
         goto_sources,
         weights: WeightTable::default(),
         info: Vec::new(),
@@ -561,14 +638,17 @@ pub fn build_dwa_limited(
     };
     let num_lr = lr.num_states();
     let nshapes = shape_list.len();
-    let mut starts = vec![NO_EDGE; nshapes * num_lr];
-    for shape in 0..nshapes {
-        let all = b.sets.shape_all[shape].clone();
-        for x in 0..num_lr {
-            let o = b.explore(0, &[LrStateId::new(x)], &all);
-            if let Some(e) = b.edge(&o)? {
-                starts[shape * num_lr + x] = e;
-            }
+    // One start per stack top for every shape at once: shapes' classes are disjoint, so
+    // a configuration recovers its part by intersecting with its shape's classes.
+    let mut all = RoaringBitmap::new();
+    for c in &b.sets.shape_all {
+        all |= c;
+    }
+    let mut starts = vec![NO_EDGE; num_lr];
+    for (x, start) in starts.iter_mut().enumerate() {
+        let o = b.explore(0, &[LrStateId::new(x)], &all);
+        if let Some(e) = b.edge(&o)? {
+            *start = e;
         }
     }
     // After every start, so that shallow states see all their riders before being built.
@@ -609,7 +689,20 @@ pub fn build_dwa_limited(
         tables_out.push(t);
     }
     start_pos.sort_by_key(|p| p.pos);
+    let shape_classes: Vec<WeightId> = (0..nshapes)
+        .map(|i| {
+            let all = b.sets.shape_all[i].clone();
+            b.weights.intern(&all)
+        })
+        .collect();
+    let riders: Vec<WeightId> = (0..b.info.len())
+        .map(|i| {
+            let r = b.info[i].riders.clone();
+            b.weights.intern(&r)
+        })
+        .collect();
     let nfa = Nfa {
+        riders,
         weights: b.weights,
         skip_to: b.skip_to,
         trans: b.trans,
@@ -617,12 +710,25 @@ pub fn build_dwa_limited(
         targets: b.targets,
         starts,
     };
-    let det = determinize(nfa, max_states)?;
+    let det = determinize(nfa, limits.determinize_budget, max_states)?;
+    // Dense class sets for the walk: a fixed number of words each, end to end.
+    let num_classes =
+        base.last().copied().unwrap_or(0) + shape_list.last().map_or(0, |s| s.num_classes);
+    let class_words = (num_classes as usize).div_ceil(64).max(1);
+    let mut weights = vec![0u64; det.weights.len() * class_words];
+    for (i, w) in det.weights.iter().enumerate() {
+        for c in w {
+            weights[i * class_words + c as usize / 64] |= 1 << (c % 64);
+        }
+    }
     let dwa = Dwa {
-        weights: det.weights,
+        class_words: class_words as u32,
+        weights,
         states: det.states,
         edges: det.edges,
+        targets: det.targets,
         starts: det.starts,
+        shape_classes,
         num_lr: num_lr as u32,
         positions: start_pos,
         tables: tables_out,

@@ -8,14 +8,12 @@
 //! instead of one per waiting effect. Member weights are normalized (decided classes
 //! subtracted, empty members dropped) so equal situations meet in one state.
 
-use std::collections::BTreeSet;
-
 use hashbrown::HashMap;
 use roaring::RoaringBitmap;
 
 use super::error::GrammarError;
 use super::weight_table::WeightTable;
-use crate::dwa::{DwaState, Edge, NO_EDGE, NO_STATE};
+use crate::dwa::{DwaState, Edge, NO_EDGE};
 use crate::ids::{DwaStateId, LrStateId, WeightId};
 
 /// An edge of the effect automaton: classes decided, and effects woken with their riders
@@ -35,8 +33,10 @@ pub(super) struct Nfa {
     pub trans: Vec<Vec<(LrStateId, u32)>>,
     pub edges: Vec<NfaEdge>,
     pub targets: Vec<(DwaStateId, WeightId)>,
-    /// Start edge per (shape, stack top), or [`NO_EDGE`].
+    /// Start edge per stack top (for all shapes at once), or [`NO_EDGE`].
     pub starts: Vec<u32>,
+    /// Per effect: its rider union.
+    pub riders: Vec<WeightId>,
 }
 
 /// The deterministic automaton's parts.
@@ -44,64 +44,115 @@ pub(super) struct Det {
     pub weights: Vec<RoaringBitmap>,
     pub states: Vec<DwaState>,
     pub edges: Vec<Edge>,
+    pub targets: Vec<(DwaStateId, WeightId)>,
     pub starts: Vec<u32>,
 }
 
 type Members = Vec<(DwaStateId, WeightId)>;
+
+/// Riders accumulated for one effect: kept as an interned id while there is one
+/// contribution, so the common case needs no set operation and no re-interning.
+enum Acc {
+    One(WeightId),
+    Many(RoaringBitmap),
+}
+
+#[derive(Default)]
+struct Accs(HashMap<DwaStateId, Acc>);
+
+impl Accs {
+    fn add(&mut self, weights: &WeightTable, s: DwaStateId, w: WeightId) {
+        match self.0.get_mut(&s) {
+            None => {
+                self.0.insert(s, Acc::One(w));
+            }
+            Some(Acc::One(v)) if *v == w => {}
+            Some(acc) => {
+                let mut b = match acc {
+                    Acc::One(v) => weights.get(*v).clone(),
+                    Acc::Many(b) => std::mem::take(b),
+                };
+                b |= weights.get(w);
+                *acc = Acc::Many(b);
+            }
+        }
+    }
+}
 
 struct Builder {
     nfa_skip: Vec<Option<DwaStateId>>,
     nfa_trans: Vec<Vec<(LrStateId, u32)>>,
     nfa_edges: Vec<NfaEdge>,
     nfa_targets: Vec<(DwaStateId, WeightId)>,
+    /// Each effect's rider union: the weight of its singleton state.
+    nfa_riders: Vec<WeightId>,
     weights: WeightTable,
     states: Vec<DwaState>,
     keys: Vec<Members>,
     index: HashMap<Members, DwaStateId>,
     edges: Vec<Edge>,
-    edge_index: HashMap<(WeightId, DwaStateId, WeightId), u32>,
-    queue: Vec<DwaStateId>,
+    edge_index: HashMap<(WeightId, Vec<(DwaStateId, WeightId)>), u32>,
+    targets: Vec<(DwaStateId, WeightId)>,
+    queue: std::collections::VecDeque<DwaStateId>,
+    /// Past this many states, new member sets are not merged into new states: each
+    /// member goes to its effect's singleton state (the walk then carries one set per
+    /// member, as in the effect automaton). Exact either way; bounds the build.
+    budget: usize,
     max_states: usize,
 }
 
 impl Builder {
     /// The deterministic edge for `decided` and waking `members` (riders not yet reduced
     /// by `decided`).
-    fn edge(
-        &mut self,
-        decided: &RoaringBitmap,
-        members: HashMap<DwaStateId, RoaringBitmap>,
-    ) -> Result<u32, GrammarError> {
-        let mut key: Members = Vec::with_capacity(members.len());
+    fn edge(&mut self, decided: &RoaringBitmap, members: Accs) -> Result<u32, GrammarError> {
+        let mut key: Members = Vec::with_capacity(members.0.len());
         let mut filter = RoaringBitmap::new();
-        for (s, mut w) in members {
-            w -= decided;
-            if !w.is_empty() {
-                filter |= &w;
-                key.push((s, self.weights.intern(&w)));
+        let undecided = decided.is_empty();
+        for (s, acc) in members.0 {
+            let w = match acc {
+                Acc::One(w) if undecided => w,
+                Acc::One(w) => self.weights.intern(&(self.weights.get(w) - decided)),
+                Acc::Many(mut b) => {
+                    b -= decided;
+                    self.weights.intern(&b)
+                }
+            };
+            if w != WeightId::new(0) {
+                filter |= self.weights.get(w);
+                key.push((s, w));
             }
         }
         if key.is_empty() && decided.is_empty() {
             return Ok(NO_EDGE);
         }
         key.sort();
-        let next = if key.is_empty() {
-            NO_STATE
+        let targets: Vec<(DwaStateId, WeightId)> = if key.is_empty() {
+            Vec::new()
+        } else if let Some(&s) = self.index.get(&key) {
+            vec![(s, self.weights.intern(&filter))]
+        } else if self.states.len() < self.budget || key.len() == 1 {
+            let s = self.state_for(key)?;
+            vec![(s, self.weights.intern(&filter))]
         } else {
-            self.state_for(key)?
+            let mut t = Vec::with_capacity(key.len());
+            for (e, w) in key {
+                let single = vec![(e, self.nfa_riders[e.index()])];
+                t.push((self.state_for(single)?, w));
+            }
+            t
         };
         let d = self.weights.intern(decided);
-        let f = self.weights.intern(&filter);
-        if let Some(&e) = self.edge_index.get(&(d, next, f)) {
+        if let Some(&e) = self.edge_index.get(&(d, targets.clone())) {
             return Ok(e);
         }
         let e = self.edges.len() as u32;
+        let start = self.targets.len() as u32;
+        self.targets.extend_from_slice(&targets);
         self.edges.push(Edge {
             decided: d,
-            next,
-            filter: f,
+            targets: (start, self.targets.len() as u32),
         });
-        self.edge_index.insert((d, next, f), e);
+        self.edge_index.insert((d, targets), e);
         Ok(e)
     }
 
@@ -123,17 +174,12 @@ impl Builder {
         });
         self.keys.push(key.clone());
         self.index.insert(key, id);
-        self.queue.push(id);
+        self.queue.push_back(id);
         Ok(id)
     }
 
-    /// The effects a start (or any) NFA edge wakes, with their riders.
-    fn wake(
-        &mut self,
-        e: u32,
-        rider: Option<WeightId>,
-        into: &mut HashMap<DwaStateId, RoaringBitmap>,
-    ) {
+    /// Adds the effects NFA edge `e` wakes, with their riders (∩ `rider`).
+    fn wake(&mut self, e: u32, rider: Option<WeightId>, into: &mut Accs) {
         let NfaEdge { targets, .. } = self.nfa_edges[e as usize];
         for i in targets.0..targets.1 {
             let (t, w) = self.nfa_targets[i as usize];
@@ -142,54 +188,102 @@ impl Builder {
                 None => w,
             };
             if w != WeightId::new(0) {
-                *into.entry(t).or_default() |= self.weights.get(w);
+                into.add(&self.weights, t, w);
             }
         }
     }
 
+    /// The edge for NFA edge `e` woken with exactly its effect's riders, past the budget:
+    /// every target goes to its own singleton state, so no set operation is needed.
+    fn singleton_edge(
+        &mut self,
+        decided: WeightId,
+        targets: &[(DwaStateId, WeightId)],
+    ) -> Result<u32, GrammarError> {
+        let mut t = Vec::with_capacity(targets.len());
+        for &(e, w) in targets {
+            t.push((self.state_for(vec![(e, self.nfa_riders[e.index()])])?, w));
+        }
+        if let Some(&e) = self.edge_index.get(&(decided, t.clone())) {
+            return Ok(e);
+        }
+        let e = self.edges.len() as u32;
+        let start = self.targets.len() as u32;
+        self.targets.extend_from_slice(&t);
+        self.edges.push(Edge {
+            decided,
+            targets: (start, self.targets.len() as u32),
+        });
+        self.edge_index.insert((decided, t), e);
+        Ok(e)
+    }
+
     fn build(&mut self, id: DwaStateId) -> Result<(), GrammarError> {
         let key = self.keys[id.index()].clone();
-        let mut ys: BTreeSet<LrStateId> = BTreeSet::new();
-        let mut skipping = false;
-        for &(m, _) in &key {
-            match self.nfa_skip[m.index()] {
-                Some(_) => skipping = true,
-                None => ys.extend(self.nfa_trans[m.index()].iter().map(|(y, _)| *y)),
+        if let [(m, w)] = key[..] {
+            if w == self.nfa_riders[m.index()] && self.states.len() >= self.budget {
+                // An effect with all its riders: its NFA edges, as they are (their
+                // weights are within the riders).
+                let (trans, default) = match self.nfa_skip[m.index()] {
+                    Some(next) => (
+                        Vec::new(),
+                        self.singleton_edge(WeightId::new(0), &[(next, w)])?,
+                    ),
+                    None => {
+                        let mut trans = Vec::new();
+                        for i in 0..self.nfa_trans[m.index()].len() {
+                            let (y, e) = self.nfa_trans[m.index()][i];
+                            let NfaEdge { decided, targets } = self.nfa_edges[e as usize];
+                            let ts =
+                                self.nfa_targets[targets.0 as usize..targets.1 as usize].to_vec();
+                            trans.push((y, self.singleton_edge(decided, &ts)?));
+                        }
+                        (trans, NO_EDGE)
+                    }
+                };
+                self.states[id.index()] = DwaState { trans, default };
+                return Ok(());
             }
         }
-        let mut trans = Vec::with_capacity(ys.len());
-        for y in ys {
-            let mut decided = RoaringBitmap::new();
-            let mut members: HashMap<DwaStateId, RoaringBitmap> = HashMap::new();
-            for &(m, w) in &key {
-                if let Some(next) = self.nfa_skip[m.index()] {
-                    *members.entry(next).or_default() |= self.weights.get(w);
-                    continue;
-                }
-                let tr = &self.nfa_trans[m.index()];
-                let Ok(i) = tr.binary_search_by_key(&y, |(x, _)| *x) else {
-                    continue;
-                };
-                let e = tr[i].1;
-                let dec = self.weights.and(w, self.nfa_edges[e as usize].decided);
-                decided |= self.weights.get(dec);
-                self.wake(e, Some(w), &mut members);
+        // Per id: (decided, woken), filled member by member.
+        let mut per_y: std::collections::BTreeMap<LrStateId, (RoaringBitmap, Accs)> =
+            Default::default();
+        let mut skips: Vec<(DwaStateId, WeightId)> = Vec::new();
+        for &(m, w) in &key {
+            if let Some(next) = self.nfa_skip[m.index()] {
+                skips.push((next, w));
+                continue;
             }
-            let e = self.edge(&decided, members)?;
+            for i in 0..self.nfa_trans[m.index()].len() {
+                let (y, e) = self.nfa_trans[m.index()][i];
+                let dec = self.weights.and(w, self.nfa_edges[e as usize].decided);
+                let slot = per_y.entry(y).or_default();
+                if dec != WeightId::new(0) {
+                    slot.0 |= self.weights.get(dec);
+                }
+                let mut acc = std::mem::take(&mut slot.1);
+                self.wake(e, Some(w), &mut acc);
+                per_y.get_mut(&y).expect("just inserted").1 = acc;
+            }
+        }
+        let mut trans = Vec::with_capacity(per_y.len());
+        for (y, (decided, mut acc)) in per_y {
+            for &(next, w) in &skips {
+                acc.add(&self.weights, next, w);
+            }
+            let e = self.edge(&decided, acc)?;
             // With a default, a dead id needs an explicit entry.
-            if e != NO_EDGE || skipping {
+            if e != NO_EDGE || !skips.is_empty() {
                 trans.push((y, e));
             }
         }
         let mut default = NO_EDGE;
-        if skipping {
-            let mut members: HashMap<DwaStateId, RoaringBitmap> = HashMap::new();
-            for &(m, w) in &key {
-                if let Some(next) = self.nfa_skip[m.index()] {
-                    *members.entry(next).or_default() |= self.weights.get(w);
-                }
+        if !skips.is_empty() {
+            let mut acc = Accs::default();
+            for &(next, w) in &skips {
+                acc.add(&self.weights, next, w);
             }
-            default = self.edge(&RoaringBitmap::new(), members)?;
+            default = self.edge(&RoaringBitmap::new(), acc)?;
             // Ids equal to the default need no entry of their own.
             trans.retain(|&(_, e)| e != default);
         }
@@ -198,20 +292,24 @@ impl Builder {
     }
 }
 
-/// Determinizes the effect automaton (at most `max_states` states).
-pub(super) fn determinize(nfa: Nfa, max_states: usize) -> Result<Det, GrammarError> {
+/// Determinizes the effect automaton: fully up to `budget` states, then by effect
+/// (at most `max_states` states in all).
+pub(super) fn determinize(nfa: Nfa, budget: usize, max_states: usize) -> Result<Det, GrammarError> {
     let mut b = Builder {
         nfa_skip: nfa.skip_to,
         nfa_trans: nfa.trans,
         nfa_edges: nfa.edges,
         nfa_targets: nfa.targets,
+        nfa_riders: nfa.riders,
         weights: nfa.weights,
         states: Vec::new(),
         keys: Vec::new(),
         index: HashMap::new(),
         edges: Vec::new(),
         edge_index: HashMap::new(),
-        queue: Vec::new(),
+        targets: Vec::new(),
+        queue: Default::default(),
+        budget,
         max_states,
     };
     let mut starts = Vec::with_capacity(nfa.starts.len());
@@ -221,17 +319,19 @@ pub(super) fn determinize(nfa: Nfa, max_states: usize) -> Result<Det, GrammarErr
             continue;
         }
         let decided = b.weights.get(b.nfa_edges[e as usize].decided).clone();
-        let mut members = HashMap::new();
+        let mut members = Accs::default();
         b.wake(e, None, &mut members);
         starts.push(b.edge(&decided, members)?);
-        while let Some(s) = b.queue.pop() {
-            b.build(s)?;
-        }
+    }
+    // Breadth first, so the budget goes to the states nearest the stack top.
+    while let Some(s) = b.queue.pop_front() {
+        b.build(s)?;
     }
     Ok(Det {
         weights: b.weights.into_sets(),
         states: b.states,
         edges: b.edges,
+        targets: b.targets,
         starts,
     })
 }

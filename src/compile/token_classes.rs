@@ -55,7 +55,7 @@ impl ClassList {
     pub fn to_bitmap(&self) -> RoaringBitmap {
         let mut b = RoaringBitmap::new();
         for &(lo, hi) in &self.0 {
-            b.insert_range(lo..=hi);
+            b.extend(lo..=hi);
         }
         b
     }
@@ -150,7 +150,7 @@ pub fn classify(trie: &TerminalTrie, vocab_len: usize) -> ClassedTrie {
             emits[depth[v] as usize]
                 .entry(e)
                 .or_default()
-                .insert_range(lo..=hi);
+                .extend(lo..=hi);
         }
     }
     let mut finals: Vec<HashMap<LexPos, RoaringBitmap>> = vec![HashMap::new(); max_depth + 1];

@@ -29,8 +29,10 @@ impl Default for WeightTable {
 impl WeightTable {
     /// The id of `w`, adding it on first sight.
     pub fn intern(&mut self, w: &RoaringBitmap) -> WeightId {
-        let mut w = w.clone();
-        w.optimize();
+        // No run containers (`optimize`): without them a set's containers depend only on
+        // its contents, so the serialized form is canonical, and roaring's subtraction
+        // from run containers is slow (it removes ranges one at a time).
+        let w = w.clone();
         let mut key = Vec::with_capacity(w.serialized_size());
         // Writing into a Vec cannot fail.
         w.serialize_into(&mut key).expect("serialize into memory");

@@ -20,14 +20,11 @@ pub struct DwaState {
 pub struct Edge {
     /// Classes allowed once this edge is taken.
     pub decided: WeightId,
-    /// The next state ([`NO_STATE`]: the path ends here).
-    pub next: DwaStateId,
-    /// Classes that may still be decided past this edge (decided ones subtracted).
-    pub filter: WeightId,
+    /// Range in the automaton's target list: `(next state, classes that may still be
+    /// decided there)`. Usually one target; several where the build fell back to one
+    /// state per suspended effect.
+    pub targets: (u32, u32),
 }
-
-/// No next state.
-pub const NO_STATE: DwaStateId = DwaStateId::from_u32(u32::MAX);
 
 /// Class → token expansion of one start position: per class, the nonzero 32-bit words of
 /// its token set, so the final mask write costs the words touched, not the tokens.
@@ -71,16 +68,34 @@ impl ClassTokens {
         self.offsets.len().saturating_sub(1)
     }
 
-    /// ORs the tokens of `classes` (those of this table's shape) into `out`.
+    /// ORs the tokens of `classes` (a dense class set; only this table's shape's part is
+    /// read) into `out`.
     #[inline]
-    pub fn expand(&self, classes: &RoaringBitmap, out: &mut [u32]) {
-        let end = self.base + self.num_classes() as u32;
-        for c in classes.range(self.base..end) {
-            let c = c - self.base;
-            let (a, b) = (self.offsets[c as usize], self.offsets[c as usize + 1]);
-            for &(w, bits) in &self.words[a as usize..b as usize] {
-                out[w as usize] |= bits;
+    pub fn expand(&self, classes: &[u64], out: &mut [u32]) {
+        let (lo, hi) = (self.base as usize, self.base as usize + self.num_classes());
+        for (wi, &word) in classes
+            .iter()
+            .enumerate()
+            .take(hi.div_ceil(64))
+            .skip(lo / 64)
+        {
+            let mut word = word;
+            while word != 0 {
+                let c = wi * 64 + word.trailing_zeros() as usize;
+                word &= word - 1;
+                if c < lo || c >= hi {
+                    continue;
+                }
+                self.expand_one(c - lo, out);
             }
+        }
+    }
+
+    #[inline]
+    fn expand_one(&self, c: usize, out: &mut [u32]) {
+        let (a, b) = (self.offsets[c], self.offsets[c + 1]);
+        for &(w, bits) in &self.words[a as usize..b as usize] {
+            out[w as usize] |= bits;
         }
     }
 }
@@ -95,20 +110,25 @@ pub struct DwaValidateError(pub String);
 pub struct StartPos {
     /// The lexer position.
     pub pos: LexPos,
-    /// Index of its shape (start edges and class space).
+    /// Index of its shape (its part of the class space).
     pub shape: u32,
     /// Index of its class → token table.
     pub table: u32,
 }
 
-/// The automaton. Weights are sets of token classes of one shape (weight 0 is empty).
-/// `starts[shape * num_lr + x]` is the edge taken when `x` is on top of the stack.
+/// The automaton. Weights are dense sets of token classes, `class_words` 64-bit words
+/// each, stored end to end (weight 0 is empty); each shape owns a range of classes.
+/// `starts[x]` is the edge taken when `x` is on top of the stack, for every shape at
+/// once: a configuration keeps the part inside its shape's classes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dwa {
-    pub(crate) weights: Vec<RoaringBitmap>,
+    pub(crate) class_words: u32,
+    pub(crate) weights: Vec<u64>,
     pub(crate) states: Vec<DwaState>,
     pub(crate) edges: Vec<Edge>,
+    pub(crate) targets: Vec<(DwaStateId, WeightId)>,
     pub(crate) starts: Vec<u32>,
+    pub(crate) shape_classes: Vec<WeightId>,
     pub(crate) num_lr: u32,
     pub(crate) positions: Vec<StartPos>,
     pub(crate) tables: Vec<ClassTokens>,
@@ -123,10 +143,11 @@ impl Dwa {
     /// Checks every id is in range and every invariant the walk relies on.
     pub fn validate(&self) -> Result<(), DwaValidateError> {
         let bad = |m: &str| Err(DwaValidateError(m.into()));
-        if self.weights.first().is_none_or(|w| !w.is_empty()) {
-            return bad("weight 0 must be the empty set");
+        let cw = self.class_words as usize;
+        if cw == 0 || self.weights.len() % cw != 0 || self.weights[..cw].iter().any(|&w| w != 0) {
+            return bad("weights must be whole sets, weight 0 the empty set");
         }
-        let (nw, ns, ne) = (self.weights.len(), self.states.len(), self.edges.len());
+        let (nw, ns, ne) = (self.weights.len() / cw, self.states.len(), self.edges.len());
         for s in &self.states {
             if s.trans.windows(2).any(|w| w[0].0 >= w[1].0) {
                 return bad("transitions not sorted");
@@ -141,16 +162,26 @@ impl Dwa {
         }
         for e in &self.edges {
             if e.decided.index() >= nw
-                || e.filter.index() >= nw
-                || (e.next != NO_STATE && e.next.index() >= ns)
+                || e.targets.0 > e.targets.1
+                || e.targets.1 as usize > self.targets.len()
             {
                 return bad("edge contents out of range");
             }
         }
-        if self.num_lr == 0 || self.starts.len() % self.num_lr as usize != 0 {
+        if self
+            .targets
+            .iter()
+            .any(|&(s, w)| s.index() >= ns || w.index() >= nw)
+        {
+            return bad("edge target out of range");
+        }
+        if self.starts.len() != self.num_lr as usize {
             return bad("start table size");
         }
-        let nshapes = self.starts.len() / self.num_lr as usize;
+        if self.shape_classes.iter().any(|w| w.index() >= nw) {
+            return bad("shape classes out of range");
+        }
+        let nshapes = self.shape_classes.len();
         if self
             .starts
             .iter()
@@ -176,6 +207,9 @@ impl Dwa {
             {
                 return bad("class table offsets");
             }
+            if t.base as usize + t.num_classes() > cw * 64 {
+                return bad("class table beyond the class space");
+            }
             if t.words.iter().any(|&(w, _)| w as usize >= vw) {
                 return bad("class table names a token outside the vocabulary");
             }
@@ -194,13 +228,23 @@ impl Dwa {
             .map(|i| self.positions[i])
     }
 
-    /// The edge taken when `x` is on top of the stack of a configuration of `shape`.
+    /// The edge taken when `x` is on top of the stack (for every shape).
     #[inline]
-    pub fn start_edge(&self, shape: u32, x: LrStateId) -> Option<&Edge> {
-        let e = *self
-            .starts
-            .get(shape as usize * self.num_lr as usize + x.index())?;
+    pub fn start_edge(&self, x: LrStateId) -> Option<&Edge> {
+        let e = *self.starts.get(x.index())?;
         (e != NO_EDGE).then(|| &self.edges[e as usize])
+    }
+
+    /// The targets of an edge.
+    #[inline]
+    pub fn targets(&self, e: &Edge) -> &[(DwaStateId, WeightId)] {
+        &self.targets[e.targets.0 as usize..e.targets.1 as usize]
+    }
+
+    /// The classes of a shape.
+    #[inline]
+    pub fn shape_classes(&self, shape: u32) -> &[u64] {
+        self.weight(self.shape_classes[shape as usize])
     }
 
     /// The edge state `s` takes on stack id `x`.
@@ -222,8 +266,9 @@ impl Dwa {
 
     /// An interned weight (a class set).
     #[inline]
-    pub fn weight(&self, w: WeightId) -> &RoaringBitmap {
-        &self.weights[w.index()]
+    pub fn weight(&self, w: WeightId) -> &[u64] {
+        let cw = self.class_words as usize;
+        &self.weights[w.index() * cw..(w.index() + 1) * cw]
     }
 
     /// A class → token table.
@@ -239,7 +284,13 @@ impl Dwa {
 
     /// The number of distinct weights.
     pub fn num_weights(&self) -> usize {
-        self.weights.len()
+        self.weights.len() / self.class_words.max(1) as usize
+    }
+
+    /// Words per class set.
+    #[inline]
+    pub fn class_words(&self) -> usize {
+        self.class_words as usize
     }
 
     /// The number of transitions (state edges, defaults and start entries).
@@ -253,7 +304,7 @@ impl Dwa {
 
     /// The number of distinct shapes (class spaces).
     pub fn num_shapes(&self) -> usize {
-        self.starts.len() / self.num_lr.max(1) as usize
+        self.shape_classes.len()
     }
 
     /// The vocabulary size (mask width in bits).

@@ -9,6 +9,4 @@
 mod automaton;
 pub mod walk;
 
-pub use automaton::{
-    ClassTokens, Dwa, DwaState, DwaValidateError, Edge, StartPos, NO_EDGE, NO_STATE,
-};
+pub use automaton::{ClassTokens, Dwa, DwaState, DwaValidateError, Edge, StartPos, NO_EDGE};

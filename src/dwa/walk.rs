@@ -1,12 +1,11 @@
 //! The runtime walk: read the graph-structured stack top-down through the automaton, with
 //! class sets intersected along edges and united where paths meet; stop where nothing is
 //! undecided; expand the decided classes into the caller's token mask. No per-token loop
-//! and no parser simulation.
+//! and no parser simulation: every step is a few word-wise operations on dense class sets.
 
 use hashbrown::HashMap;
-use roaring::RoaringBitmap;
 
-use super::{Dwa, NO_STATE};
+use super::Dwa;
 use crate::ids::{DwaStateId, LrStateId};
 use crate::lexer::LexPos;
 
@@ -20,32 +19,46 @@ pub trait StackNode: Sized {
     fn key(&self) -> usize;
 }
 
-type Work<'a, N> = Vec<(&'a N, DwaStateId, RoaringBitmap)>;
+type Work<'a, N> = Vec<(&'a N, DwaStateId, Vec<u64>)>;
+
+/// `a ∩ b − c`, and whether it is non-empty.
+#[inline]
+fn and_not(a: &[u64], b: &[u64], c: &[u64], out: &mut [u64]) -> bool {
+    let mut any = 0;
+    for i in 0..out.len() {
+        out[i] = a[i] & b[i] & !c[i];
+        any |= out[i];
+    }
+    any != 0
+}
 
 /// Queues `(p, s, r)` for every entry `p` below `node`, minus what already reached (p, s).
 fn push<'a, N: StackNode>(
     work: &mut Work<'a, N>,
-    seen: &mut HashMap<(usize, DwaStateId), RoaringBitmap>,
+    seen: &mut HashMap<(usize, DwaStateId), Vec<u64>>,
     node: &'a N,
     s: DwaStateId,
-    r: &RoaringBitmap,
+    r: &[u64],
 ) {
     for p in node.preds() {
-        let todo = match seen.get_mut(&(p.key(), s)) {
+        match seen.get_mut(&(p.key(), s)) {
             Some(done) => {
-                let fresh = r - &*done;
-                if fresh.is_empty() {
-                    continue;
+                let mut fresh = r.to_vec();
+                let mut any = 0;
+                for (f, d) in fresh.iter_mut().zip(done.iter_mut()) {
+                    *f &= !*d;
+                    *d |= *f;
+                    any |= *f;
                 }
-                *done |= &fresh;
-                fresh
+                if any != 0 {
+                    work.push((p, s, fresh));
+                }
             }
             None => {
-                seen.insert((p.key(), s), r.clone());
-                r.clone()
+                seen.insert((p.key(), s), r.to_vec());
+                work.push((p, s, r.to_vec()));
             }
-        };
-        work.push((p, s, todo));
+        }
     }
 }
 
@@ -56,42 +69,50 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
     let Some(sp) = dwa.start_pos(pos) else {
         return 0;
     };
-    let mut decided = RoaringBitmap::new();
+    let cw = dwa.class_words();
+    let mut decided = vec![0u64; cw];
+    let mut r2 = vec![0u64; cw];
     // Work items: a stack node still to read, the state that reads it, and the classes
     // still undecided on this path; `seen` merges paths meeting at (node, state).
     let mut work: Work<'_, N> = Vec::new();
-    let mut seen: HashMap<(usize, DwaStateId), RoaringBitmap> = HashMap::new();
+    let mut seen: HashMap<(usize, DwaStateId), Vec<u64>> = HashMap::new();
     let mut reads = 0;
+    let mine = dwa.shape_classes(sp.shape);
     for h in heads {
         reads += 1;
-        let Some(e) = dwa.start_edge(sp.shape, h.state()) else {
+        let Some(e) = dwa.start_edge(h.state()) else {
             continue;
         };
-        decided |= dwa.weight(e.decided);
-        if e.next != NO_STATE {
-            let r = dwa.weight(e.filter) - &decided;
-            if !r.is_empty() {
-                push(&mut work, &mut seen, h, e.next, &r);
+        for ((d, &w), &m) in decided.iter_mut().zip(dwa.weight(e.decided)).zip(mine) {
+            *d |= w & m;
+        }
+        for &(next, filter) in dwa.targets(e) {
+            if and_not(dwa.weight(filter), mine, &decided, &mut r2) {
+                push(&mut work, &mut seen, h, next, &r2);
             }
         }
     }
     while let Some((node, s, mut r)) = work.pop() {
-        r -= &decided;
-        if r.is_empty() {
+        let mut any = 0;
+        for (x, d) in r.iter_mut().zip(&decided) {
+            *x &= !d;
+            any |= *x;
+        }
+        if any == 0 {
             continue;
         }
         reads += 1;
         let Some(e) = dwa.edge(s, node.state()) else {
             continue;
         };
-        let dw = dwa.weight(e.decided);
-        if !dw.is_empty() {
-            decided |= &r & dw;
+        if e.decided.index() != 0 {
+            for ((d, &w), &x) in decided.iter_mut().zip(dwa.weight(e.decided)).zip(&r) {
+                *d |= w & x;
+            }
         }
-        if e.next != NO_STATE {
-            let r2 = &(&r & dwa.weight(e.filter)) - &decided;
-            if !r2.is_empty() {
-                push(&mut work, &mut seen, node, e.next, &r2);
+        for &(next, filter) in dwa.targets(e) {
+            if and_not(&r, dwa.weight(filter), &decided, &mut r2) {
+                push(&mut work, &mut seen, node, next, &r2);
             }
         }
     }
