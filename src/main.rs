@@ -45,6 +45,20 @@ enum Cmd {
         #[arg(long)]
         tokenizer: Option<String>,
     },
+    /// Compile a grammar for a tokenizer into an artifact file (or, with --load, check
+    /// and time loading one).
+    Compile {
+        #[command(flatten)]
+        grammar: GrammarArgs,
+        #[command(flatten)]
+        tokenizer: TokenizerArgs,
+        /// Where to write the artifact.
+        #[arg(short, long, required_unless_present = "load")]
+        out: Option<String>,
+        /// Load this artifact instead (checked against --tokenizer if given explicitly).
+        #[arg(long, conflicts_with = "out")]
+        load: Option<String>,
+    },
     /// Decode a document token by token, checking and timing every mask and commit.
     Check {
         #[command(flatten)]
@@ -69,9 +83,13 @@ enum Cmd {
         /// Compute the mask only every N steps (commits are always checked).
         #[arg(long, default_value_t = 1)]
         mask_every: usize,
-        /// With --engine glr: compare with the reference mask every N steps (0: never).
+        /// With --engine glr or dwa: compare with the reference mask every N steps (0: never).
         #[arg(long, default_value_t = 0)]
         verify_every: usize,
+        /// With --engine dwa or both: take tables and automaton from this artifact
+        /// (written by `compile` for the same tokenizer) instead of building them.
+        #[arg(long)]
+        artifact: Option<String>,
     },
     /// Print random documents generated token by token from the masks.
     Sample {
@@ -239,6 +257,7 @@ fn main() -> ExitCode {
             json,
             mask_every,
             verify_every,
+            artifact,
         } => cli::check::run(CheckArgs {
             grammar,
             tokenizer,
@@ -249,6 +268,7 @@ fn main() -> ExitCode {
             json: *json,
             mask_every: *mask_every,
             verify_every: *verify_every,
+            artifact: artifact.as_deref(),
         })
         .and_then(|ok| {
             if ok {
@@ -257,6 +277,21 @@ fn main() -> ExitCode {
                 Err("check failed".into())
             }
         }),
+        Cmd::Compile {
+            grammar,
+            tokenizer,
+            out,
+            load,
+        } => match (out, load) {
+            (Some(out), _) => cli::compile::run(grammar, tokenizer, out),
+            (None, Some(path)) => cli::compile::load(
+                path,
+                (tokenizer.tokenizer != "builtin:o200k" || !tokenizer.eos.is_empty())
+                    .then_some(tokenizer),
+            ),
+            // clap requires one of them.
+            (None, None) => Err("give -o FILE or --load FILE".into()),
+        },
         Cmd::Sample {
             grammar,
             tokenizer,

@@ -11,7 +11,7 @@ use stackmask::compile::dwa_build::build_dwa;
 use stackmask::glr::GlrState;
 use stackmask::ids::TokenId;
 use stackmask::reference::Reference;
-use stackmask::runtime::Matcher;
+use stackmask::runtime::{CompiledGrammar, Matcher};
 use stackmask::vocab::segment::random_segmentation;
 use stackmask::vocab::Vocab;
 
@@ -42,6 +42,7 @@ pub struct CheckArgs<'a> {
     pub json: bool,
     pub mask_every: usize,
     pub verify_every: usize,
+    pub artifact: Option<&'a str>,
 }
 
 fn tokens_of(vocab: &Vocab, text: &[u8], segment: &str) -> Result<Vec<TokenId>, String> {
@@ -92,9 +93,22 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
     let matcher_base = match a.engine {
         Engine::Dwa | Engine::Both => {
             let t0 = Instant::now();
-            let dwa = build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?;
+            let m = match a.artifact {
+                Some(path) => {
+                    let bytes =
+                        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+                    let g =
+                        CompiledGrammar::from_bytes(&bytes).map_err(|e| format!("{path}: {e}"))?;
+                    g.check_vocab(&vocab).map_err(|e| format!("{path}: {e}"))?;
+                    Matcher::from_compiled(&g)
+                }
+                None => {
+                    let dwa = build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?;
+                    Matcher::new(loaded.tables.clone(), Arc::new(dwa))
+                }
+            };
             dwa_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
-            Some(Matcher::new(loaded.tables.clone(), Arc::new(dwa)))
+            Some(m)
         }
         _ => None,
     };

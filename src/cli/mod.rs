@@ -1,6 +1,7 @@
 //! The subcommands of the `stackmask` binary.
 
 pub mod check;
+pub mod compile;
 pub mod load;
 pub mod sample;
 pub mod stats;

@@ -287,6 +287,16 @@ impl Dwa {
         self.weights.len() / self.class_words.max(1) as usize
     }
 
+    /// The number of LR states the automaton reads.
+    pub fn num_lr(&self) -> usize {
+        self.num_lr as usize
+    }
+
+    /// Every start position.
+    pub fn positions(&self) -> &[StartPos] {
+        &self.positions
+    }
+
     /// Words per class set.
     #[inline]
     pub fn class_words(&self) -> usize {

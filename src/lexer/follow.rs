@@ -32,18 +32,31 @@ impl LexFollow {
         num_states: usize,
         num_terminals: usize,
     ) -> Result<Self, super::LexerValidateError> {
-        let ok = boundary.len() == num_states
-            && pending.len() == num_states
-            && boundary
+        let f = Self { boundary, pending };
+        f.validate(num_states, num_terminals)?;
+        Ok(f)
+    }
+
+    /// Checks the tables fit a lexer with `num_states` states and `num_terminals`
+    /// terminals (as after loading them from bytes).
+    pub fn validate(
+        &self,
+        num_states: usize,
+        num_terminals: usize,
+    ) -> Result<(), super::LexerValidateError> {
+        let ok = self.boundary.len() == num_states
+            && self.pending.len() == num_states
+            && self
+                .boundary
                 .iter()
-                .chain(&pending)
+                .chain(&self.pending)
                 .all(|s| s.width() == num_terminals + 1 && s.is_valid());
         if !ok {
             return Err(super::LexerValidateError::Invalid(
                 "follow tables do not match the lexer".into(),
             ));
         }
-        Ok(Self { boundary, pending })
+        Ok(())
     }
 
     /// Terminals (and end of input) that can come next at a boundary whose inhibitor is

@@ -86,6 +86,11 @@ impl Matcher {
         }
     }
 
+    /// A matcher for a compiled grammar, at the start of a document.
+    pub fn from_compiled(g: &super::CompiledGrammar) -> Self {
+        Self::new(g.tables.clone(), g.dwa.clone())
+    }
+
     /// Commits bytes; on error nothing changes.
     pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<(), Rejected> {
         self.glr.commit_bytes(bytes)

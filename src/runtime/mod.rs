@@ -4,6 +4,8 @@
 //!
 //! The only module that imports both `glr` and `dwa`; it parses no grammar text.
 
+mod artifact;
 mod matcher;
 
+pub use artifact::{ArtifactError, CompiledGrammar, VocabFingerprint, FORMAT_VERSION};
 pub use matcher::{mask_set, MaskError, Matcher};

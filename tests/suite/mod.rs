@@ -1,5 +1,6 @@
 //! Integration tests, one module per concern; cases live in `tests/data/`.
 
+mod artifact;
 mod bad_grammars;
 mod commit;
 mod common;

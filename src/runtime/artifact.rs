@@ -1,0 +1,220 @@
+//! A compiled grammar for one vocabulary, and its on-disk form.
+//!
+//! Layout: 8-byte magic `STKMASK\0`, format version (u32 LE), CRC-32 of the payload
+//! (u32 LE), payload length (u64 LE), then the payload: the recognizer tables, the mask
+//! automaton and a fingerprint of the vocabulary, encoded with `bincode` (standard
+//! configuration, bounded by the payload length). Loading checks magic, version, length
+//! and checksum before decoding, then every table's invariants and their agreement with
+//! each other, so a corrupt or foreign file is an error, never a panic later.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dwa::Dwa;
+use crate::glr::Tables;
+use crate::lexer::{LexFollow, LexPos, LexerDfa};
+use crate::lr::LrTable;
+use crate::vocab::Vocab;
+
+const MAGIC: &[u8; 8] = b"STKMASK\0";
+/// Bumped whenever the payload's encoding changes.
+pub const FORMAT_VERSION: u32 = 1;
+const HEADER: usize = 8 + 4 + 4 + 8;
+/// Largest payload accepted (bounds what a hostile length field can make us allocate).
+pub const MAX_ARTIFACT_BYTES: u64 = 4 << 30;
+
+/// Why an artifact cannot be loaded or used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArtifactError {
+    /// Not a stackmask artifact.
+    #[error("not a stackmask artifact (bad magic)")]
+    Magic,
+    /// Written by another format version.
+    #[error("artifact format version {found}, this build reads {expected}")]
+    Version {
+        /// Version in the file.
+        found: u32,
+        /// Version this build reads.
+        expected: u32,
+    },
+    /// Shorter or longer than its header says.
+    #[error("artifact truncated or padded: header says {expected} payload bytes, found {found}")]
+    Length {
+        /// Bytes the header announces.
+        expected: u64,
+        /// Bytes present.
+        found: u64,
+    },
+    /// The payload does not match its checksum.
+    #[error("artifact checksum mismatch (corrupt file)")]
+    Checksum,
+    /// The payload does not decode or its tables are inconsistent.
+    #[error("artifact payload invalid: {0}")]
+    Invalid(String),
+    /// Compiled for a different vocabulary.
+    #[error("artifact was compiled for another vocabulary ({0})")]
+    Vocabulary(String),
+}
+
+/// Identifies a vocabulary: size and a checksum of every token's bytes and kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VocabFingerprint {
+    /// Number of token ids.
+    pub len: u32,
+    /// CRC-32 over (id, kind, bytes) of every token.
+    pub crc: u32,
+}
+
+impl VocabFingerprint {
+    /// The fingerprint of `v`.
+    pub fn of(v: &Vocab) -> Self {
+        let mut h = crc32fast::Hasher::new();
+        for i in 0..v.len() {
+            let id = crate::ids::TokenId::new(i);
+            h.update(&(i as u32).to_le_bytes());
+            // Every id below len() has a kind and bytes (unused ids have empty bytes).
+            let kind = v.kind(id).map(|k| format!("{k:?}")).unwrap_or_default();
+            h.update(kind.as_bytes());
+            h.update(v.token_bytes(id).unwrap_or(&[]));
+        }
+        Self {
+            len: v.len() as u32,
+            crc: h.finalize(),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Payload {
+    lexer: LexerDfa,
+    follow: LexFollow,
+    lr: LrTable,
+    dwa: Dwa,
+    vocab: VocabFingerprint,
+}
+
+/// Everything a matcher needs for one grammar and one vocabulary; cheap to clone and to
+/// share across threads.
+#[derive(Debug, Clone)]
+pub struct CompiledGrammar {
+    /// Recognizer tables (commit).
+    pub tables: Arc<Tables>,
+    /// Mask automaton (get_mask).
+    pub dwa: Arc<Dwa>,
+    /// The vocabulary it was compiled for.
+    pub vocab: VocabFingerprint,
+}
+
+impl CompiledGrammar {
+    /// Bundles tables and an automaton built for `vocab`.
+    pub fn new(tables: Arc<Tables>, dwa: Arc<Dwa>, vocab: &Vocab) -> Self {
+        Self {
+            tables,
+            dwa,
+            vocab: VocabFingerprint::of(vocab),
+        }
+    }
+
+    /// The on-disk form.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let payload = Payload {
+            lexer: self.tables.lexer.clone(),
+            follow: self.tables.follow.clone(),
+            lr: self.tables.lr.clone(),
+            dwa: (*self.dwa).clone(),
+            vocab: self.vocab,
+        };
+        // Encoding plain in-memory data into a Vec cannot fail.
+        let body = bincode::serde::encode_to_vec(&payload, bincode::config::standard())
+            .expect("encoding into memory");
+        let mut out = Vec::with_capacity(HEADER + body.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Loads and checks an artifact.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ArtifactError> {
+        if bytes.len() < HEADER || &bytes[..8] != MAGIC {
+            return Err(ArtifactError::Magic);
+        }
+        let word =
+            |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        let version = word(8);
+        if version != FORMAT_VERSION {
+            return Err(ArtifactError::Version {
+                found: version,
+                expected: FORMAT_VERSION,
+            });
+        }
+        let crc = word(12);
+        let mut len = [0u8; 8];
+        len.copy_from_slice(&bytes[16..24]);
+        let len = u64::from_le_bytes(len);
+        let body = &bytes[HEADER..];
+        if len != body.len() as u64 || len > MAX_ARTIFACT_BYTES {
+            return Err(ArtifactError::Length {
+                expected: len,
+                found: body.len() as u64,
+            });
+        }
+        if crc32fast::hash(body) != crc {
+            return Err(ArtifactError::Checksum);
+        }
+        let invalid = |e: String| ArtifactError::Invalid(e);
+        // The limit keeps a length prefix inside the payload from allocating beyond it.
+        let config = bincode::config::standard().with_limit::<{ 4 << 30 }>();
+        let (p, used): (Payload, usize) =
+            bincode::serde::decode_from_slice(body, config).map_err(|e| invalid(e.to_string()))?;
+        if used != body.len() {
+            return Err(invalid(format!("{} trailing bytes", body.len() - used)));
+        }
+        p.lexer.validate().map_err(|e| invalid(e.to_string()))?;
+        p.lr.validate().map_err(|e| invalid(e.to_string()))?;
+        p.follow
+            .validate(p.lexer.num_states(), p.lr.num_terminals())
+            .map_err(|e| invalid(e.to_string()))?;
+        let tables =
+            Tables::from_parts(p.lexer, p.follow, p.lr).map_err(|e| invalid(e.to_string()))?;
+        p.dwa.validate().map_err(|e| invalid(e.to_string()))?;
+        if p.dwa.num_lr() != tables.lr.num_states() {
+            return Err(invalid(
+                "mask automaton and LR tables disagree on states".into(),
+            ));
+        }
+        let nq = tables.lexer.num_states();
+        if p.dwa.positions().iter().any(|sp| match sp.pos {
+            LexPos::Pending(q) | LexPos::Boundary(q) => q.index() >= nq,
+        }) {
+            return Err(invalid(
+                "mask automaton names a lexer state the lexer lacks".into(),
+            ));
+        }
+        if p.dwa.vocab_len() != p.vocab.len as usize {
+            return Err(invalid(
+                "mask automaton and vocabulary fingerprint disagree".into(),
+            ));
+        }
+        Ok(Self {
+            tables: Arc::new(tables),
+            dwa: Arc::new(p.dwa),
+            vocab: p.vocab,
+        })
+    }
+
+    /// Checks that `v` is the vocabulary this grammar was compiled for.
+    pub fn check_vocab(&self, v: &Vocab) -> Result<(), ArtifactError> {
+        let f = VocabFingerprint::of(v);
+        if f != self.vocab {
+            return Err(ArtifactError::Vocabulary(format!(
+                "compiled for {} ids (crc {:08x}), given {} ids (crc {:08x})",
+                self.vocab.len, self.vocab.crc, f.len, f.crc
+            )));
+        }
+        Ok(())
+    }
+}
