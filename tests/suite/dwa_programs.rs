@@ -1,0 +1,96 @@
+//! The mask automaton against the reference on real programs with language grammars
+//! (cases in tests/data/dwa_programs.toml): full masks at evenly spaced steps, and the
+//! document's own token allowed at every step, to the end (accepted).
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
+use stackmask::reference::Reference;
+use stackmask::runtime::Matcher;
+use stackmask::vocab::segment::random_segmentation;
+use stackmask::vocab::Vocab;
+
+use super::common::{load_toml, resolve};
+
+#[derive(Deserialize)]
+struct File {
+    case: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    grammar: String,
+    document: String,
+    tokenizer: String,
+    segment: String,
+    full_masks: usize,
+}
+
+#[test]
+fn dwa_masks_equal_reference_on_programs() {
+    let file: File = load_toml("dwa_programs.toml");
+    assert!(file.case.len() >= 3);
+    for c in &file.case {
+        let text = std::fs::read_to_string(resolve(&c.grammar)).unwrap();
+        let g = compile_grammar(&text, GrammarFormat::Lark).unwrap();
+        let tables = Arc::new(build_glr_tables(&g).unwrap());
+        let vocab = Vocab::load(&resolve(&c.tokenizer)).unwrap();
+        let doc = std::fs::read(resolve(&c.document)).unwrap();
+        let ids = match c.segment.strip_prefix("random:") {
+            Some(seed) => random_segmentation(&vocab, &doc, seed.parse().unwrap()).unwrap(),
+            None => vocab.encode(std::str::from_utf8(&doc).unwrap()).unwrap(),
+        };
+        let dwa =
+            Arc::new(build_dwa(&tables, &vocab).unwrap_or_else(|e| panic!("{}: {e}", c.name)));
+        let reference = Reference::new(&g, &tables.lexer);
+        let mut m = Matcher::new(tables.clone(), dwa);
+        let mut p = reference.empty();
+        let every = (ids.len() / c.full_masks.max(1)).max(1);
+        let mut words = vec![0u32; vocab.len().div_ceil(32)];
+        let mut compared = 0;
+        for (i, &t) in ids.iter().enumerate() {
+            m.fill_mask(&mut words).unwrap();
+            assert!(
+                words[t.index() / 32] >> (t.index() % 32) & 1 == 1,
+                "{}: step {i}: the document's token {t:?} is masked out",
+                c.name
+            );
+            if i % every == 0 {
+                let want = reference.mask(&p, &vocab);
+                for (k, &w) in want.iter().enumerate() {
+                    assert_eq!(
+                        words[k / 32] >> (k % 32) & 1 == 1,
+                        w,
+                        "{}: step {i}: token {k} {:?}",
+                        c.name,
+                        String::from_utf8_lossy(
+                            vocab
+                                .token_bytes(stackmask::ids::TokenId::new(k))
+                                .unwrap_or(&[])
+                        )
+                    );
+                }
+                compared += 1;
+            }
+            let b = vocab.token_bytes(t).unwrap();
+            m.commit_bytes(b).unwrap();
+            p = reference.commit(&p, b);
+        }
+        // The end: EOS allowed exactly when the reference says the document is complete.
+        m.fill_mask(&mut words).unwrap();
+        let want = reference.mask(&p, &vocab);
+        for (k, &w) in want.iter().enumerate() {
+            assert_eq!(
+                words[k / 32] >> (k % 32) & 1 == 1,
+                w,
+                "{}: end, token {k}",
+                c.name
+            );
+        }
+        assert!(m.is_accepting(), "{}: document not accepted", c.name);
+        assert!(compared >= c.full_masks.min(ids.len()), "{}", c.name);
+    }
+}
