@@ -19,9 +19,34 @@ pub trait StackNode: Sized {
     fn key(&self) -> usize;
 }
 
-type Work<'a, N> = Vec<(&'a N, DwaStateId, Vec<u64>)>;
+/// Class sets of one walk, in one growing buffer: slot `i` is `words[i*cw..(i+1)*cw]`.
+/// Avoids an allocation per work item (sets are up to a few hundred words).
+struct Arena {
+    cw: usize,
+    words: Vec<u64>,
+}
 
-/// `a ∩ b − c`, and whether it is non-empty.
+impl Arena {
+    fn alloc(&mut self, from: &[u64]) -> usize {
+        let i = self.words.len() / self.cw;
+        self.words.extend_from_slice(from);
+        i
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> &[u64] {
+        &self.words[i * self.cw..(i + 1) * self.cw]
+    }
+
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> &mut [u64] {
+        &mut self.words[i * self.cw..(i + 1) * self.cw]
+    }
+}
+
+type Work<'a, N> = Vec<(&'a N, DwaStateId, usize)>;
+
+/// `a ∩ b − c` into `out`, and whether it is non-empty.
 #[inline]
 fn and_not(a: &[u64], b: &[u64], c: &[u64], out: &mut [u64]) -> bool {
     let mut any = 0;
@@ -35,17 +60,22 @@ fn and_not(a: &[u64], b: &[u64], c: &[u64], out: &mut [u64]) -> bool {
 /// Queues `(p, s, r)` for every entry `p` below `node`, minus what already reached (p, s).
 fn push<'a, N: StackNode>(
     work: &mut Work<'a, N>,
-    seen: &mut HashMap<(usize, DwaStateId), Vec<u64>>,
+    seen: &mut HashMap<(usize, DwaStateId), usize>,
+    arena: &mut Arena,
     node: &'a N,
     s: DwaStateId,
     r: &[u64],
 ) {
     for p in node.preds() {
-        match seen.get_mut(&(p.key(), s)) {
-            Some(done) => {
-                let mut fresh = r.to_vec();
+        match seen.get(&(p.key(), s)) {
+            Some(&done) => {
+                let fresh = arena.alloc(r);
+                let cw = arena.cw;
+                let (lo, hi) = arena.words.split_at_mut(fresh * cw);
+                let d = &mut lo[done * cw..(done + 1) * cw];
+                let f = &mut hi[..cw];
                 let mut any = 0;
-                for (f, d) in fresh.iter_mut().zip(done.iter_mut()) {
+                for (f, d) in f.iter_mut().zip(d.iter_mut()) {
                     *f &= !*d;
                     *d |= *f;
                     any |= *f;
@@ -55,8 +85,10 @@ fn push<'a, N: StackNode>(
                 }
             }
             None => {
-                seen.insert((p.key(), s), r.to_vec());
-                work.push((p, s, r.to_vec()));
+                let done = arena.alloc(r);
+                seen.insert((p.key(), s), done);
+                let fresh = arena.alloc(r);
+                work.push((p, s, fresh));
             }
         }
     }
@@ -75,7 +107,11 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
     // Work items: a stack node still to read, the state that reads it, and the classes
     // still undecided on this path; `seen` merges paths meeting at (node, state).
     let mut work: Work<'_, N> = Vec::new();
-    let mut seen: HashMap<(usize, DwaStateId), Vec<u64>> = HashMap::new();
+    let mut seen: HashMap<(usize, DwaStateId), usize> = HashMap::new();
+    let mut arena = Arena {
+        cw,
+        words: Vec::new(),
+    };
     let mut reads = 0;
     let mine = dwa.shape_classes(sp.shape);
     for h in heads {
@@ -88,11 +124,12 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
         }
         for &(next, filter) in dwa.targets(e) {
             if and_not(dwa.weight(filter), mine, &decided, &mut r2) {
-                push(&mut work, &mut seen, h, next, &r2);
+                push(&mut work, &mut seen, &mut arena, h, next, &r2);
             }
         }
     }
-    while let Some((node, s, mut r)) = work.pop() {
+    while let Some((node, s, slot)) = work.pop() {
+        let r = arena.get_mut(slot);
         let mut any = 0;
         for (x, d) in r.iter_mut().zip(&decided) {
             *x &= !d;
@@ -106,13 +143,14 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
             continue;
         };
         if e.decided.index() != 0 {
-            for ((d, &w), &x) in decided.iter_mut().zip(dwa.weight(e.decided)).zip(&r) {
+            let r = arena.get(slot);
+            for ((d, &w), &x) in decided.iter_mut().zip(dwa.weight(e.decided)).zip(r) {
                 *d |= w & x;
             }
         }
         for &(next, filter) in dwa.targets(e) {
-            if and_not(&r, dwa.weight(filter), &decided, &mut r2) {
-                push(&mut work, &mut seen, node, next, &r2);
+            if and_not(arena.get(slot), dwa.weight(filter), &decided, &mut r2) {
+                push(&mut work, &mut seen, &mut arena, node, next, &r2);
             }
         }
     }
