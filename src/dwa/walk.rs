@@ -95,8 +95,8 @@ fn push<'a, N: StackNode>(
 }
 
 /// ORs into `out` (bit `t % 32` of word `t / 32`) the tokens allowed for a configuration
-/// at `pos` with stack heads `heads` (EOS not included). Returns the number of stack
-/// entries read. `out` must hold `ceil(vocab_len / 32)` words.
+/// at `pos` with stack heads `heads` (EOS not included). Returns the number of work
+/// items taken (stack entries read, counting those a path reached with nothing left). `out` must hold `ceil(vocab_len / 32)` words.
 pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32]) -> usize {
     let Some(sp) = dwa.start_pos(pos) else {
         return 0;
@@ -129,6 +129,7 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
         }
     }
     while let Some((node, s, slot)) = work.pop() {
+        reads += 1;
         let r = arena.get_mut(slot);
         let mut any = 0;
         for (x, d) in r.iter_mut().zip(&decided) {
@@ -138,7 +139,6 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
         if any == 0 {
             continue;
         }
-        reads += 1;
         let Some(e) = dwa.edge(s, node.state()) else {
             continue;
         };

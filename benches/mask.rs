@@ -1,0 +1,66 @@
+//! get_mask: filling the mask at every step of a document (JSON with the bundled o200k and
+//! with Llama-3, Java with GPT-2 when ../shared is present). The whole document's masks
+//! per iteration; divide by the token count for the per-mask mean (the CLI's `check`
+//! reports percentiles).
+
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
+use stackmask::runtime::Matcher;
+use stackmask::vocab::Vocab;
+
+fn bench(c: &mut Criterion) {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let json_doc = std::fs::read_to_string(format!("{dir}/tests/data/texts/data.json")).unwrap();
+    let mut workloads = vec![(
+        "json_o200k",
+        BUILTIN_JSON.to_string(),
+        "builtin:o200k".to_string(),
+        json_doc.clone(),
+    )];
+    let shared = format!("{dir}/../shared");
+    if std::path::Path::new(&shared).is_dir() {
+        workloads.push((
+            "json_llama3",
+            BUILTIN_JSON.to_string(),
+            format!("{shared}/tokenizers/llama3.json"),
+            json_doc,
+        ));
+        workloads.push((
+            "java_gpt2",
+            std::fs::read_to_string(format!("{shared}/grammars/syncode/java.lark")).unwrap(),
+            format!("{shared}/tokenizers/gpt2.json"),
+            std::fs::read_to_string(format!("{dir}/tests/data/docs/Main.java")).unwrap(),
+        ));
+    }
+    let mut group = c.benchmark_group("mask");
+    group.sample_size(10);
+    for (name, grammar, tok, doc) in &workloads {
+        let g = compile_grammar(grammar, GrammarFormat::Lark).unwrap();
+        let tables = Arc::new(build_glr_tables(&g).unwrap());
+        let vocab = Vocab::load(tok).unwrap();
+        let dwa = Arc::new(build_dwa(&tables, &vocab).unwrap());
+        let ids = vocab.encode(doc).unwrap();
+        // The states along the document, so the loop times masks only.
+        let mut states = Vec::with_capacity(ids.len());
+        let mut m = Matcher::new(tables.clone(), dwa.clone());
+        for &t in &ids {
+            states.push(m.clone());
+            m.commit_token(&vocab, t).unwrap();
+        }
+        let mut words = vec![0u32; vocab.len().div_ceil(32)];
+        group.bench_function(BenchmarkId::new("document", name), |b| {
+            b.iter(|| {
+                for s in &states {
+                    s.fill_mask(&mut words).unwrap();
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
