@@ -30,6 +30,7 @@ impl StackNode for Arc<Node> {
 /// automaton allows after recognizer state `glr`, EOS included when the document may end.
 /// Returns the number of stack entries read.
 pub fn fill_mask_words(glr: &GlrState, dwa: &Dwa, out: &mut [u32]) -> usize {
+    // Words past the vocabulary (padded rows) stay zero.
     out.fill(0);
     let mut reads = 0;
     for c in glr.configs() {
@@ -70,11 +71,42 @@ pub struct MaskError {
     pub got: usize,
 }
 
-/// The constraint state of one sequence: cheap to clone (the stack is shared).
+/// Why a matcher refused a request; the matcher is unchanged.
+#[derive(Debug, thiserror::Error)]
+pub enum MatcherError {
+    /// The token cannot be committed here.
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    /// The bytes leave no viable continuation.
+    #[error(transparent)]
+    Rejected(#[from] Rejected),
+    /// EOS while the document is incomplete.
+    #[error("EOS is not allowed here: the document is incomplete")]
+    Incomplete,
+    /// End of sequence was committed; nothing may follow.
+    #[error("the sequence has ended (EOS was committed)")]
+    Terminated,
+    /// Rolling back more steps than were committed.
+    #[error("cannot roll back {asked} steps: only {available} committed")]
+    Rollback {
+        /// Steps asked for.
+        asked: usize,
+        /// Steps committed since the start.
+        available: usize,
+    },
+}
+
+/// The constraint state of one sequence: commit tokens, fill masks, roll back. Cheap to
+/// clone: recognizer states share their stacks, so the history that makes rollback
+/// unlimited costs a few pointers per step.
 #[derive(Debug, Clone)]
 pub struct Matcher {
     glr: GlrState,
     dwa: Arc<Dwa>,
+    /// The state before each commit still in effect, oldest first.
+    history: Vec<GlrState>,
+    /// EOS was committed (the last history entry is the state before it).
+    terminated: bool,
 }
 
 impl Matcher {
@@ -83,6 +115,8 @@ impl Matcher {
         Self {
             glr: GlrState::new(tables),
             dwa,
+            history: Vec::new(),
+            terminated: false,
         }
     }
 
@@ -91,14 +125,90 @@ impl Matcher {
         Self::new(g.tables.clone(), g.dwa.clone())
     }
 
-    /// Commits bytes; on error nothing changes.
-    pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<(), Rejected> {
-        self.glr.commit_bytes(bytes)
+    /// Commits bytes as one step; on error nothing changes.
+    pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<(), MatcherError> {
+        if self.terminated {
+            return Err(MatcherError::Terminated);
+        }
+        let before = self.glr.clone();
+        self.glr.commit_bytes(bytes)?;
+        self.history.push(before);
+        Ok(())
     }
 
-    /// Commits a token; on error nothing changes.
-    pub fn commit_token(&mut self, vocab: &Vocab, t: TokenId) -> Result<(), CommitError> {
-        self.glr.commit_token(vocab, t)
+    /// Commits a token as one step: text tokens extend the document; an EOS token ends
+    /// it when the document is complete. On error nothing changes.
+    pub fn commit(&mut self, vocab: &Vocab, t: TokenId) -> Result<(), MatcherError> {
+        if self.terminated {
+            return Err(MatcherError::Terminated);
+        }
+        if self.dwa.eos().contains(&t) {
+            if !self.glr.is_accepting() {
+                return Err(MatcherError::Incomplete);
+            }
+            self.history.push(self.glr.clone());
+            self.terminated = true;
+            return Ok(());
+        }
+        let before = self.glr.clone();
+        self.glr.commit_token(vocab, t)?;
+        self.history.push(before);
+        Ok(())
+    }
+
+    /// [`Matcher::commit`] under its older name.
+    pub fn commit_token(&mut self, vocab: &Vocab, t: TokenId) -> Result<(), MatcherError> {
+        self.commit(vocab, t)
+    }
+
+    /// Undoes the last `n` steps (any number up to all of them, in O(n)); asking for more
+    /// than were committed is an error and changes nothing.
+    pub fn rollback(&mut self, n: usize) -> Result<(), MatcherError> {
+        if n > self.history.len() {
+            return Err(MatcherError::Rollback {
+                asked: n,
+                available: self.history.len(),
+            });
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let keep = self.history.len() - n;
+        // Entry `keep` is the state before the first undone step.
+        self.glr = self.history.swap_remove(keep);
+        self.history.truncate(keep);
+        self.terminated = false;
+        Ok(())
+    }
+
+    /// Back to the start of a document.
+    pub fn reset(&mut self) {
+        if !self.history.is_empty() {
+            let n = self.history.len();
+            // `n` steps were committed, so rolling all of them back cannot fail.
+            self.rollback(n).expect("rollback within history");
+        }
+    }
+
+    /// Steps committed and not rolled back.
+    pub fn num_steps(&self) -> usize {
+        self.history.len()
+    }
+
+    /// Whether EOS was committed.
+    pub fn is_terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// How many of `tokens` would be accepted in order from here (the longest accepted
+    /// prefix), without changing the matcher: speculative decoding's verifier.
+    pub fn validate_tokens(&self, vocab: &Vocab, tokens: &[TokenId]) -> usize {
+        let mut probe = self.clone();
+        probe.history.clear();
+        tokens
+            .iter()
+            .take_while(|&&t| probe.commit(vocab, t).is_ok())
+            .count()
     }
 
     /// Whether the document may end here.
@@ -111,13 +221,18 @@ impl Matcher {
         &self.glr
     }
 
-    /// The allowed tokens as a set (EOS included when the document may end).
+    /// The allowed tokens as a set (EOS included when the document may end; only EOS
+    /// once the sequence has ended).
     pub fn mask_set(&self) -> RoaringBitmap {
+        if self.terminated {
+            return self.dwa.eos().iter().map(|t| t.as_u32()).collect();
+        }
         mask_set(&self.glr, &self.dwa)
     }
 
     /// Writes the mask into `out` (bit `t % 32` of word `t / 32`; words past the
-    /// vocabulary, as in padded model vocabularies, are zeroed).
+    /// vocabulary, as in padded model vocabularies, are zeroed). Once EOS was committed,
+    /// only EOS is allowed.
     pub fn fill_mask(&self, out: &mut [u32]) -> Result<(), MaskError> {
         self.fill_mask_counted(out).map(|_| ())
     }
@@ -132,6 +247,39 @@ impl Matcher {
                 got: out.len(),
             });
         }
+        if self.terminated {
+            out.fill(0);
+            for t in self.dwa.eos() {
+                out[t.index() / 32] |= 1 << (t.as_u32() % 32);
+            }
+            return Ok(0);
+        }
         Ok(fill_mask_words(&self.glr, &self.dwa, out))
     }
+}
+
+/// Fills one mask row per matcher, in parallel: `out` holds `matchers.len()` rows of
+/// `row_words` words each (a model's padded vocabulary may make rows wider than the
+/// matchers need; the extra words are zeroed).
+pub fn fill_masks(
+    matchers: &[&Matcher],
+    out: &mut [u32],
+    row_words: usize,
+) -> Result<(), MaskError> {
+    use rayon::prelude::*;
+    let need = matchers
+        .iter()
+        .map(|m| m.dwa.vocab_len().div_ceil(32))
+        .max()
+        .unwrap_or(0);
+    if row_words < need || out.len() < row_words * matchers.len() {
+        return Err(MaskError {
+            need: need.max(row_words) * matchers.len(),
+            got: out.len(),
+        });
+    }
+    out[..row_words * matchers.len()]
+        .par_chunks_mut(row_words)
+        .zip(matchers.par_iter())
+        .try_for_each(|(row, m)| m.fill_mask(row))
 }

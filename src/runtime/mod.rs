@@ -8,4 +8,4 @@ mod artifact;
 mod matcher;
 
 pub use artifact::{ArtifactError, CompiledGrammar, VocabFingerprint, FORMAT_VERSION};
-pub use matcher::{mask_set, MaskError, Matcher};
+pub use matcher::{fill_masks, mask_set, MaskError, Matcher, MatcherError};

@@ -8,5 +8,6 @@ mod dwa_programs;
 mod glr_state;
 mod grammars;
 mod lexer;
+mod matcher_api;
 mod terminal_trie;
 mod vocab;

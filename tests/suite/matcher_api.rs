@@ -1,0 +1,141 @@
+//! The serving API of `Matcher`: rollback, reset, EOS termination, speculative
+//! validation, batch fills.
+
+use std::sync::Arc;
+
+use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
+use stackmask::ids::TokenId;
+use stackmask::runtime::{fill_masks, Matcher, MatcherError};
+use stackmask::vocab::Vocab;
+
+use super::common::shared_dir;
+
+fn setup() -> (Matcher, Vocab) {
+    let vocab = Vocab::load(
+        &shared_dir()
+            .join("tokenizers/gpt2.json")
+            .display()
+            .to_string(),
+    )
+    .expect("gpt2 loads");
+    let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).expect("json grammar");
+    let tables = Arc::new(build_glr_tables(&g).expect("tables"));
+    let dwa = Arc::new(build_dwa(&tables, &vocab).expect("automaton"));
+    (Matcher::new(tables, dwa), vocab)
+}
+
+fn mask(m: &Matcher, v: &Vocab) -> Vec<u32> {
+    let mut w = vec![0u32; v.len().div_ceil(32)];
+    m.fill_mask(&mut w).expect("fits");
+    w
+}
+
+const DOC: &str = r#"{"name": "x", "tags": [1, 2, {"deep": null}], "ok": true}"#;
+
+/// Masks after rolling back k steps equal the masks first seen at that step, for every
+/// k; re-committing gives the same masks again; rolling back too far changes nothing.
+#[test]
+fn rollback_restores_every_earlier_state() {
+    let (mut m, v) = setup();
+    let ids = v.encode(DOC).unwrap();
+    let mut seen = vec![mask(&m, &v)];
+    for &t in &ids {
+        m.commit(&v, t).unwrap();
+        seen.push(mask(&m, &v));
+    }
+    assert_eq!(m.num_steps(), ids.len());
+    for k in [1, 2, 5, ids.len()] {
+        let mut r = m.clone();
+        r.rollback(k).unwrap();
+        assert_eq!(mask(&r, &v), seen[ids.len() - k], "rollback {k}");
+        for &t in &ids[ids.len() - k..] {
+            r.commit(&v, t).unwrap();
+        }
+        assert_eq!(mask(&r, &v), seen[ids.len()], "recommit after rollback {k}");
+    }
+    let before = mask(&m, &v);
+    assert!(matches!(
+        m.rollback(ids.len() + 1),
+        Err(MatcherError::Rollback { asked, available }) if asked == ids.len() + 1 && available == ids.len()
+    ));
+    assert_eq!(mask(&m, &v), before);
+    m.reset();
+    assert_eq!(m.num_steps(), 0);
+    assert_eq!(mask(&m, &v), seen[0]);
+}
+
+/// EOS ends a complete document (then only EOS is allowed and nothing commits), is
+/// refused on an incomplete one, and rolling EOS back reopens the document.
+#[test]
+fn eos_terminates_only_complete_documents() {
+    let (mut m, v) = setup();
+    let eos = v.eos()[0];
+    assert!(matches!(m.commit(&v, eos), Err(MatcherError::Incomplete)));
+    for t in v.encode(DOC).unwrap() {
+        m.commit(&v, t).unwrap();
+    }
+    let open = mask(&m, &v);
+    m.commit(&v, eos).unwrap();
+    assert!(m.is_terminated());
+    let only_eos = mask(&m, &v);
+    let allowed: Vec<usize> = (0..v.len())
+        .filter(|&k| only_eos[k / 32] >> (k % 32) & 1 == 1)
+        .collect();
+    assert_eq!(allowed, vec![eos.index()]);
+    let space = v.encode(" ").unwrap()[0];
+    assert!(matches!(m.commit(&v, space), Err(MatcherError::Terminated)));
+    m.rollback(1).unwrap();
+    assert!(!m.is_terminated());
+    assert_eq!(mask(&m, &v), open);
+}
+
+/// validate_tokens counts the longest accepted prefix and leaves the matcher alone.
+#[test]
+fn validate_tokens_counts_the_accepted_prefix() {
+    let (mut m, v) = setup();
+    let ids = v.encode(DOC).unwrap();
+    m.commit(&v, ids[0]).unwrap();
+    let before = mask(&m, &v);
+    assert_eq!(m.validate_tokens(&v, &ids[1..]), ids.len() - 1);
+    // The document's tokens up to its last, then `]` where only `}` can close.
+    let n = ids.len();
+    assert_eq!(v.decode_bytes(&ids[n - 1..]).unwrap(), b"}");
+    let mut bad = ids[1..n - 1].to_vec();
+    bad.push(v.encode("]").unwrap()[0]);
+    bad.push(ids[n - 1]);
+    assert_eq!(m.validate_tokens(&v, &bad), n - 2);
+    assert_eq!(m.validate_tokens(&v, &[TokenId::new(v.len() + 5)]), 0);
+    assert_eq!(mask(&m, &v), before);
+    assert_eq!(m.num_steps(), 1);
+}
+
+/// A parallel batch fill equals one fill per matcher, rows padded past the vocabulary
+/// stay zero, and a short buffer is an error.
+#[test]
+fn batch_fill_equals_single_fills() {
+    let (m0, v) = setup();
+    let ids = v.encode(DOC).unwrap();
+    let mut ms = vec![m0.clone()];
+    let mut m = m0;
+    for &t in &ids {
+        m.commit(&v, t).unwrap();
+        ms.push(m.clone());
+    }
+    let row = v.len().div_ceil(32) + 3;
+    let mut out = vec![u32::MAX; row * ms.len()];
+    let refs: Vec<&Matcher> = ms.iter().collect();
+    fill_masks(&refs, &mut out, row).unwrap();
+    for (i, mm) in ms.iter().enumerate() {
+        let single = mask(mm, &v);
+        assert_eq!(
+            &out[i * row..i * row + single.len()],
+            &single[..],
+            "row {i}"
+        );
+        assert!(out[i * row + single.len()..(i + 1) * row]
+            .iter()
+            .all(|&w| w == 0));
+    }
+    assert!(fill_masks(&refs, &mut out[..row], row).is_err());
+}
