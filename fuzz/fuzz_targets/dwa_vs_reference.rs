@@ -1,0 +1,115 @@
+//! Differential: a random small grammar and a random small vocabulary, both drawn from
+//! the input; along a random walk of allowed tokens, the mask automaton's mask equals the
+//! reference oracle's at every step (fully determinized, and with no determinization
+//! budget so every suspended effect is its own state).
+#![no_main]
+
+use std::sync::Arc;
+
+use libfuzzer_sys::fuzz_target;
+use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
+use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
+use stackmask::ids::TokenId;
+use stackmask::reference::Reference;
+use stackmask::runtime::Matcher;
+use stackmask::vocab::Vocab;
+
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn next(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((&b, rest)) => {
+                self.0 = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+    fn below(&mut self, n: u8) -> u8 {
+        self.next() % n
+    }
+}
+
+const ALPHA: &[u8] = b"ab-( )";
+
+fn word(b: &mut Bytes, max: u8) -> Vec<u8> {
+    let len = 1 + b.below(max);
+    (0..len).map(|_| ALPHA[b.below(ALPHA.len() as u8) as usize]).collect()
+}
+
+fn grammar(b: &mut Bytes) -> String {
+    let nts = 1 + b.below(3);
+    let mut out = String::from("start: n0\n");
+    for n in 0..nts {
+        let alts = 1 + b.below(3);
+        let mut alt_texts = Vec::new();
+        for _ in 0..alts {
+            let syms = b.below(4);
+            let mut s = Vec::new();
+            for _ in 0..syms {
+                match b.below(4) {
+                    0 => s.push(format!("n{}", b.below(nts))),
+                    1 => s.push("W".to_string()),
+                    _ => {
+                        let w: Vec<u8> = word(b, 2).into_iter().filter(|&c| c != b' ').collect();
+                        if !w.is_empty() {
+                            s.push(format!("{:?}", String::from_utf8(w).unwrap()));
+                        }
+                    }
+                }
+            }
+            alt_texts.push(if s.is_empty() { "\"a\"".to_string() } else { s.join(" ") });
+        }
+        out.push_str(&format!("n{n}: {}\n", alt_texts.join(" | ")));
+    }
+    out.push_str("W: /[ab]+/\n");
+    if b.below(2) == 0 {
+        out.push_str("%ignore \" \"\n");
+    }
+    out
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut b = Bytes(data);
+    let text = grammar(&mut b);
+    let Ok(g) = compile_grammar(&text, GrammarFormat::Lark) else {
+        return;
+    };
+    let Ok(tables) = build_glr_tables(&g) else {
+        return;
+    };
+    let tables = Arc::new(tables);
+    let ntok = 4 + b.below(20) as usize;
+    let mut toks: Vec<Option<Vec<u8>>> = (0..ntok).map(|_| Some(word(&mut b, 4))).collect();
+    toks.push(Some(b"<eos>".to_vec()));
+    let Ok(vocab) = Vocab::from_byte_tokens("fuzz", toks, &[TokenId::new(ntok)]) else {
+        return;
+    };
+    let budget = if b.below(2) == 0 { 0 } else { usize::MAX };
+    let limits = DwaLimits {
+        max_states: 20_000,
+        determinize_budget: budget,
+    };
+    let Ok(dwa) = build_dwa_limited(&tables, &vocab, limits) else {
+        return;
+    };
+    let reference = Reference::new(&g, &tables.lexer);
+    let mut m = Matcher::new(tables, Arc::new(dwa));
+    let mut p = reference.empty();
+    for _ in 0..12 {
+        let want = reference.mask(&p, &vocab);
+        let got = m.mask_set();
+        for (k, &w) in want.iter().enumerate() {
+            assert_eq!(got.contains(k as u32), w, "grammar:\n{text}\nstep token {k}");
+        }
+        let allowed: Vec<usize> = (0..ntok).filter(|&k| want[k]).collect();
+        if allowed.is_empty() {
+            break;
+        }
+        let t = allowed[b.below(allowed.len().min(255) as u8) as usize];
+        let bytes = vocab.token_bytes(TokenId::new(t)).unwrap().to_vec();
+        m.commit_bytes(&bytes).unwrap();
+        p = reference.commit(&p, &bytes);
+    }
+});
