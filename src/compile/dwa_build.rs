@@ -6,13 +6,15 @@
 //! that could grow shares the plain boundary's shape, its inhibited tokens removed only
 //! from its class → token table.
 //!
-//! A state is a *suspended effect*: a reduction, triggered by consuming terminal `t`
-//! after `depth` lexemes, that pops the whole known stack (`prod`, with `skip` ids still to
-//! pop below the one about to be read), and whether `t` is a lexeme to shift (`Child`) or
-//! a lookahead that decides tokens ending there (`Final`). What happens next depends only
-//! on this key and the ids below, never on the popped ids or the trie node, so the state
-//! count is that of the grammar's (terminal, production, depth) combinations rather than
-//! of token paths. Which token classes ride on a state is carried by the weights.
+//! A state is a *suspended effect*: a reduction that pops the whole known stack (`prod`,
+//! with `skip` ids still to pop below the one about to be read), started either by a
+//! lexeme to shift (`Next::Shift(t)`, with `depth`, the lexemes the riders will have
+//! consumed) or by a lookahead check deciding tokens that end there (`Next::Look(set)`:
+//! some terminal of the set can follow; such states need no depth, since deciding does
+//! not depend on where the riders are). What happens next depends only on this key and
+//! the ids below, never on the popped ids or the trie node, so the state count is that of
+//! the grammar's (terminal, production, depth) combinations rather than of token paths.
+//! Which token classes ride on a state is carried by the weights.
 //!
 //! Reading an id resumes the effect: the goto, the rest of the reductions and the shift
 //! of `t`, then an *exploration* of what the riding classes do next with the now known
@@ -71,13 +73,23 @@ type Stack = SmallVec<[LrStateId; 8]>;
 /// A suspended effect (an automaton state's identity).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct Effect {
-    /// Lexemes consumed by the riding classes (counting `t` for `Child`).
+    /// Lexemes consumed by the riding classes, counting the one to shift (0 for a
+    /// lookahead check: deciding does not depend on where the riders are).
     depth: u32,
-    t: TerminalId,
+    what: Next,
     prod: ProductionId,
+    /// Ids still to pop below the one about to be read before the goto is taken.
     skip: u32,
-    /// `t` is a lookahead deciding the riders (else a lexeme to shift).
-    is_final: bool,
+}
+
+/// What the suspended reduction was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Next {
+    /// Shift this lexeme's terminal, then explore what the riders do next.
+    Shift(TerminalId),
+    /// Decide the riders if some terminal of this interned lookahead set can be consumed
+    /// (one state for all of them: they decide the same riders).
+    Look(u32),
 }
 
 #[derive(Default, Clone)]
@@ -156,6 +168,9 @@ struct Builder<'a> {
     queue: BTreeSet<(u32, DwaStateId)>,
     max_states: usize,
     consume_memo: HashMap<(Stack, TerminalId), Rc<Consume>>,
+    /// Interned lookahead sets of `Next::Look` effects.
+    looks: Vec<Vec<TerminalId>>,
+    look_index: HashMap<Vec<TerminalId>, u32>,
     explore_memo: HashMap<(u32, Stack, WeightId), Rc<Outcome>>,
 }
 
@@ -264,28 +279,38 @@ impl Builder<'_> {
             })
             .unwrap_or_default();
         for (ts, kf) in finals {
+            // Lookaheads that suspend, grouped by the reduction they wait in.
+            let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
+            let mut decided = false;
             for t in ts {
-                let undecided = &kf - &out.decided;
-                if undecided.is_empty() {
-                    break;
-                }
                 let c = self.consume(s, t);
                 if c.accepted || !c.results.is_empty() {
-                    out.decided |= &undecided;
-                    continue;
+                    decided = true;
+                    break;
                 }
-                for &(prod, skip) in &c.suspended {
-                    out.wait(
-                        Effect {
-                            depth,
-                            t,
-                            prod,
-                            skip,
-                            is_final: true,
-                        },
-                        &undecided,
-                    );
-                }
+                waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
+            }
+            let undecided = &kf - &out.decided;
+            if decided {
+                out.decided |= &undecided;
+                continue;
+            }
+            if undecided.is_empty() {
+                continue;
+            }
+            waiting.sort();
+            for group in waiting.chunk_by(|a, b| a.0 == b.0) {
+                let (prod, skip) = group[0].0;
+                let look = self.look_set(group.iter().map(|g| g.1).collect());
+                out.wait(
+                    Effect {
+                        depth: 0,
+                        what: Next::Look(look),
+                        prod,
+                        skip,
+                    },
+                    &undecided,
+                );
             }
         }
         for (ts, kc) in nexts {
@@ -307,10 +332,9 @@ impl Builder<'_> {
                     out.wait(
                         Effect {
                             depth: depth + 1,
-                            t,
+                            what: Next::Shift(t),
                             prod,
                             skip,
-                            is_final: false,
                         },
                         &kc,
                     );
@@ -325,6 +349,19 @@ impl Builder<'_> {
         let out = Rc::new(out);
         self.explore_memo.insert(key, out.clone());
         out
+    }
+
+    /// The id of a lookahead set (sorted, deduplicated here).
+    fn look_set(&mut self, mut ts: Vec<TerminalId>) -> u32 {
+        ts.sort();
+        ts.dedup();
+        if let Some(&i) = self.look_index.get(&ts) {
+            return i;
+        }
+        let i = self.looks.len() as u32;
+        self.looks.push(ts.clone());
+        self.look_index.insert(ts, i);
+        i
     }
 
     /// The state for `e`, with `w` added to its riders (queued when they grow).
@@ -411,21 +448,45 @@ impl Builder<'_> {
             // A goto source always has the goto.
             let Some(g) = lr.goto(y, lhs) else { continue };
             let stack = Stack::from_slice(&[g, y]);
-            let c = self.consume(&stack, e.t);
             let mut o = Outcome::default();
-            if e.is_final {
-                if c.accepted || !c.results.is_empty() {
-                    o.decided = riders.clone();
+            match e.what {
+                Next::Look(look) => {
+                    let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
+                    for t in self.looks[look as usize].clone() {
+                        let c = self.consume(&stack, t);
+                        if c.accepted || !c.results.is_empty() {
+                            o.decided = riders.clone();
+                            waiting.clear();
+                            break;
+                        }
+                        waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
+                    }
+                    waiting.sort();
+                    for group in waiting.chunk_by(|a, b| a.0 == b.0) {
+                        let (prod, skip) = group[0].0;
+                        let look = self.look_set(group.iter().map(|g| g.1).collect());
+                        o.wait(
+                            Effect {
+                                what: Next::Look(look),
+                                prod,
+                                skip,
+                                ..e
+                            },
+                            &riders,
+                        );
+                    }
                 }
-            } else {
-                for r in &c.results {
-                    let sub = self.explore(e.depth, r, &riders);
-                    o.absorb(&sub);
-                }
-            }
-            if o.decided != riders {
-                for &(prod, skip) in &c.suspended {
-                    o.wait(Effect { prod, skip, ..e }, &riders);
+                Next::Shift(t) => {
+                    let c = self.consume(&stack, t);
+                    for r in &c.results {
+                        let sub = self.explore(e.depth, r, &riders);
+                        o.absorb(&sub);
+                    }
+                    if o.decided != riders {
+                        for &(prod, skip) in &c.suspended {
+                            o.wait(Effect { prod, skip, ..e }, &riders);
+                        }
+                    }
                 }
             }
             let decided = o.decided.clone();
@@ -634,6 +695,8 @@ pub fn build_dwa_limited(
         queue: BTreeSet::new(),
         max_states,
         consume_memo: HashMap::new(),
+        looks: Vec::new(),
+        look_index: HashMap::new(),
         explore_memo: HashMap::new(),
     };
     let num_lr = lr.num_states();
