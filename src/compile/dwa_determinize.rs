@@ -89,6 +89,8 @@ struct Builder {
     weights: WeightTable,
     states: Vec<DwaState>,
     keys: Vec<Members>,
+    /// Per state: the union of its members' weights (the filter of edges into it).
+    filters: Vec<WeightId>,
     index: HashMap<Members, DwaStateId>,
     edges: Vec<Edge>,
     edge_index: HashMap<(WeightId, Vec<(DwaStateId, WeightId)>), u32>,
@@ -106,7 +108,6 @@ impl Builder {
     /// by `decided`).
     fn edge(&mut self, decided: &RoaringBitmap, members: Accs) -> Result<u32, GrammarError> {
         let mut key: Members = Vec::with_capacity(members.0.len());
-        let mut filter = RoaringBitmap::new();
         let undecided = decided.is_empty();
         for (s, acc) in members.0 {
             let w = match acc {
@@ -118,7 +119,6 @@ impl Builder {
                 }
             };
             if w != WeightId::new(0) {
-                filter |= self.weights.get(w);
                 key.push((s, w));
             }
         }
@@ -129,10 +129,10 @@ impl Builder {
         let targets: Vec<(DwaStateId, WeightId)> = if key.is_empty() {
             Vec::new()
         } else if let Some(&s) = self.index.get(&key) {
-            vec![(s, self.weights.intern(&filter))]
+            vec![(s, self.filters[s.index()])]
         } else if self.states.len() < self.budget || key.len() == 1 {
             let s = self.state_for(key)?;
-            vec![(s, self.weights.intern(&filter))]
+            vec![(s, self.filters[s.index()])]
         } else {
             let mut t = Vec::with_capacity(key.len());
             for (e, w) in key {
@@ -172,6 +172,19 @@ impl Builder {
             trans: Vec::new(),
             default: NO_EDGE,
         });
+        // What may still be decided in this state: the union of its members' riders,
+        // computed once per state (edges into it reuse it).
+        let filter = match key[..] {
+            [(_, w)] => w,
+            _ => {
+                let mut f = RoaringBitmap::new();
+                for &(_, w) in &key {
+                    f |= self.weights.get(w);
+                }
+                self.weights.intern(&f)
+            }
+        };
+        self.filters.push(filter);
         self.keys.push(key.clone());
         self.index.insert(key, id);
         self.queue.push_back(id);
@@ -304,6 +317,7 @@ pub(super) fn determinize(nfa: Nfa, budget: usize, max_states: usize) -> Result<
         weights: nfa.weights,
         states: Vec::new(),
         keys: Vec::new(),
+        filters: Vec::new(),
         index: HashMap::new(),
         edges: Vec::new(),
         edge_index: HashMap::new(),
