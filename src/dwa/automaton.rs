@@ -68,20 +68,22 @@ impl ClassTokens {
         self.offsets.len().saturating_sub(1)
     }
 
-    /// ORs the tokens of `classes` (a dense class set; only this table's shape's part is
-    /// read) into `out`.
+    /// The words of the class space this table's classes occupy.
     #[inline]
-    pub fn expand(&self, classes: &[u64], out: &mut [u32]) {
+    pub fn word_range(&self) -> std::ops::Range<usize> {
         let (lo, hi) = (self.base as usize, self.base as usize + self.num_classes());
-        for (wi, &word) in classes
-            .iter()
-            .enumerate()
-            .take(hi.div_ceil(64))
-            .skip(lo / 64)
-        {
+        lo / 64..hi.div_ceil(64)
+    }
+
+    /// ORs into `out` the tokens of `classes`: dense class-set words starting at word
+    /// `first_word` of the class space (classes outside this table are ignored).
+    #[inline]
+    pub fn expand(&self, classes: &[u64], first_word: usize, out: &mut [u32]) {
+        let (lo, hi) = (self.base as usize, self.base as usize + self.num_classes());
+        for (i, &word) in classes.iter().enumerate() {
             let mut word = word;
             while word != 0 {
-                let c = wi * 64 + word.trailing_zeros() as usize;
+                let c = (first_word + i) * 64 + word.trailing_zeros() as usize;
                 word &= word - 1;
                 if c < lo || c >= hi {
                     continue;

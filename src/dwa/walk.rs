@@ -101,7 +101,16 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
     let Some(sp) = dwa.start_pos(pos) else {
         return 0;
     };
-    let cw = dwa.class_words();
+    // Only the words of this configuration's shape: its classes are a contiguous range,
+    // and nothing outside it can ever be set on its paths.
+    let table = dwa.table(sp.table);
+    let range = table.word_range();
+    let cw = range.len();
+    if cw == 0 {
+        // A position no token can start from.
+        return 0;
+    }
+    let w = |id| &dwa.weight(id)[range.clone()];
     let mut decided = vec![0u64; cw];
     let mut r2 = vec![0u64; cw];
     // Work items: a stack node still to read, the state that reads it, and the classes
@@ -113,17 +122,17 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
         words: Vec::new(),
     };
     let mut reads = 0;
-    let mine = dwa.shape_classes(sp.shape);
+    let mine = &dwa.shape_classes(sp.shape)[range.clone()];
     for h in heads {
         reads += 1;
         let Some(e) = dwa.start_edge(h.state()) else {
             continue;
         };
-        for ((d, &w), &m) in decided.iter_mut().zip(dwa.weight(e.decided)).zip(mine) {
+        for ((d, &w), &m) in decided.iter_mut().zip(w(e.decided)).zip(mine) {
             *d |= w & m;
         }
         for &(next, filter) in dwa.targets(e) {
-            if and_not(dwa.weight(filter), mine, &decided, &mut r2) {
+            if and_not(w(filter), mine, &decided, &mut r2) {
                 push(&mut work, &mut seen, &mut arena, h, next, &r2);
             }
         }
@@ -144,16 +153,16 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
         };
         if e.decided.index() != 0 {
             let r = arena.get(slot);
-            for ((d, &w), &x) in decided.iter_mut().zip(dwa.weight(e.decided)).zip(r) {
+            for ((d, &w), &x) in decided.iter_mut().zip(w(e.decided)).zip(r) {
                 *d |= w & x;
             }
         }
         for &(next, filter) in dwa.targets(e) {
-            if and_not(arena.get(slot), dwa.weight(filter), &decided, &mut r2) {
+            if and_not(arena.get(slot), w(filter), &decided, &mut r2) {
                 push(&mut work, &mut seen, &mut arena, node, next, &r2);
             }
         }
     }
-    dwa.table(sp.table).expand(&decided, out);
+    table.expand(&decided, range.start, out);
     reads
 }
