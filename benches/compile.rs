@@ -1,7 +1,11 @@
-//! Compile stage: grammar text → recognizer tables (lexer DFA, follow sets, LALR tables).
+//! Compile stage: grammar text → recognizer tables (lexer DFA, follow sets, LALR tables),
+//! and the JSON grammar's mask automaton for a 128K vocabulary with the tokenizer-only
+//! work (token byte order) already cached in the vocabulary.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use stackmask::compile::dwa_build::build_dwa;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
+use stackmask::vocab::Vocab;
 
 fn shared(rel: &str) -> Option<String> {
     std::fs::read_to_string(format!("{}/../shared/{rel}", env!("CARGO_MANIFEST_DIR"))).ok()
@@ -26,6 +30,19 @@ fn bench(c: &mut Criterion) {
                 let g = compile_grammar(text, *format).unwrap();
                 build_glr_tables(&g).unwrap()
             })
+        });
+    }
+    let tok = format!(
+        "{}/../shared/tokenizers/llama3.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if let Ok(vocab) = Vocab::load(&tok) {
+        let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).unwrap();
+        let tables = build_glr_tables(&g).unwrap();
+        // Caches the token byte order: what a server computes once per tokenizer.
+        vocab.byte_order();
+        group.bench_function(BenchmarkId::new("automaton", "json_llama3"), |b| {
+            b.iter(|| build_dwa(&tables, &vocab).unwrap())
         });
     }
     group.finish();

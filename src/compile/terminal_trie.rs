@@ -122,11 +122,14 @@ impl TerminalTrie {
     }
 }
 
-/// The normal tokens of a vocabulary in byte order.
+/// The normal tokens of a vocabulary in byte order (the vocabulary caches the order).
 pub fn sorted_tokens(vocab: &Vocab) -> Vec<(&[u8], TokenId)> {
-    let mut v: Vec<(&[u8], TokenId)> = vocab.normal_tokens().map(|(id, b)| (b, id)).collect();
-    v.sort();
-    v
+    vocab
+        .byte_order()
+        .iter()
+        // Byte order lists normal tokens only, which all have bytes.
+        .map(|&id| (vocab.token_bytes(id).unwrap_or(&[]), id))
+        .collect()
 }
 
 /// Where a walk stands after some bytes of a token: the pending lexeme's state and the
@@ -228,17 +231,31 @@ pub fn build_trie(
     };
     let mut stack: Vec<Option<Walk>> = vec![Some(Walk { q: q0, node: 0 })];
     let mut prev: &[u8] = &[];
-    for &(bytes, id) in tokens {
+    let mut i = 0;
+    while i < tokens.len() {
+        let (bytes, id) = tokens[i];
         let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
         stack.truncate(lcp + 1);
+        let mut dead_at = None;
         for d in lcp..bytes.len() {
             let next = stack[d].and_then(|w| b.step(w, bytes[d], (d == 0).then_some(start)));
             stack.push(next);
+            if next.is_none() && stack[d].is_some() {
+                dead_at = Some(d + 1);
+            }
         }
         if let Some(w) = stack[bytes.len()] {
             b.finish(w, id);
         }
         prev = bytes;
+        i += 1;
+        // Tokens are in byte order: every later token sharing the prefix that just died
+        // is dead too, so the whole block is skipped (most of the vocabulary, from most
+        // positions).
+        if let Some(k) = dead_at {
+            let dead = &bytes[..k];
+            i += tokens[i..].partition_point(|(t, _)| t.starts_with(dead));
+        }
     }
     for n in &mut b.nodes {
         n.children.sort();

@@ -98,6 +98,9 @@ pub struct Vocab {
     special_names: Vec<(TokenId, String)>,
     eos: Vec<TokenId>,
     encoder: Option<Encoder>,
+    /// Normal tokens in byte order, computed on first use: the tokenizer-only part of every
+    /// mask automaton build (sorting 128K+ byte strings), shared by all grammars.
+    byte_order: std::sync::OnceLock<Vec<TokenId>>,
 }
 
 impl std::fmt::Debug for Vocab {
@@ -224,6 +227,7 @@ impl Vocab {
             special_names,
             eos,
             encoder,
+            byte_order: std::sync::OnceLock::new(),
         })
     }
 
@@ -317,6 +321,20 @@ impl Vocab {
         &self.special_names
     }
 
+    /// The normal tokens sorted by their bytes (cached: computed once per vocabulary).
+    pub fn byte_order(&self) -> &[TokenId] {
+        self.byte_order.get_or_init(|| {
+            let mut v: Vec<TokenId> = self.normal_tokens().map(|(id, _)| id).collect();
+            // Every normal token has bytes.
+            v.sort_by(|a, b| {
+                let ba = self.token_bytes(*a).unwrap_or(&[]);
+                let bb = self.token_bytes(*b).unwrap_or(&[]);
+                ba.cmp(bb).then(a.cmp(b))
+            });
+            v
+        })
+    }
+
     /// The end-of-sequence tokens.
     pub fn eos(&self) -> &[TokenId] {
         &self.eos
@@ -325,6 +343,8 @@ impl Vocab {
     /// Replaces the end-of-sequence tokens. Each must be a token that exists; it is allowed
     /// only where the document may end from then on.
     pub fn set_eos(&mut self, eos: &[TokenId]) -> Result<(), VocabError> {
+        // Which tokens are normal may change.
+        self.byte_order = std::sync::OnceLock::new();
         for &id in eos {
             if self.kind(id)? == TokenKind::Unused {
                 return Err(VocabError::UnusedTokenId(id.as_u32()));
