@@ -406,13 +406,17 @@ fn masks_agree_with_reference_at_sampled_steps() {
 }
 
 /// The mask automaton: at every step (synthetic vocabulary) or sampled steps (GPT-2,
-/// Llama-2), along canonical and random segmentations of the accepted documents, the
-/// matcher's mask is bit-identical to the reference mask, EOS included.
+/// Llama-2, Llama-3, Qwen2.5), along canonical and random segmentations of the accepted
+/// documents, the matcher's mask is bit-identical to the reference mask, EOS included.
 #[test]
 fn dwa_masks_equal_reference_masks() {
     use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
     use stackmask::runtime::Matcher;
-    let big = big_vocabs();
+    let mut big = big_vocabs();
+    let dir = shared_dir().join("tokenizers");
+    for f in ["llama3.json", "qwen2_5.json"] {
+        big.push(Vocab::load(dir.join(f).to_str().unwrap()).unwrap());
+    }
     let cases = cases();
     assert!(cases.iter().filter(|c| c.dwa).count() >= 10);
     for case in cases.into_iter().filter(|c| c.dwa) {
