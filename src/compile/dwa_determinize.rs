@@ -109,7 +109,11 @@ impl Builder {
     fn edge(&mut self, decided: &RoaringBitmap, members: Accs) -> Result<u32, GrammarError> {
         let mut key: Members = Vec::with_capacity(members.0.len());
         let undecided = decided.is_empty();
-        for (s, acc) in members.0 {
+        // In state order: weights are interned as they come, and their ids must not
+        // depend on hash order (artifacts are reproducible byte for byte).
+        let mut members: Vec<(DwaStateId, Acc)> = members.0.into_iter().collect();
+        members.sort_by_key(|(s, _)| *s);
+        for (s, acc) in members {
             let w = match acc {
                 Acc::One(w) if undecided => w,
                 Acc::One(w) => self.weights.intern(&(self.weights.get(w) - decided)),

@@ -141,3 +141,35 @@ fn corrupt_artifacts_are_errors() {
         "no edited artifact loaded: the run-safety check ran nothing"
     );
 }
+
+/// Compiling the same grammar twice, in two processes, writes the same bytes (hash
+/// order must not leak into the artifact). Java has LR conflicts, which exercise the
+/// determinizer's merging.
+#[test]
+fn artifacts_are_reproducible_across_processes() {
+    let grammar = shared_dir().join("grammars/syncode/java.lark");
+    let tok = shared_dir().join("tokenizers/gpt2.json");
+    let dir = std::env::temp_dir().join(format!("stackmask-repro-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut outs = Vec::new();
+    for i in 0..2 {
+        let out = dir.join(format!("java{i}.smk"));
+        let st = std::process::Command::new(env!("CARGO_BIN_EXE_stackmask"))
+            .args(["compile", "--grammar"])
+            .arg(&grammar)
+            .arg("--tokenizer")
+            .arg(&tok)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .expect("runs the binary");
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        outs.push(std::fs::read(&out).unwrap());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(outs[0] == outs[1], "two compiles wrote different artifacts");
+}
