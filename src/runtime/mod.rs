@@ -1,6 +1,7 @@
-//! The public face: a [`Matcher`] ties commit (the GLR recognizer) and get_mask (the mask
-//! automaton) together and writes masks in the layout servers exchange (bit `t % 32` of
-//! word `t / 32`).
+//! The public face: a [`CompiledGrammar`] (tables + mask automaton for one vocabulary, and
+//! its artifact format) and a [`Matcher`] that ties commit (the GLR recognizer) and
+//! get_mask (the mask automaton) together, with rollback, and writes masks in the layout
+//! servers exchange (bit `t % 32` of word `t / 32`).
 //!
 //! The only module that imports both `glr` and `dwa`; it parses no grammar text.
 
