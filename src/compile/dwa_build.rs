@@ -298,20 +298,7 @@ impl Builder<'_> {
             if undecided.is_empty() {
                 continue;
             }
-            waiting.sort();
-            for group in waiting.chunk_by(|a, b| a.0 == b.0) {
-                let (prod, skip) = group[0].0;
-                let look = self.look_set(group.iter().map(|g| g.1).collect());
-                out.wait(
-                    Effect {
-                        depth: 0,
-                        what: Next::Look(look),
-                        prod,
-                        skip,
-                    },
-                    &undecided,
-                );
-            }
+            self.wait_lookaheads(waiting, &undecided, &mut out);
         }
         for (ts, kc) in nexts {
             for t in ts {
@@ -349,6 +336,30 @@ impl Builder<'_> {
         let out = Rc::new(out);
         self.explore_memo.insert(key, out.clone());
         out
+    }
+
+    /// Makes `riders` wait on lookahead effects: the suspended `(reduction, terminal)`
+    /// pairs grouped by reduction, each group's terminals one lookahead set.
+    fn wait_lookaheads(
+        &mut self,
+        mut waiting: Vec<((ProductionId, u32), TerminalId)>,
+        riders: &RoaringBitmap,
+        out: &mut Outcome,
+    ) {
+        waiting.sort();
+        for group in waiting.chunk_by(|a, b| a.0 == b.0) {
+            let (prod, skip) = group[0].0;
+            let look = self.look_set(group.iter().map(|g| g.1).collect());
+            out.wait(
+                Effect {
+                    depth: 0,
+                    what: Next::Look(look),
+                    prod,
+                    skip,
+                },
+                riders,
+            );
+        }
     }
 
     /// The id of a lookahead set (sorted, deduplicated here).
@@ -461,20 +472,7 @@ impl Builder<'_> {
                         }
                         waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
                     }
-                    waiting.sort();
-                    for group in waiting.chunk_by(|a, b| a.0 == b.0) {
-                        let (prod, skip) = group[0].0;
-                        let look = self.look_set(group.iter().map(|g| g.1).collect());
-                        o.wait(
-                            Effect {
-                                what: Next::Look(look),
-                                prod,
-                                skip,
-                                ..e
-                            },
-                            &riders,
-                        );
-                    }
+                    self.wait_lookaheads(waiting, &riders, &mut o);
                 }
                 Next::Shift(t) => {
                     let c = self.consume(&stack, t);

@@ -140,24 +140,33 @@ impl Builder {
         } else {
             let mut t = Vec::with_capacity(key.len());
             for (e, w) in key {
-                let single = vec![(e, self.nfa_riders[e.index()])];
-                t.push((self.state_for(single)?, w));
+                t.push((self.singleton(e)?, w));
             }
             t
         };
         let d = self.weights.intern(decided);
-        if let Some(&e) = self.edge_index.get(&(d, targets.clone())) {
-            return Ok(e);
+        Ok(self.intern_edge(d, targets))
+    }
+
+    /// The edge with these contents (hash-consed).
+    fn intern_edge(&mut self, decided: WeightId, targets: Vec<(DwaStateId, WeightId)>) -> u32 {
+        if let Some(&e) = self.edge_index.get(&(decided, targets.clone())) {
+            return e;
         }
         let e = self.edges.len() as u32;
         let start = self.targets.len() as u32;
         self.targets.extend_from_slice(&targets);
         self.edges.push(Edge {
-            decided: d,
+            decided,
             targets: (start, self.targets.len() as u32),
         });
-        self.edge_index.insert((d, targets), e);
-        Ok(e)
+        self.edge_index.insert((decided, targets), e);
+        e
+    }
+
+    /// The state of effect `e` alone, with all its riders.
+    fn singleton(&mut self, e: DwaStateId) -> Result<DwaStateId, GrammarError> {
+        self.state_for(vec![(e, self.nfa_riders[e.index()])])
     }
 
     fn state_for(&mut self, key: Members) -> Result<DwaStateId, GrammarError> {
@@ -219,20 +228,9 @@ impl Builder {
     ) -> Result<u32, GrammarError> {
         let mut t = Vec::with_capacity(targets.len());
         for &(e, w) in targets {
-            t.push((self.state_for(vec![(e, self.nfa_riders[e.index()])])?, w));
+            t.push((self.singleton(e)?, w));
         }
-        if let Some(&e) = self.edge_index.get(&(decided, t.clone())) {
-            return Ok(e);
-        }
-        let e = self.edges.len() as u32;
-        let start = self.targets.len() as u32;
-        self.targets.extend_from_slice(&t);
-        self.edges.push(Edge {
-            decided,
-            targets: (start, self.targets.len() as u32),
-        });
-        self.edge_index.insert((decided, t), e);
-        Ok(e)
+        Ok(self.intern_edge(decided, t))
     }
 
     fn build(&mut self, id: DwaStateId) -> Result<(), GrammarError> {

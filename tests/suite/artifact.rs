@@ -1,28 +1,10 @@
 //! Compiled-grammar artifacts: round trip, vocabulary check, and corrupt input.
 
-use std::sync::Arc;
-
-use stackmask::compile::dwa_build::build_dwa;
-use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::rng::SplitMix64;
 use stackmask::runtime::{ArtifactError, CompiledGrammar, Matcher};
 use stackmask::vocab::Vocab;
 
-use super::common::shared_dir;
-
-fn json_gpt2() -> (CompiledGrammar, Vocab) {
-    let vocab = Vocab::load(
-        &shared_dir()
-            .join("tokenizers/gpt2.json")
-            .display()
-            .to_string(),
-    )
-    .expect("gpt2 loads");
-    let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).expect("json grammar");
-    let tables = Arc::new(build_glr_tables(&g).expect("tables"));
-    let dwa = Arc::new(build_dwa(&tables, &vocab).expect("automaton"));
-    (CompiledGrammar::new(tables, dwa, &vocab), vocab)
-}
+use super::common::{json_gpt2, shared_dir};
 
 fn masks_along(g: &CompiledGrammar, vocab: &Vocab, doc: &str) -> Vec<Vec<u32>> {
     let mut m = Matcher::from_compiled(g);

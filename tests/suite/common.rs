@@ -40,3 +40,20 @@ pub fn load_toml<T: serde::de::DeserializeOwned>(rel: &str) -> T {
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// The built-in JSON grammar compiled for GPT-2 (tables and mask automaton), with the
+/// vocabulary: the fixture of the runtime API tests.
+pub fn json_gpt2() -> (stackmask::runtime::CompiledGrammar, stackmask::vocab::Vocab) {
+    use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
+    use std::sync::Arc;
+    let vocab =
+        stackmask::vocab::Vocab::load(&resolve("shared:tokenizers/gpt2.json")).expect("gpt2 loads");
+    let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).expect("json grammar");
+    let tables = Arc::new(build_glr_tables(&g).expect("tables"));
+    let dwa =
+        Arc::new(stackmask::compile::dwa_build::build_dwa(&tables, &vocab).expect("automaton"));
+    (
+        stackmask::runtime::CompiledGrammar::new(tables, dwa, &vocab),
+        vocab,
+    )
+}

@@ -1,28 +1,15 @@
 //! The serving API of `Matcher`: rollback, reset, EOS termination, speculative
 //! validation, batch fills.
 
-use std::sync::Arc;
-
-use stackmask::compile::dwa_build::build_dwa;
-use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::ids::TokenId;
 use stackmask::runtime::{fill_masks, Matcher, MatcherError};
 use stackmask::vocab::Vocab;
 
-use super::common::shared_dir;
+use super::common::json_gpt2;
 
 fn setup() -> (Matcher, Vocab) {
-    let vocab = Vocab::load(
-        &shared_dir()
-            .join("tokenizers/gpt2.json")
-            .display()
-            .to_string(),
-    )
-    .expect("gpt2 loads");
-    let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).expect("json grammar");
-    let tables = Arc::new(build_glr_tables(&g).expect("tables"));
-    let dwa = Arc::new(build_dwa(&tables, &vocab).expect("automaton"));
-    (Matcher::new(tables, dwa), vocab)
+    let (g, vocab) = json_gpt2();
+    (Matcher::from_compiled(&g), vocab)
 }
 
 fn mask(m: &Matcher, v: &Vocab) -> Vec<u32> {
