@@ -110,6 +110,47 @@ enum Cmd {
         #[arg(long, default_value_t = 0.5)]
         eos_chance: f64,
     },
+    /// MaskBench: compile every JSONSchemaBench schema in a directory and replay its
+    /// valid and invalid instances token by token, counting errors and timing both.
+    Maskbench {
+        /// Directory of MaskBench files (each with `schema` and `tests`).
+        #[arg(long, default_value = "../shared/maskbench")]
+        data: String,
+        #[command(flatten)]
+        tokenizer: TokenizerArgs,
+        /// reference / glr time commits only; dwa times mask + commit per token.
+        #[arg(long, value_enum, default_value = "dwa")]
+        engine: BenchEngine,
+        /// Only the first N files (sorted by name).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Only files whose path contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Print one JSON object as the last line.
+        #[arg(long)]
+        json: bool,
+        /// Serialize instances with non-ASCII escaped (Python's default ensure_ascii).
+        #[arg(long)]
+        ensure_ascii: bool,
+        /// Drop keywords that cannot be enforced instead of refusing the schema.
+        #[arg(long)]
+        lenient: bool,
+        /// No whitespace between tokens.
+        #[arg(long)]
+        compact: bool,
+        /// Write one JSON line per file (status, error, wrongly judged instances).
+        #[arg(long)]
+        details: Option<String>,
+    },
+}
+
+/// `maskbench --engine` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum BenchEngine {
+    Reference,
+    Glr,
+    Dwa,
 }
 
 fn run_vocab(args: &TokenizerArgs, show: &[u32]) -> Result<(), String> {
@@ -276,6 +317,41 @@ fn main() -> ExitCode {
             } else {
                 Err("check failed".into())
             }
+        }),
+        Cmd::Maskbench {
+            data,
+            tokenizer,
+            engine,
+            limit,
+            filter,
+            json,
+            ensure_ascii,
+            lenient,
+            compact,
+            details,
+        } => cli::load::vocab(tokenizer).and_then(|vocab| {
+            let engine = match engine {
+                BenchEngine::Reference => stackmask::maskbench::Engine::Reference,
+                BenchEngine::Glr => stackmask::maskbench::Engine::Glr,
+                BenchEngine::Dwa => stackmask::maskbench::Engine::Dwa,
+            };
+            cli::maskbench::run(
+                cli::maskbench::MaskbenchArgs {
+                    data,
+                    engine,
+                    limit: *limit,
+                    filter: filter.as_deref(),
+                    json: *json,
+                    ensure_ascii: *ensure_ascii,
+                    schema: stackmask::compile::json_schema::SchemaOptions {
+                        compact: *compact,
+                        lenient: *lenient,
+                    },
+                    details: details.as_deref(),
+                },
+                &vocab,
+            )
+            .map(|_| ())
         }),
         Cmd::Compile {
             grammar,

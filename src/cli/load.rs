@@ -20,9 +20,17 @@ pub struct GrammarArgs {
     /// A grammar file, or builtin:json.
     #[arg(long, default_value = "builtin:json")]
     pub grammar: String,
-    /// Grammar syntax (default: from the file extension; .gbnf is GBNF, else Lark).
+    /// Grammar syntax (default: from the file extension; .gbnf is GBNF, .json a JSON
+    /// Schema, else Lark).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// JSON Schema: drop keywords that cannot be enforced exactly (listed on stderr)
+    /// instead of refusing the schema.
+    #[arg(long)]
+    pub lenient: bool,
+    /// JSON Schema: no whitespace between tokens.
+    #[arg(long)]
+    pub compact: bool,
 }
 
 /// `--tokenizer` and `--eos`, shared by the commands that load a vocabulary.
@@ -41,6 +49,7 @@ pub struct TokenizerArgs {
 pub enum Format {
     Lark,
     Gbnf,
+    JsonSchema,
 }
 
 /// Reads grammar text from a file or a builtin, with the format to use.
@@ -67,6 +76,7 @@ pub fn grammar_text(spec: &str, format: Option<Format>) -> Result<(String, Gramm
     let format = match format {
         Some(Format::Lark) => GrammarFormat::Lark,
         Some(Format::Gbnf) => GrammarFormat::Gbnf,
+        Some(Format::JsonSchema) => GrammarFormat::JsonSchema,
         None => guessed,
     };
     Ok((text, format))
@@ -77,7 +87,20 @@ pub fn grammar(args: &GrammarArgs) -> Result<Loaded, String> {
     let spec = args.grammar.as_str();
     let (text, format) = grammar_text(spec, args.format)?;
     let t0 = Instant::now();
-    let grammar = compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"))?;
+    let grammar = if format == GrammarFormat::JsonSchema {
+        let opts = compile::json_schema::SchemaOptions {
+            compact: args.compact,
+            lenient: args.lenient,
+        };
+        let lowered =
+            compile::json_schema::compile(&text, &opts).map_err(|e| format!("{spec}: {e}"))?;
+        for d in &lowered.dropped {
+            eprintln!("{spec}: dropped `{}` at {}: {}", d.keyword, d.pointer, d.reason);
+        }
+        lowered.grammar
+    } else {
+        compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"))?
+    };
     let tables = compile::build_glr_tables(&grammar).map_err(|e| format!("{spec}:{e}"))?;
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(Loaded {

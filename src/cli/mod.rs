@@ -3,5 +3,6 @@
 pub mod check;
 pub mod compile;
 pub mod load;
+pub mod maskbench;
 pub mod sample;
 pub mod stats;

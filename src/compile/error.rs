@@ -108,6 +108,9 @@ pub enum GrammarError {
         /// The limit.
         limit: usize,
     },
+    /// A JSON Schema that could not be lowered (refused keyword, bad value…).
+    #[error("{0}")]
+    Schema(Box<super::json_schema::SchemaError>),
     /// The grammar text is not valid UTF-8.
     #[error("grammar is not valid UTF-8 (byte {offset})")]
     InvalidUtf8 {
@@ -129,8 +132,15 @@ impl GrammarError {
             | GrammarError::RecursiveTerminal { span, .. }
             | GrammarError::TooLarge { span, .. } => Some(*span),
             GrammarError::NoStart { .. }
+            | GrammarError::Schema(_)
             | GrammarError::NoDocument { .. }
             | GrammarError::InvalidUtf8 { .. } => None,
         }
+    }
+}
+
+impl From<super::json_schema::SchemaError> for GrammarError {
+    fn from(e: super::json_schema::SchemaError) -> Self {
+        GrammarError::Schema(Box::new(e))
     }
 }

@@ -12,6 +12,7 @@ mod dwa_determinize;
 pub mod ebnf;
 pub mod error;
 pub mod gbnf;
+pub mod json_schema;
 pub mod ir;
 pub mod lark;
 pub mod lexer_build;
@@ -32,6 +33,8 @@ pub enum GrammarFormat {
     Lark,
     /// llama.cpp GBNF (start rule `root`).
     Gbnf,
+    /// A JSON Schema (strict: unsupported keywords are refused).
+    JsonSchema,
 }
 
 impl GrammarFormat {
@@ -39,6 +42,8 @@ impl GrammarFormat {
     pub fn from_path(path: &str) -> Self {
         if path.ends_with(".gbnf") {
             GrammarFormat::Gbnf
+        } else if path.ends_with(".schema.json") || path.ends_with(".json") {
+            GrammarFormat::JsonSchema
         } else {
             GrammarFormat::Lark
         }
@@ -53,6 +58,9 @@ pub fn compile_grammar(text: &str, format: GrammarFormat) -> Result<Grammar, Gra
     match format {
         GrammarFormat::Lark => lark::compile(text),
         GrammarFormat::Gbnf => gbnf::compile(text),
+        GrammarFormat::JsonSchema => json_schema::compile(text, &Default::default())
+            .map(|l| l.grammar)
+            .map_err(GrammarError::from),
     }
 }
 

@@ -1,0 +1,134 @@
+//! `stackmask maskbench`: the MaskBench replay over a directory of JSONSchemaBench files
+//! (see [`stackmask::maskbench`]), with a progress bar and the summary as text or JSON.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use serde_json::Value;
+use stackmask::compile::json_schema::{SchemaError, SchemaOptions};
+use stackmask::maskbench::{self, Engine, FileOutcome, PyJson};
+use stackmask::vocab::Vocab;
+
+use super::stats::percentiles;
+
+/// Options of `maskbench`.
+pub struct MaskbenchArgs<'a> {
+    pub data: &'a str,
+    pub engine: Engine,
+    pub limit: Option<usize>,
+    pub filter: Option<&'a str>,
+    pub json: bool,
+    pub ensure_ascii: bool,
+    pub schema: SchemaOptions,
+    pub details: Option<&'a str>,
+}
+
+/// Runs the replay and prints the summary; returns it.
+pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(a.data)
+        .map_err(|e| format!("cannot read {}: {e}", a.data))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| a.filter.is_none_or(|f| p.to_string_lossy().contains(f)))
+        .collect();
+    files.sort();
+    if let Some(n) = a.limit {
+        files.truncate(n);
+    }
+    let mut details = match a.details {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).map_err(|e| format!("cannot create {p}: {e}"))?,
+        )),
+        None => None,
+    };
+    let bar = indicatif::ProgressBar::new(files.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} [{elapsed_precise}] {msg}")
+            .map_err(|e| e.to_string())?,
+    );
+    let style = PyJson {
+        ensure_ascii: a.ensure_ascii,
+    };
+    let (mut total, mut compiled) = (0usize, 0usize);
+    let mut refused: BTreeMap<String, usize> = BTreeMap::new();
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut va, mut ve, mut ir, mut ie) = (0usize, 0usize, 0usize, 0usize);
+    let mut ttfm: Vec<f64> = Vec::new();
+    let mut tbm: Vec<f64> = Vec::new();
+    for path in &files {
+        bar.inc(1);
+        total += 1;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let outcome = match std::fs::read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
+        {
+            Ok(file) => maskbench::run_file(&file, &a.schema, a.engine, vocab, style, &mut tbm),
+            Err(e) => FileOutcome::BadFile(e),
+        };
+        let line = match outcome {
+            FileOutcome::BadFile(e) => {
+                *errors.entry("bad_file".into()).or_default() += 1;
+                serde_json::json!({"file": name, "status": "bad_file", "error": e})
+            }
+            FileOutcome::Error(e) => {
+                match &e {
+                    SchemaError::Unsupported { keyword, .. } => {
+                        *refused.entry(keyword.clone()).or_default() += 1
+                    }
+                    other => *errors.entry(other.kind().to_string()).or_default() += 1,
+                }
+                serde_json::json!({"file": name, "status": "error", "kind": e.kind(), "error": e.to_string()})
+            }
+            FileOutcome::Compiled { ttfm_ms, instances } => {
+                compiled += 1;
+                ttfm.push(ttfm_ms);
+                let mut wrong = Vec::new();
+                for i in &instances {
+                    match (i.valid, i.accepted) {
+                        (true, true) => va += 1,
+                        (true, false) => ve += 1,
+                        (false, false) => ir += 1,
+                        (false, true) => ie += 1,
+                    }
+                    if i.valid != i.accepted {
+                        wrong.push(serde_json::json!({"test": i.index, "valid": i.valid, "text": i.text}));
+                    }
+                }
+                serde_json::json!({"file": name, "status": "compiled", "ttfm_ms": ttfm_ms, "wrong": wrong})
+            }
+        };
+        if let Some(d) = details.as_mut() {
+            writeln!(d, "{line}").map_err(|e| e.to_string())?;
+        }
+        bar.set_message(format!("{compiled} compiled, {ve} validation / {ie} invalidation errors"));
+    }
+    bar.finish_and_clear();
+    let summary = serde_json::json!({
+        "schemas_total": total,
+        "schemas_compiled": compiled,
+        "schemas_refused": refused,
+        "compile_errors": errors,
+        "valid_accepted": va,
+        "validation_errors": ve,
+        "invalid_rejected": ir,
+        "invalidation_errors": ie,
+        "ttfm_ms": percentiles(&mut ttfm),
+        "tbm_us": percentiles(&mut tbm),
+    });
+    if a.json {
+        println!("{summary}");
+    } else {
+        println!("schemas: {total} total, {compiled} compiled");
+        println!("refused by keyword: {}", summary["schemas_refused"]);
+        println!("compile errors by kind: {}", summary["compile_errors"]);
+        println!("valid instances: {va} accepted, {ve} wrongly rejected (validation errors)");
+        println!("invalid instances: {ir} rejected, {ie} wrongly accepted (invalidation errors)");
+        println!("TTFM ms: {}", summary["ttfm_ms"]);
+        println!("TBM µs ({} tokens): {}", tbm.len(), summary["tbm_us"]);
+    }
+    Ok(summary)
+}

@@ -1,0 +1,1190 @@
+//! Schema → grammar IR.
+//!
+//! Strings are split between two kinds of terminals so that the lexer itself can tell
+//! a property name from every other string: each string *literal* the schema mentions
+//! (property names, `enum`/`const` strings) is a terminal of priority 1 matching all
+//! spellings of exactly that value; every other string terminal (any string, a pattern,
+//! a format, a length) has priority 0. A lexeme equal to a literal is therefore only
+//! ever emitted as that literal, and each string-valued nonterminal lists, besides its
+//! own terminal, the literals whose value it accepts — decided here, once all literals
+//! are known, by matching the value. "Any key but the declared ones" is then just the
+//! generic string plus the other literals: exact without regex complement.
+
+use hashbrown::HashMap;
+use regex_syntax::hir::{Hir, Repetition};
+use serde_json::{Map, Value};
+
+use super::format::{format, Format};
+use super::number::{decimal_range, integer_range, value_spellings, Bound, ANY_INTEGER, ANY_NUMBER};
+use super::resolve::{conjoin, is_trivial, type_set, Flat, Resolver, ANNOTATIONS};
+use super::string::{
+    any_char, char_len, literal_regex, parse_pattern, parse_value_regex, quoted_regex,
+    ValueMatcher, ANY_STRING,
+};
+use super::{Dropped, LoweredSchema, SchemaError, SchemaOptions};
+use crate::compile::ebnf::{BnfBuilder, Ebnf};
+use crate::compile::error::{GrammarError, Span};
+use crate::compile::ir::{Grammar, Nonterminal, Priority, Symbol, Terminal};
+use crate::compile::prune::{
+    check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
+};
+use crate::ids::{NonterminalId, TerminalId};
+
+/// Longest string length (`maxLength`, or `minLength` without a maximum) compiled
+/// exactly: each counted character is a few lexer states, and every lexer state inside a
+/// string is a position the tokenizer tries are built from.
+pub const MAX_COUNTED_LENGTH: u64 = 64;
+/// Largest `minItems`/`maxItems` compiled exactly (each counted item is a nonterminal).
+pub const MAX_COUNTED_ITEMS: u64 = 256;
+/// Most alternatives `anyOf`/`oneOf` may distribute into at one schema node.
+const MAX_EXPANSIONS: usize = 256;
+
+const TYPES: [&str; 6] = ["null", "boolean", "object", "array", "number", "string"];
+
+/// Deferred body of a string-valued nonterminal, filled once all literals are known.
+enum StringRule {
+    /// Any string: the generic terminal and every literal.
+    Any,
+    /// A constrained string: its terminal and the literals its matcher accepts.
+    Constrained(TerminalId, ValueMatcher),
+    /// Any string except the listed values: the generic terminal and the other literals.
+    Except(Vec<String>),
+}
+
+struct Fixed {
+    lbrace: Symbol,
+    rbrace: Symbol,
+    lbrack: Symbol,
+    rbrack: Symbol,
+    comma: Symbol,
+    colon: Symbol,
+    tru: Symbol,
+    fals: Symbol,
+    null: Symbol,
+    string: TerminalId,
+    number: Symbol,
+}
+
+struct Lowerer<'a> {
+    resolver: Resolver<'a>,
+    opts: SchemaOptions,
+    terminals: Vec<Terminal>,
+    term_ids: HashMap<(String, i32), TerminalId>,
+    nonterminals: Vec<Nonterminal>,
+    bodies: Vec<Option<Ebnf>>,
+    memo: HashMap<String, NonterminalId>,
+    literals: Vec<(String, TerminalId)>,
+    literal_ids: HashMap<String, TerminalId>,
+    string_rules: Vec<(NonterminalId, StringRule)>,
+    /// Declared names a pattern-key rule must not list (they have their own slots).
+    exclusions: Vec<(NonterminalId, Vec<String>)>,
+    string_memo: HashMap<String, NonterminalId>,
+    any_string: Option<NonterminalId>,
+    any_value: Option<NonterminalId>,
+    dropped: Vec<Dropped>,
+    fixed: Option<Fixed>,
+}
+
+fn e_sym(s: Symbol) -> Ebnf {
+    Ebnf::Sym(s)
+}
+
+fn nothing() -> Ebnf {
+    Ebnf::Alt(Vec::new())
+}
+
+fn eps() -> Ebnf {
+    Ebnf::Seq(Vec::new())
+}
+
+fn invalid(keyword: &str, pointer: &str, reason: &str) -> SchemaError {
+    SchemaError::Invalid {
+        keyword: keyword.to_string(),
+        pointer: pointer.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+fn escape_pointer(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// A nonnegative integer keyword value (`minLength`, `maxItems`…).
+fn count(m: &Map<String, Value>, k: &str, pointer: &str) -> Result<Option<u64>, SchemaError> {
+    match m.get(k) {
+        None => Ok(None),
+        Some(v) => match (v.as_u64(), v.as_f64()) {
+            (Some(n), _) => Ok(Some(n)),
+            (None, Some(f)) if f >= 0.0 && f.fract() == 0.0 && f < 1e18 => Ok(Some(f as u64)),
+            _ => Err(invalid(k, pointer, "must be a nonnegative integer")),
+        },
+    }
+}
+
+fn json_type_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn type_allows(types: &Option<Vec<String>>, t: &str) -> bool {
+    match types {
+        None => true,
+        Some(ts) => ts.iter().any(|x| x == t || (x == "number" && t == "integer")),
+    }
+}
+
+impl<'a> Lowerer<'a> {
+    fn new(root: &'a Value, opts: SchemaOptions) -> Self {
+        let mut l = Lowerer {
+            resolver: Resolver::new(root),
+            opts,
+            terminals: Vec::new(),
+            term_ids: HashMap::new(),
+            nonterminals: Vec::new(),
+            bodies: Vec::new(),
+            memo: HashMap::new(),
+            literals: Vec::new(),
+            literal_ids: HashMap::new(),
+            string_rules: Vec::new(),
+            exclusions: Vec::new(),
+            string_memo: HashMap::new(),
+            any_string: None,
+            any_value: None,
+            dropped: Vec::new(),
+            fixed: None,
+        };
+        let punct = |l: &mut Self, s: &str| Symbol::T(l.terminal(s, &regex_syntax::escape(s), 0, true));
+        let fixed = Fixed {
+            lbrace: punct(&mut l, "{"),
+            rbrace: punct(&mut l, "}"),
+            lbrack: punct(&mut l, "["),
+            rbrack: punct(&mut l, "]"),
+            comma: punct(&mut l, ","),
+            colon: punct(&mut l, ":"),
+            tru: punct(&mut l, "true"),
+            fals: punct(&mut l, "false"),
+            null: punct(&mut l, "null"),
+            string: l.terminal("STRING", ANY_STRING, 0, false),
+            number: Symbol::T(l.terminal("NUMBER", ANY_NUMBER, 0, false)),
+        };
+        if !opts.compact {
+            let ws = l.terminal("WS", r"[ \t\n\r]+", 0, false);
+            l.terminals[ws.index()].ignored = true;
+        }
+        l.fixed = Some(fixed);
+        l
+    }
+
+    fn f(&self) -> &Fixed {
+        // Set in `new` before any lowering.
+        self.fixed.as_ref().expect("fixed terminals")
+    }
+
+    fn terminal(&mut self, name: &str, regex: &str, priority: i32, literal: bool) -> TerminalId {
+        if let Some(&t) = self.term_ids.get(&(regex.to_string(), priority)) {
+            return t;
+        }
+        let id = TerminalId::new(self.terminals.len());
+        self.terminals.push(Terminal {
+            name: name.to_string(),
+            regex: regex.to_string(),
+            priority: Priority {
+                user: priority,
+                literal,
+            },
+            ignored: false,
+            span: Span::default(),
+        });
+        self.term_ids.insert((regex.to_string(), priority), id);
+        id
+    }
+
+    /// The priority-1 terminal for the string literal `value`.
+    fn literal(&mut self, value: &str) -> TerminalId {
+        if let Some(&t) = self.literal_ids.get(value) {
+            return t;
+        }
+        let name = serde_json::to_string(value).unwrap_or_default();
+        let t = self.terminal(&name, &literal_regex(value), 1, false);
+        self.literal_ids.insert(value.to_string(), t);
+        self.literals.push((value.to_string(), t));
+        t
+    }
+
+    fn nonterminal(&mut self, name: String) -> NonterminalId {
+        let id = NonterminalId::new(self.nonterminals.len());
+        self.nonterminals.push(Nonterminal {
+            name,
+            span: Span::default(),
+        });
+        self.bodies.push(None);
+        id
+    }
+
+    fn define(&mut self, n: NonterminalId, body: Ebnf) {
+        self.bodies[n.index()] = Some(body);
+    }
+
+    /// A keyword that cannot be enforced: an error, or recorded and ignored if lenient.
+    fn refuse(&mut self, keyword: &str, pointer: &str, reason: &str) -> Result<(), SchemaError> {
+        if self.opts.lenient {
+            self.dropped.push(Dropped {
+                keyword: keyword.to_string(),
+                pointer: pointer.to_string(),
+                reason: reason.to_string(),
+            });
+            Ok(())
+        } else {
+            Err(SchemaError::Unsupported {
+                keyword: keyword.to_string(),
+                pointer: pointer.to_string(),
+                reason: reason.to_string(),
+            })
+        }
+    }
+
+    fn string_nt(&mut self, key: String, rule: StringRule) -> NonterminalId {
+        if let Some(&n) = self.string_memo.get(&key) {
+            return n;
+        }
+        let n = self.nonterminal(format!("string<{key}>"));
+        self.string_memo.insert(key, n);
+        self.string_rules.push((n, rule));
+        n
+    }
+
+    fn any_string(&mut self) -> Symbol {
+        if self.any_string.is_none() {
+            let n = self.nonterminal("string".into());
+            self.string_rules.push((n, StringRule::Any));
+            self.any_string = Some(n);
+        }
+        Symbol::N(self.any_string.expect("just set"))
+    }
+
+    /// Any JSON value.
+    fn any_value(&mut self) -> Symbol {
+        if let Some(n) = self.any_value {
+            return Symbol::N(n);
+        }
+        let v = self.nonterminal("value".into());
+        self.any_value = Some(v);
+        let s = self.any_string();
+        let fx = self.f();
+        let (lb, rb, lk, rk, comma, colon) = (fx.lbrace, fx.rbrace, fx.lbrack, fx.rbrack, fx.comma, fx.colon);
+        let scalars = [fx.number, fx.tru, fx.fals, fx.null];
+        let member = Ebnf::Seq(vec![e_sym(s), e_sym(colon), e_sym(Symbol::N(v))]);
+        let list = |item: Ebnf| {
+            Ebnf::optional(Ebnf::Seq(vec![
+                item.clone(),
+                Ebnf::Repeat {
+                    inner: Box::new(Ebnf::Seq(vec![e_sym(comma), item])),
+                    min: 0,
+                    max: None,
+                },
+            ]))
+        };
+        let obj = Ebnf::Seq(vec![e_sym(lb), list(member), e_sym(rb)]);
+        let arr = Ebnf::Seq(vec![e_sym(lk), list(e_sym(Symbol::N(v))), e_sym(rk)]);
+        let mut alts = vec![obj, arr, e_sym(s)];
+        alts.extend(scalars.into_iter().map(e_sym));
+        self.define(v, Ebnf::Alt(alts));
+        Symbol::N(v)
+    }
+
+    /// The symbol for a schema node (memoized; `$ref`-only nodes by target, so that
+    /// recursive schemas become recursive rules).
+    fn schema(&mut self, node: &Value, pointer: &str) -> Result<Symbol, SchemaError> {
+        match node {
+            Value::Bool(true) => return Ok(self.any_value()),
+            Value::Object(m) if is_trivial(node) => {
+                let _ = m;
+                return Ok(self.any_value());
+            }
+            _ => {}
+        }
+        let key = match node.as_object() {
+            Some(m)
+                if m.get("$ref").is_some_and(Value::is_string)
+                    && m.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str())) =>
+            {
+                let r = m["$ref"].as_str().unwrap_or_default();
+                let (_, tp) = self.resolver.target(r, pointer)?;
+                format!("ref:{tp}")
+            }
+            _ => serde_json::to_string(node).unwrap_or_default(),
+        };
+        if let Some(&n) = self.memo.get(&key) {
+            return Ok(Symbol::N(n));
+        }
+        let n = self.nonterminal(if pointer.is_empty() { "#".into() } else { pointer.to_string() });
+        self.memo.insert(key, n);
+        let body = if let Some(r) = key_ref(node) {
+            let (t, tp) = self.resolver.target(&r, pointer)?;
+            let t = t.clone();
+            e_sym(self.schema(&t, &tp)?)
+        } else {
+            let flat = self.resolver.flatten(node, pointer)?;
+            self.flat(flat, pointer)?
+        };
+        self.define(n, body);
+        Ok(Symbol::N(n))
+    }
+
+    /// Distributes the disjunctions of a flattened node over its base and lowers each.
+    fn flat(&mut self, flat: Flat, pointer: &str) -> Result<Ebnf, SchemaError> {
+        if flat.never {
+            return Ok(nothing());
+        }
+        let mut done: Vec<Map<String, Value>> = Vec::new();
+        let mut todo = vec![flat];
+        while let Some(mut f) = todo.pop() {
+            if f.never {
+                continue;
+            }
+            let Some((kw, alts)) = f.disjunctions.pop() else {
+                done.push(f.base);
+                continue;
+            };
+            let mut branches = Vec::new();
+            for (alt, ap) in &alts {
+                let af = self.resolver.flatten(alt, ap)?;
+                if af.never {
+                    continue;
+                }
+                let base = match super::resolve::merge(f.base.clone(), af.base, ap) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        if let SchemaError::Unsupported { keyword, reason, .. } = &e {
+                            let (k, r) = (keyword.clone(), reason.clone());
+                            self.refuse(&k, ap, &r)?;
+                        }
+                        return Err(e);
+                    }
+                };
+                let mut disj = f.disjunctions.clone();
+                disj.extend(af.disjunctions);
+                branches.push(Flat {
+                    base,
+                    disjunctions: disj,
+                    never: false,
+                });
+            }
+            if kw == "oneOf" && branches.len() > 1 {
+                for i in 0..branches.len() {
+                    for j in i + 1..branches.len() {
+                        if !disjoint(&branches[i].base, &branches[j].base, &self.resolver) {
+                            self.refuse(
+                                "oneOf",
+                                pointer,
+                                "alternatives that are not provably disjoint (exactly-one cannot be enforced)",
+                            )?;
+                        }
+                    }
+                }
+            }
+            if done.len() + todo.len() + branches.len() > MAX_EXPANSIONS {
+                self.refuse(kw, pointer, "too many combinations of anyOf/oneOf alternatives")?;
+                break;
+            }
+            f.disjunctions.clear();
+            todo.extend(branches);
+        }
+        let mut alts = Vec::new();
+        for m in done {
+            alts.push(self.keywords(&m, pointer)?);
+        }
+        Ok(Ebnf::Alt(alts))
+    }
+
+    /// Lowers one flat keyword map (no combinators).
+    fn keywords(&mut self, m: &Map<String, Value>, pointer: &str) -> Result<Ebnf, SchemaError> {
+        for k in m.keys() {
+            let reason = match k.as_str() {
+                "not" => "negation is not compiled",
+                "if" | "then" | "else" => "conditional schemas are not compiled",
+                "dependencies" | "dependentRequired" | "dependentSchemas" => {
+                    "property dependencies are not compiled"
+                }
+                "propertyNames" if !is_trivial(&m[k]) => "propertyNames is not compiled",
+                "contains" | "minContains" | "maxContains" => "contains is not compiled",
+                "unevaluatedProperties" | "unevaluatedItems" if !is_trivial(&m[k]) => {
+                    "unevaluated* is not compiled"
+                }
+                "$dynamicRef" | "$recursiveRef" => "dynamic references are not compiled",
+                _ => continue,
+            };
+            self.refuse(k, pointer, reason)?;
+        }
+        let mut types = type_set(m.get("type"));
+        if let Some(ts) = &types {
+            for t in ts {
+                if !TYPES.contains(&t.as_str()) && t != "integer" {
+                    return Err(invalid("type", pointer, &format!("unknown type `{t}`")));
+                }
+            }
+        }
+        if let Some(v) = m.get("const") {
+            return self.enumerated(std::slice::from_ref(v), m, &types, pointer);
+        }
+        if let Some(v) = m.get("enum") {
+            let Some(values) = v.as_array() else {
+                return Err(invalid("enum", pointer, "must be an array"));
+            };
+            return self.enumerated(values, m, &types, pointer);
+        }
+        if types.is_none() {
+            types = Some(TYPES.iter().map(|s| s.to_string()).collect());
+        }
+        let ts = types.unwrap_or_default();
+        let mut alts = Vec::new();
+        let has_number = ts.iter().any(|t| t == "number");
+        for t in &ts {
+            let e = match t.as_str() {
+                "null" => e_sym(self.f().null),
+                "boolean" => Ebnf::Alt(vec![e_sym(self.f().tru), e_sym(self.f().fals)]),
+                "integer" if has_number => continue,
+                "integer" => self.number(m, true, pointer)?,
+                "number" => self.number(m, false, pointer)?,
+                "string" => self.string(m, pointer)?,
+                "array" => self.array(m, pointer)?,
+                "object" => self.object(m, pointer)?,
+                _ => continue,
+            };
+            alts.push(e);
+        }
+        Ok(Ebnf::Alt(alts))
+    }
+
+    /// `enum`/`const`: the listed values that the rest of the schema accepts.
+    fn enumerated(
+        &mut self,
+        values: &[Value],
+        m: &Map<String, Value>,
+        types: &Option<Vec<String>>,
+        pointer: &str,
+    ) -> Result<Ebnf, SchemaError> {
+        let mut alts = Vec::new();
+        for v in values {
+            let t = json_type_of(v);
+            if !type_allows(types, t) {
+                continue;
+            }
+            if !self.value_ok(v, m, pointer)? {
+                continue;
+            }
+            alts.push(self.exact_value(v)?);
+        }
+        Ok(Ebnf::Alt(alts))
+    }
+
+    /// Whether an enumerated value satisfies the scalar keywords beside the `enum`.
+    fn value_ok(&mut self, v: &Value, m: &Map<String, Value>, pointer: &str) -> Result<bool, SchemaError> {
+        match v {
+            Value::String(s) => {
+                if let Some(n) = count(m, "minLength", pointer)? {
+                    if (s.chars().count() as u64) < n {
+                        return Ok(false);
+                    }
+                }
+                if let Some(n) = count(m, "maxLength", pointer)? {
+                    if (s.chars().count() as u64) > n {
+                        return Ok(false);
+                    }
+                }
+                if let Some(p) = m.get("pattern").and_then(Value::as_str) {
+                    match parse_pattern(p).and_then(|h| ValueMatcher::new(&h)) {
+                        Ok(mm) => return Ok(mm.is_match(s)),
+                        Err(e) => {
+                            self.refuse("pattern", pointer, &e)?;
+                        }
+                    }
+                }
+                Ok(true)
+            }
+            Value::Number(n) => {
+                let Some(x) = n.as_f64() else { return Ok(true) };
+                let get = |k: &str| m.get(k).and_then(Value::as_f64);
+                let excl_bool = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
+                if let Some(lo) = get("minimum") {
+                    if x < lo || (excl_bool("exclusiveMinimum") && x == lo) {
+                        return Ok(false);
+                    }
+                }
+                if let Some(hi) = get("maximum") {
+                    if x > hi || (excl_bool("exclusiveMaximum") && x == hi) {
+                        return Ok(false);
+                    }
+                }
+                if get("exclusiveMinimum").is_some_and(|lo| x <= lo)
+                    || get("exclusiveMaximum").is_some_and(|hi| x >= hi)
+                {
+                    return Ok(false);
+                }
+                if let Some(d) = get("multipleOf") {
+                    if d > 0.0 && (x / d).fract() != 0.0 {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Value::Array(_) | Value::Object(_) => {
+                let structural = [
+                    "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
+                    "properties", "required", "additionalProperties", "patternProperties",
+                    "minProperties", "maxProperties",
+                ];
+                if let Some(k) = structural.iter().find(|k| m.contains_key(**k)) {
+                    self.refuse("enum", pointer, &format!("an array/object value beside `{k}`"))?;
+                }
+                Ok(true)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// Exactly one JSON value (objects with their keys in the order given).
+    fn exact_value(&mut self, v: &Value) -> Result<Ebnf, SchemaError> {
+        let fx = self.f();
+        let (lb, rb, lk, rk, comma, colon) = (fx.lbrace, fx.rbrace, fx.lbrack, fx.rbrack, fx.comma, fx.colon);
+        Ok(match v {
+            Value::Null => e_sym(fx.null),
+            Value::Bool(true) => e_sym(fx.tru),
+            Value::Bool(false) => e_sym(fx.fals),
+            Value::String(s) => e_sym(Symbol::T(self.literal(s))),
+            Value::Number(n) => {
+                let re = value_spellings(n);
+                e_sym(Symbol::T(self.terminal(&n.to_string(), &re, 0, false)))
+            }
+            Value::Array(a) => {
+                let mut seq = vec![e_sym(lk)];
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        seq.push(e_sym(comma));
+                    }
+                    seq.push(self.exact_value(x)?);
+                }
+                seq.push(e_sym(rk));
+                Ebnf::Seq(seq)
+            }
+            Value::Object(o) => {
+                let mut seq = vec![e_sym(lb)];
+                for (i, (k, x)) in o.iter().enumerate() {
+                    if i > 0 {
+                        seq.push(e_sym(comma));
+                    }
+                    seq.push(e_sym(Symbol::T(self.literal(k))));
+                    seq.push(e_sym(colon));
+                    seq.push(self.exact_value(x)?);
+                }
+                seq.push(e_sym(rb));
+                Ebnf::Seq(seq)
+            }
+        })
+    }
+
+    fn number(&mut self, m: &Map<String, Value>, integer: bool, pointer: &str) -> Result<Ebnf, SchemaError> {
+        let mut integer = integer;
+        if let Some(d) = m.get("multipleOf") {
+            match d.as_f64() {
+                Some(x) if x == 1.0 => integer = true,
+                Some(x) if x > 0.0 => {
+                    self.refuse("multipleOf", pointer, "divisibility is not compiled (except by 1)")?
+                }
+                _ => return Err(invalid("multipleOf", pointer, "must be a positive number")),
+            }
+        }
+        // Bounds, as exact rationals limited to integers.
+        let mut lo: Option<(f64, bool)> = None;
+        let mut hi: Option<(f64, bool)> = None;
+        let num = |k: &str| -> Result<Option<f64>, SchemaError> {
+            match m.get(k) {
+                None => Ok(None),
+                Some(Value::Number(n)) => Ok(n.as_f64()),
+                Some(Value::Bool(_)) => Ok(None),
+                Some(_) => Err(invalid(k, pointer, "must be a number")),
+            }
+        };
+        let flag = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
+        if let Some(x) = num("minimum")? {
+            lo = Some((x, flag("exclusiveMinimum")));
+        }
+        if let Some(x) = num("maximum")? {
+            hi = Some((x, flag("exclusiveMaximum")));
+        }
+        if let Some(x) = num("exclusiveMinimum")? {
+            if lo.is_none_or(|(l, _)| x >= l) {
+                lo = Some((x, true));
+            }
+        }
+        if let Some(x) = num("exclusiveMaximum")? {
+            if hi.is_none_or(|(h, _)| x <= h) {
+                hi = Some((x, true));
+            }
+        }
+        if lo.is_none() && hi.is_none() {
+            let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
+            return Ok(e_sym(Symbol::T(self.terminal(if integer { "INTEGER" } else { "NUMBER" }, re, 0, false))));
+        }
+        const LIMIT: f64 = 1e30;
+        let to_bound = |b: Option<(f64, bool)>, upper: bool| -> Option<Option<Bound>> {
+            match b {
+                None => Some(None),
+                Some((x, _)) if !x.is_finite() || x.abs() > LIMIT => None,
+                Some((x, excl)) if integer => {
+                    // Integers in the range: round the bound inward.
+                    let v = if upper {
+                        if excl && x.fract() == 0.0 { x - 1.0 } else { x.floor() }
+                    } else if excl && x.fract() == 0.0 {
+                        x + 1.0
+                    } else {
+                        x.ceil()
+                    };
+                    Some(Some(Bound { value: v as i128, exclusive: false }))
+                }
+                Some((x, excl)) if x.fract() == 0.0 => Some(Some(Bound { value: x as i128, exclusive: excl })),
+                Some(_) => None,
+            }
+        };
+        let (Some(lb), Some(ub)) = (to_bound(lo, false), to_bound(hi, true)) else {
+            let kw = if lo.is_some_and(|(x, _)| x.fract() != 0.0 || x.abs() > LIMIT) { "minimum" } else { "maximum" };
+            self.refuse(kw, pointer, "a non-integer bound on a number is not compiled")?;
+            let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
+            return Ok(e_sym(Symbol::T(self.terminal("NUMBER", re, 0, false))));
+        };
+        let re = if integer { integer_range(lb, ub) } else { decimal_range(lb, ub) };
+        Ok(match re {
+            None => nothing(),
+            Some(re) => {
+                let name = format!("{}[{:?}..{:?}]", if integer { "INTEGER" } else { "NUMBER" }, lo, hi);
+                e_sym(Symbol::T(self.terminal(&name, &re, 0, false)))
+            }
+        })
+    }
+
+    fn string(&mut self, m: &Map<String, Value>, pointer: &str) -> Result<Ebnf, SchemaError> {
+        let mut parts: Vec<(&str, Hir)> = Vec::new();
+        if let Some(p) = m.get("pattern") {
+            let Some(p) = p.as_str() else {
+                return Err(invalid("pattern", pointer, "must be a string"));
+            };
+            match parse_pattern(p) {
+                Ok(h) => parts.push(("pattern", h)),
+                Err(e) => self.refuse("pattern", pointer, &format!("{e} in /{p}/"))?,
+            }
+        }
+        if let Some(f) = m.get("format").and_then(Value::as_str) {
+            match format(f) {
+                Format::Regular(re) => parts.push(("format", parse_value_regex(&re))),
+                Format::NotRegular => self.refuse(
+                    "format",
+                    pointer,
+                    &format!("format `{f}` is not a regular language"),
+                )?,
+                Format::Annotation => {}
+            }
+        }
+        let min = count(m, "minLength", pointer)?;
+        let max = count(m, "maxLength", pointer)?;
+        if parts.len() > 1 {
+            self.refuse("format", pointer, "format together with pattern (their intersection is not compiled)")?;
+            parts.truncate(1);
+        }
+        let value: Hir = if let Some((kw, h)) = parts.pop() {
+            let (pmin, pmax) = char_len(&h);
+            if min.is_some_and(|n| n > pmin as u64) {
+                self.refuse("minLength", pointer, &format!("minLength together with {kw} is not compiled"))?;
+            }
+            if max.is_some_and(|n| pmax.is_none_or(|p| p as u64 > n)) {
+                self.refuse("maxLength", pointer, &format!("maxLength together with {kw} is not compiled"))?;
+            }
+            h
+        } else {
+            let lo = min.unwrap_or(0);
+            if lo == 0 && max.is_none() {
+                return Ok(e_sym(self.any_string()));
+            }
+            let longest = max.unwrap_or(lo);
+            if longest > MAX_COUNTED_LENGTH {
+                let kw = if max.is_some() { "maxLength" } else { "minLength" };
+                self.refuse(
+                    kw,
+                    pointer,
+                    &format!("lengths above {MAX_COUNTED_LENGTH} characters are not compiled exactly"),
+                )?;
+                return Ok(e_sym(self.any_string()));
+            }
+            if max.is_some_and(|x| x < lo) {
+                return Ok(nothing());
+            }
+            Hir::repetition(Repetition {
+                min: lo as u32,
+                max: max.map(|x| x as u32),
+                greedy: true,
+                sub: Box::new(any_char()),
+            })
+        };
+        let re = quoted_regex(&value).map_err(|e| SchemaError::Unsupported {
+            keyword: "pattern".into(),
+            pointer: pointer.to_string(),
+            reason: e,
+        })?;
+        let matcher = ValueMatcher::new(&value).map_err(|e| SchemaError::Unsupported {
+            keyword: "pattern".into(),
+            pointer: pointer.to_string(),
+            reason: e,
+        })?;
+        if let Some(&n) = self.string_memo.get(&re) {
+            return Ok(e_sym(Symbol::N(n)));
+        }
+        let t = self.terminal(&format!("STRING<{pointer}>"), &re, 0, false);
+        let n = self.string_nt(re, StringRule::Constrained(t, matcher));
+        Ok(e_sym(Symbol::N(n)))
+    }
+
+    fn array(&mut self, m: &Map<String, Value>, pointer: &str) -> Result<Ebnf, SchemaError> {
+        let min = count(m, "minItems", pointer)?.unwrap_or(0);
+        let max = count(m, "maxItems", pointer)?;
+        if min > MAX_COUNTED_ITEMS || max.is_some_and(|x| x > MAX_COUNTED_ITEMS) {
+            let kw = if min > MAX_COUNTED_ITEMS { "minItems" } else { "maxItems" };
+            self.refuse(kw, pointer, &format!("item counts above {MAX_COUNTED_ITEMS} are not compiled exactly"))?;
+        }
+        let min = if min > MAX_COUNTED_ITEMS { 0 } else { min };
+        let max = max.filter(|&x| x <= MAX_COUNTED_ITEMS);
+        if m.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|x| x > 1) {
+            self.refuse("uniqueItems", pointer, "uniqueness of items is not a context-free property")?;
+        }
+        let (prefix, rest, prefix_kw): (Vec<Value>, Value, &str) = match (m.get("prefixItems"), m.get("items")) {
+            (Some(Value::Array(p)), items) => (p.clone(), items.cloned().unwrap_or(Value::Bool(true)), "prefixItems"),
+            (_, Some(Value::Array(p))) => (
+                p.clone(),
+                m.get("additionalItems").cloned().unwrap_or(Value::Bool(true)),
+                "items",
+            ),
+            (_, Some(items)) => (Vec::new(), items.clone(), "items"),
+            (_, None) => (Vec::new(), Value::Bool(true), "items"),
+        };
+        let mut item_syms = Vec::new();
+        for (i, p) in prefix.iter().enumerate() {
+            item_syms.push(self.schema(p, &format!("{pointer}/{prefix_kw}/{i}"))?);
+        }
+        let rest_ptr = if prefix.is_empty() || prefix_kw == "prefixItems" {
+            format!("{pointer}/items")
+        } else {
+            format!("{pointer}/additionalItems")
+        };
+        let rest_sym = if rest == Value::Bool(false) { None } else { Some(self.schema(&rest, &rest_ptr)?) };
+        let comma = self.f().comma;
+        // Elements from index i on (`first`: nothing written yet).
+        fn elements(
+            i: u64,
+            first: bool,
+            items: &[Symbol],
+            rest: Option<Symbol>,
+            min: u64,
+            max: Option<u64>,
+            comma: Symbol,
+        ) -> Ebnf {
+            if max.is_some_and(|x| i >= x) {
+                return eps();
+            }
+            let sep = |e: Ebnf| if first { e } else { Ebnf::Seq(vec![e_sym(comma), e]) };
+            if (i as usize) < items.len() {
+                let this = Ebnf::Seq(vec![
+                    sep(e_sym(items[i as usize])),
+                    elements(i + 1, false, items, rest, min, max, comma),
+                ]);
+                return if i >= min { Ebnf::Alt(vec![eps(), this]) } else { this };
+            }
+            let need = min.saturating_sub(i);
+            let Some(r) = rest else {
+                return if need > 0 { nothing() } else { eps() };
+            };
+            let allow = max.map(|x| x - i);
+            let tail = |lo: u64, hi: Option<u64>| Ebnf::Repeat {
+                inner: Box::new(Ebnf::Seq(vec![e_sym(comma), e_sym(r)])),
+                min: lo as u32,
+                max: hi.map(|h| h as u32),
+            };
+            if first {
+                let some = Ebnf::Seq(vec![
+                    e_sym(r),
+                    tail(need.saturating_sub(1), allow.map(|a| a.saturating_sub(1))),
+                ]);
+                if need == 0 {
+                    Ebnf::Alt(vec![eps(), some])
+                } else {
+                    some
+                }
+            } else {
+                tail(need, allow)
+            }
+        }
+        if max.is_some_and(|x| x < min) {
+            return Ok(nothing());
+        }
+        let body = elements(0, true, &item_syms, rest_sym, min, max, comma);
+        let (lk, rk) = (self.f().lbrack, self.f().rbrack);
+        Ok(Ebnf::Seq(vec![e_sym(lk), body, e_sym(rk)]))
+    }
+
+    fn object(&mut self, m: &Map<String, Value>, pointer: &str) -> Result<Ebnf, SchemaError> {
+        let empty = Map::new();
+        let props = match m.get("properties") {
+            None => &empty,
+            Some(Value::Object(p)) => p,
+            Some(_) => return Err(invalid("properties", pointer, "must be an object")),
+        };
+        let required: Vec<String> = match m.get("required") {
+            None => Vec::new(),
+            Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+            Some(Value::Bool(_)) => Vec::new(), // draft-3 style, per property; not an assertion here
+            Some(_) => return Err(invalid("required", pointer, "must be an array of names")),
+        };
+        let addl = m.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
+        let addl = if addl.is_object() || addl.is_boolean() { addl } else {
+            return Err(invalid("additionalProperties", pointer, "must be a schema"));
+        };
+        let mut patterns: Vec<(String, Value)> = match m.get("patternProperties") {
+            None => Vec::new(),
+            Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(_) => return Err(invalid("patternProperties", pointer, "must be an object")),
+        };
+        let addl_false = addl == Value::Bool(false);
+        if !patterns.is_empty() && !addl_false {
+            if patterns.iter().all(|(_, s)| is_trivial(s)) && is_trivial(&addl) {
+                patterns.clear();
+            } else {
+                self.refuse(
+                    "patternProperties",
+                    pointer,
+                    "patternProperties is compiled only with additionalProperties: false",
+                )?;
+                patterns.clear();
+            }
+        }
+        if patterns.len() > 1 && patterns.iter().any(|(_, s)| *s != patterns[0].1) {
+            self.refuse(
+                "patternProperties",
+                pointer,
+                "several patterns with different schemas (a name matching two must satisfy both)",
+            )?;
+            patterns.truncate(1);
+        }
+        let mut pattern_hirs = Vec::new();
+        for (p, _) in &patterns {
+            match parse_pattern(p).and_then(|h| ValueMatcher::new(&h).map(|mm| (h, mm))) {
+                Ok(x) => pattern_hirs.push(x),
+                Err(e) => {
+                    self.refuse("patternProperties", pointer, &format!("{e} in /{p}/"))?;
+                    return Ok(nothing());
+                }
+            }
+        }
+        // Declared properties in order: `properties`, then required names it lacks.
+        let mut declared: Vec<(String, Value, String)> = Vec::new();
+        for (k, v) in props {
+            let mut schema = v.clone();
+            for ((_, ps), (_, mm)) in patterns.iter().zip(&pattern_hirs) {
+                if mm.is_match(k) {
+                    schema = conjoin(&schema, ps);
+                }
+            }
+            declared.push((k.clone(), schema, format!("{pointer}/properties/{}", escape_pointer(k))));
+        }
+        for r in &required {
+            if !props.contains_key(r) && !declared.iter().any(|d| &d.0 == r) {
+                let mut schema = addl.clone();
+                for ((_, ps), (_, mm)) in patterns.iter().zip(&pattern_hirs) {
+                    if mm.is_match(r) {
+                        schema = ps.clone();
+                    }
+                }
+                declared.push((r.clone(), schema, format!("{pointer}/additionalProperties")));
+            }
+        }
+        let n = declared.len();
+        let nreq = declared.iter().filter(|d| required.contains(&d.0)).count() as u64;
+        let extra_allowed = !addl_false || !patterns.is_empty();
+        if let Some(minp) = count(m, "minProperties", pointer)? {
+            if minp > nreq {
+                self.refuse("minProperties", pointer, "a minimum above the required properties is not compiled")?;
+            }
+        }
+        if let Some(maxp) = count(m, "maxProperties", pointer)? {
+            if extra_allowed || maxp < n as u64 {
+                self.refuse("maxProperties", pointer, "a maximum below the possible properties is not compiled")?;
+            }
+        }
+        let names: Vec<String> = declared.iter().map(|d| d.0.clone()).collect();
+        let fx = self.f();
+        let (lb, rb, comma, colon) = (fx.lbrace, fx.rbrace, fx.comma, fx.colon);
+        // One key-value pair per declared property.
+        let mut kvs = Vec::with_capacity(n);
+        for (k, s, p) in &declared {
+            let key = self.literal(k);
+            let v = self.schema(s, p)?;
+            kvs.push(Ebnf::Seq(vec![e_sym(Symbol::T(key)), e_sym(colon), e_sym(v)]));
+        }
+        // The extra pairs: additional properties, or pattern properties.
+        let extra: Option<Ebnf> = if !patterns.is_empty() {
+            let (p, s) = &patterns[0];
+            let v = self.schema(s, &format!("{pointer}/patternProperties/{}", escape_pointer(p)))?;
+            let mut key_alts = Vec::new();
+            for (h, _) in &pattern_hirs {
+                let re = quoted_regex(h).map_err(|e| SchemaError::Unsupported {
+                    keyword: "patternProperties".into(),
+                    pointer: pointer.to_string(),
+                    reason: e,
+                })?;
+                let t = self.terminal(&format!("KEY<{pointer}>"), &re, 0, false);
+                let mm = ValueMatcher::new(h).map_err(|e| invalid("patternProperties", pointer, &e))?;
+                // Literal keys are lexed as literals: the declared ones are excluded.
+                let key = format!("{re}\u{0}except:{}", names.join("\u{0}"));
+                let kn = self.string_nt(key, StringRule::Constrained(t, mm));
+                key_alts.push(e_sym(Symbol::N(kn)));
+                self.exclusions.push((kn, names.clone()));
+            }
+            Some(Ebnf::Seq(vec![Ebnf::Alt(key_alts), e_sym(colon), e_sym(v)]))
+        } else if !addl_false {
+            let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
+            let key = if names.is_empty() {
+                self.any_string()
+            } else {
+                Symbol::N(self.string_nt(format!("except:{}", names.join("\u{0}")), StringRule::Except(names.clone())))
+            };
+            Some(Ebnf::Seq(vec![e_sym(key), e_sym(colon), e_sym(v)]))
+        } else {
+            None
+        };
+        let tail = match &extra {
+            Some(x) => {
+                let t = self.nonterminal(format!("{pointer}/extra*"));
+                let body = Ebnf::Repeat {
+                    inner: Box::new(Ebnf::Seq(vec![e_sym(comma), x.clone()])),
+                    min: 0,
+                    max: None,
+                };
+                self.define(t, body);
+                e_sym(Symbol::N(t))
+            }
+            None => eps(),
+        };
+        // body[i][0]: from property i, nothing written yet; body[i][1]: something written.
+        let body: Vec<[NonterminalId; 2]> = (0..=n)
+            .map(|i| {
+                [
+                    self.nonterminal(format!("{pointer}/props{i}")),
+                    self.nonterminal(format!("{pointer}/props{i},")),
+                ]
+            })
+            .collect();
+        for i in 0..=n {
+            for after in [false, true] {
+                let nt = body[i][after as usize];
+                if i == n {
+                    self.define(nt, eps());
+                    continue;
+                }
+                let mut this = Vec::new();
+                if after {
+                    this.push(e_sym(comma));
+                }
+                this.extend([kvs[i].clone(), tail.clone(), e_sym(Symbol::N(body[i + 1][1]))]);
+                let mut alts = vec![Ebnf::Seq(this)];
+                if !required.contains(&declared[i].0) {
+                    alts.push(e_sym(Symbol::N(body[i + 1][after as usize])));
+                }
+                self.define(nt, Ebnf::Alt(alts));
+            }
+        }
+        let mut start = vec![e_sym(Symbol::N(body[0][0]))];
+        if let Some(x) = extra {
+            start.push(Ebnf::Seq(vec![x, tail, e_sym(Symbol::N(body[0][1]))]));
+        }
+        Ok(Ebnf::Seq(vec![e_sym(lb), Ebnf::Alt(start), e_sym(rb)]))
+    }
+
+    /// Fills the string rules now that every literal is known, and builds the grammar.
+    fn finish(mut self, root: Symbol) -> Result<LoweredSchema, SchemaError> {
+        let string = Symbol::T(self.f().string);
+        let rules = std::mem::take(&mut self.string_rules);
+        let exclusions: HashMap<NonterminalId, Vec<String>> = std::mem::take(&mut self.exclusions).into_iter().collect();
+        for (n, rule) in rules {
+            let mut alts = Vec::new();
+            match rule {
+                StringRule::Any => {
+                    alts.push(e_sym(string));
+                    alts.extend(self.literals.iter().map(|(_, t)| e_sym(Symbol::T(*t))));
+                }
+                StringRule::Except(names) => {
+                    alts.push(e_sym(string));
+                    alts.extend(
+                        self.literals
+                            .iter()
+                            .filter(|(v, _)| !names.contains(v))
+                            .map(|(_, t)| e_sym(Symbol::T(*t))),
+                    );
+                }
+                StringRule::Constrained(t, mm) => {
+                    let skip = exclusions.get(&n);
+                    alts.push(e_sym(Symbol::T(t)));
+                    alts.extend(
+                        self.literals
+                            .iter()
+                            .filter(|(v, _)| mm.is_match(v) && skip.is_none_or(|s| !s.contains(v)))
+                            .map(|(_, t)| e_sym(Symbol::T(*t))),
+                    );
+                }
+            }
+            self.define(n, Ebnf::Alt(alts));
+        }
+        let start = match root {
+            Symbol::N(n) => n,
+            Symbol::T(_) => {
+                let s = self.nonterminal("start".into());
+                self.define(s, e_sym(root));
+                s
+            }
+        };
+        let mut bnf = BnfBuilder::new(self.nonterminals.clone());
+        for (i, b) in self.bodies.iter().enumerate() {
+            let body = b.clone().unwrap_or_else(nothing);
+            bnf.define(NonterminalId::new(i), &body, 0, Span::default())
+                .map_err(|e| SchemaError::Grammar(Box::new(e)))?;
+        }
+        let (nonterminals, productions) = bnf.finish();
+        let g = Grammar {
+            terminals: self.terminals,
+            nonterminals,
+            productions,
+            start,
+        };
+        let g = remove_unproductive(prune_unreachable(g)).map_err(|e| match e {
+            GrammarError::NoDocument { .. } => SchemaError::Unsatisfiable,
+            e => SchemaError::Grammar(Box::new(e)),
+        })?;
+        let g = drop_unused_terminals(g);
+        check_acyclic(&g).map_err(|e| SchemaError::Grammar(Box::new(e)))?;
+        check_no_hidden_left_recursion(&g).map_err(|e| SchemaError::Grammar(Box::new(e)))?;
+        debug_assert_eq!(g.validate(), Ok(()));
+        Ok(LoweredSchema {
+            grammar: g,
+            dropped: self.dropped,
+        })
+    }
+}
+
+/// Removes terminals no production uses (except ignored ones), renumbering the rest:
+/// an unused terminal would still steal lexemes from the used ones.
+fn drop_unused_terminals(mut g: Grammar) -> Grammar {
+    let mut used = vec![false; g.terminals.len()];
+    for p in &g.productions {
+        for s in &p.rhs {
+            if let Symbol::T(t) = s {
+                used[t.index()] = true;
+            }
+        }
+    }
+    let mut map = vec![None; g.terminals.len()];
+    let mut kept = Vec::new();
+    for (i, t) in g.terminals.iter().enumerate() {
+        if used[i] || t.ignored {
+            map[i] = Some(TerminalId::new(kept.len()));
+            kept.push(t.clone());
+        }
+    }
+    for p in &mut g.productions {
+        for s in &mut p.rhs {
+            if let Symbol::T(t) = s {
+                // Every terminal in a production was marked used above.
+                *t = map[t.index()].expect("used terminal");
+            }
+        }
+    }
+    g.terminals = kept;
+    g
+}
+
+fn key_ref(node: &Value) -> Option<String> {
+    let m = node.as_object()?;
+    let r = m.get("$ref")?.as_str()?;
+    m.keys()
+        .all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()))
+        .then(|| r.to_string())
+}
+
+/// Whether two flat schemas provably accept no common value.
+fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>, resolver: &Resolver<'_>) -> bool {
+    let types_of = |m: &Map<String, Value>| -> Vec<String> {
+        let listed: Option<Vec<Value>> = match (m.get("const"), m.get("enum")) {
+            (Some(c), _) => Some(vec![c.clone()]),
+            (_, Some(Value::Array(e))) => Some(e.clone()),
+            _ => None,
+        };
+        if let Some(vals) = listed {
+            return vals.iter().map(|v| json_type_of(v).to_string()).collect();
+        }
+        type_set(m.get("type")).unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect())
+    };
+    let (ta, tb) = (types_of(a), types_of(b));
+    let overlaps = |x: &str, y: &str| x == y || (x == "number" && y == "integer") || (x == "integer" && y == "number");
+    let shared: Vec<&String> = ta.iter().filter(|x| tb.iter().any(|y| overlaps(x, y))).collect();
+    if shared.is_empty() {
+        return true;
+    }
+    let values = |m: &Map<String, Value>| -> Option<Vec<Value>> {
+        match (m.get("const"), m.get("enum")) {
+            (Some(c), _) => Some(vec![c.clone()]),
+            (_, Some(Value::Array(e))) => Some(e.clone()),
+            _ => None,
+        }
+    };
+    if let (Some(x), Some(y)) = (values(a), values(b)) {
+        return !x.iter().any(|v| y.contains(v));
+    }
+    if shared.iter().any(|t| *t != "object") {
+        return false;
+    }
+    // Objects: a required property whose values are disjoint in both, or a required
+    // name the other side forbids.
+    let props = |m: &Map<String, Value>| m.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+    let req = |m: &Map<String, Value>| -> Vec<String> {
+        m.get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    };
+    let (pa, pb, ra, rb) = (props(a), props(b), req(a), req(b));
+    let resolved = |v: &Value| -> Map<String, Value> {
+        resolver.flatten(v, "").map(|f| f.base).unwrap_or_default()
+    };
+    for k in ra.iter().filter(|k| rb.contains(k)) {
+        if let (Some(x), Some(y)) = (pa.get(k), pb.get(k)) {
+            if disjoint(&resolved(x), &resolved(y), resolver) {
+                return true;
+            }
+        }
+    }
+    let forbids = |m: &Map<String, Value>, p: &Map<String, Value>, name: &str| {
+        m.get("additionalProperties") == Some(&Value::Bool(false))
+            && !m.contains_key("patternProperties")
+            && !p.contains_key(name)
+    };
+    ra.iter().any(|k| forbids(b, &pb, k)) || rb.iter().any(|k| forbids(a, &pa, k))
+}
+
+/// Lowers a parsed schema.
+pub fn lower(schema: &Value, opts: &SchemaOptions) -> Result<LoweredSchema, SchemaError> {
+    let mut l = Lowerer::new(schema, *opts);
+    let root = l.schema(schema, "")?;
+    l.finish(root)
+}

@@ -1,0 +1,335 @@
+//! Numbers as regular languages: integer and decimal ranges with inclusive or exclusive
+//! bounds, and the spellings of one numeric value, all over JSON number syntax.
+//!
+//! Terminal regexes are read with leftmost-first semantics (see the design), so every
+//! alternation here lists longer integer parts first: a branch never completes a match
+//! on a proper prefix of a later branch's match, and the regex then accepts exactly its
+//! language. Depends on nothing but [`super::string::digit_seqs`].
+
+use super::string::digit_seqs;
+
+/// The unconstrained JSON number.
+pub const ANY_NUMBER: &str = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?";
+/// The unconstrained JSON integer (no fraction, no exponent).
+pub const ANY_INTEGER: &str = r"-?(0|[1-9][0-9]*)";
+
+/// A bound of a range: the value and whether it is exclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    /// The bound's value.
+    pub value: i128,
+    /// Whether the bound itself is excluded.
+    pub exclusive: bool,
+}
+
+fn digits(n: u128) -> u32 {
+    n.checked_ilog10().map_or(1, |l| l + 1)
+}
+
+fn seq_regex(seq: &[(u8, u8)]) -> String {
+    seq.iter()
+        .map(|&(a, b)| {
+            if a == b {
+                ((b'0' + a) as char).to_string()
+            } else {
+                format!("[{}-{}]", a, b)
+            }
+        })
+        .collect()
+}
+
+/// Decimal naturals (no leading zeros) in `[lo, hi]` (`hi = None`: unbounded), as
+/// alternatives ordered by length, longest first.
+fn naturals(lo: u128, hi: Option<u128>) -> Vec<String> {
+    if hi.is_some_and(|h| h < lo) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let first_len = digits(lo);
+    let last_len = hi.map(digits);
+    if let Some(l) = last_len {
+        for len in (first_len..=l).rev() {
+            let a = if len == first_len { lo } else { 10u128.pow(len - 1) };
+            let b = if Some(len) == last_len {
+                hi.unwrap_or(0)
+            } else {
+                10u128.pow(len) - 1
+            };
+            for s in digit_seqs(a, b, len, 10).into_iter().rev() {
+                out.push(seq_regex(&s));
+            }
+        }
+    } else {
+        // Longer than `lo` first (any digits), then `lo`'s own length.
+        out.push(format!("[1-9][0-9]{{{},}}", first_len));
+        let b = 10u128.pow(first_len) - 1;
+        for s in digit_seqs(lo, b, first_len, 10).into_iter().rev() {
+            out.push(seq_regex(&s));
+        }
+    }
+    out
+}
+
+/// Magnitudes in a nonnegative range with an integer part only.
+fn int_magnitudes(lo: Bound, hi: Option<Bound>) -> Vec<String> {
+    let a = if lo.exclusive { lo.value + 1 } else { lo.value }.max(0) as u128;
+    let b = hi.map(|h| if h.exclusive { h.value - 1 } else { h.value });
+    match b {
+        Some(b) if b < a as i128 => Vec::new(),
+        Some(b) => naturals(a, Some(b as u128)),
+        None => naturals(a, None),
+    }
+}
+
+fn alternation(parts: &[String]) -> Option<String> {
+    match parts.len() {
+        0 => None,
+        _ => Some(format!("({})", parts.join("|"))),
+    }
+}
+
+/// Both halves of a signed range: nonnegative magnitudes as given, negative values as
+/// magnitudes of the negated range. `-0` counts as 0 and is allowed iff 0 is in range.
+fn split_signed(lo: Option<Bound>, hi: Option<Bound>) -> [(Bound, Option<Bound>); 2] {
+    let zero = Bound {
+        value: 0,
+        exclusive: false,
+    };
+    let pos_lo = match lo {
+        Some(b) if b.value >= 0 => b,
+        _ => zero,
+    };
+    let pos_hi = hi;
+    let neg_lo = match hi {
+        Some(b) if b.value <= 0 => Bound {
+            value: -b.value,
+            exclusive: b.exclusive,
+        },
+        _ => zero,
+    };
+    let neg_hi = lo.map(|b| Bound {
+        value: -b.value,
+        exclusive: b.exclusive,
+    });
+    [(pos_lo, pos_hi), (neg_lo, neg_hi)]
+}
+
+fn empty_half(lo: Bound, hi: Option<Bound>) -> bool {
+    match hi {
+        None => false,
+        Some(h) => h.value < lo.value || (h.value == lo.value && (h.exclusive || lo.exclusive)),
+    }
+}
+
+/// The integers in a range, in JSON integer syntax; `None` if the range is empty.
+pub fn integer_range(lo: Option<Bound>, hi: Option<Bound>) -> Option<String> {
+    let [pos, neg] = split_signed(lo, hi);
+    let mut alts = Vec::new();
+    if !empty_half(neg.0, neg.1) {
+        if let Some(r) = alternation(&int_magnitudes(neg.0, neg.1)) {
+            alts.push(format!("-{r}"));
+        }
+    }
+    if !empty_half(pos.0, pos.1) {
+        if let Some(r) = alternation(&int_magnitudes(pos.0, pos.1)) {
+            alts.push(r);
+        }
+    }
+    alternation(&alts)
+}
+
+/// Nonnegative decimals (no exponent) in a range with integer bounds.
+fn decimal_magnitudes(lo: Bound, hi: Option<Bound>) -> Vec<String> {
+    if empty_half(lo, hi) {
+        return Vec::new();
+    }
+    // (integer-part regex, fraction regex) pieces; ordered by integer length later.
+    let mut pieces: Vec<(u32, String)> = Vec::new();
+    let any_frac = r"(\.[0-9]+)?";
+    let any_lo = if lo.exclusive { lo.value + 1 } else { lo.value };
+    let any_hi = hi.map(|h| h.value - 1);
+    if any_hi.is_none_or(|h| h >= any_lo) {
+        for alt in naturals(any_lo as u128, any_hi.map(|h| h as u128)) {
+            pieces.push((digit_len_of_regex(&alt), format!("{alt}{any_frac}")));
+        }
+    }
+    if lo.exclusive && hi.is_none_or(|h| h.value > lo.value) {
+        let v = lo.value as u128;
+        pieces.push((digits(v), format!(r"{v}\.[0-9]*[1-9][0-9]*")));
+    }
+    if let Some(h) = hi.filter(|h| !h.exclusive) {
+        let v = h.value as u128;
+        pieces.push((digits(v), format!(r"{v}(\.0+)?")));
+    }
+    pieces.sort_by(|a, b| b.0.cmp(&a.0));
+    pieces.into_iter().map(|p| p.1).collect()
+}
+
+/// The length of the integer part an alternative from [`naturals`] matches (unbounded
+/// ones sort first).
+fn digit_len_of_regex(alt: &str) -> u32 {
+    if alt.contains(',') {
+        return u32::MAX;
+    }
+    let mut n = 0;
+    let mut in_class = false;
+    for c in alt.chars() {
+        match c {
+            '[' => in_class = true,
+            ']' => {
+                in_class = false;
+                n += 1;
+            }
+            _ if !in_class => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+/// The decimals (no exponent) in a range with integer bounds, in JSON number syntax.
+pub fn decimal_range(lo: Option<Bound>, hi: Option<Bound>) -> Option<String> {
+    let [pos, neg] = split_signed(lo, hi);
+    let mut alts = Vec::new();
+    if let Some(r) = alternation(&decimal_magnitudes(neg.0, neg.1)) {
+        alts.push(format!("-{r}"));
+    }
+    if let Some(r) = alternation(&decimal_magnitudes(pos.0, pos.1)) {
+        alts.push(r);
+    }
+    alternation(&alts)
+}
+
+/// The spellings of one numeric value accepted for `enum`/`const`: its plain decimal
+/// form with any number of trailing fractional zeros (`1`, `1.0`, `1.00`…; `-0` for 0).
+/// Exponent spellings are not produced, so the set is a subset of the equal numbers.
+pub fn value_spellings(n: &serde_json::Number) -> String {
+    let text = if let Some(i) = n.as_i64() {
+        i.to_string()
+    } else if let Some(u) = n.as_u64() {
+        u.to_string()
+    } else {
+        // Rust prints finite floats in plain decimal with the shortest round-trip digits.
+        format!("{}", n.as_f64().unwrap_or(0.0))
+    };
+    let (sign, mag) = match text.strip_prefix('-') {
+        Some(m) => ("-", m.to_string()),
+        None => ("", text.clone()),
+    };
+    let zero = mag.trim_start_matches(['0', '.']).is_empty();
+    let sign_re = if zero { "-?" } else { sign };
+    let body = if let Some((int, frac)) = mag.split_once('.') {
+        let frac = frac.trim_end_matches('0');
+        if frac.is_empty() {
+            format!(r"{int}(\.0+)?")
+        } else {
+            format!(r"{int}\.{frac}0*")
+        }
+    } else {
+        format!(r"{mag}(\.0+)?")
+    };
+    format!("{sign_re}{body}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regex_automata::dfa::{dense, Automaton};
+    use regex_automata::{Anchored, Input, MatchKind};
+
+    /// Full-match under the lexer's leftmost-first semantics.
+    fn lf(re: &str) -> impl Fn(&str) -> bool {
+        let dfa = dense::Builder::new()
+            .configure(dense::DFA::config().match_kind(MatchKind::LeftmostFirst))
+            .build(&format!("^(?:{re})$"))
+            .unwrap();
+        move |s: &str| {
+            dfa.try_search_fwd(&Input::new(s).anchored(Anchored::Yes))
+                .unwrap()
+                .is_some_and(|m| m.offset() == s.len())
+        }
+    }
+
+    fn b(v: i128, exclusive: bool) -> Option<Bound> {
+        Some(Bound {
+            value: v,
+            exclusive,
+        })
+    }
+
+    #[test]
+    fn integer_ranges_are_exact() {
+        let cases = [
+            (b(0, false), b(100, false)),
+            (b(-15, false), b(7, true)),
+            (b(3, true), None),
+            (None, b(-2, false)),
+            (b(-100, true), b(-99, false)),
+            (b(95, false), b(1234, false)),
+        ];
+        for (lo, hi) in cases {
+            let m = lf(&integer_range(lo, hi).unwrap());
+            for v in -1300i128..1300 {
+                let want = lo.is_none_or(|l| if l.exclusive { v > l.value } else { v >= l.value })
+                    && hi.is_none_or(|h| if h.exclusive { v < h.value } else { v <= h.value });
+                assert_eq!(m(&v.to_string()), want, "{v} in {lo:?}..{hi:?}");
+            }
+            let zero_in = lo.is_none_or(|l| 0 > l.value || (0 == l.value && !l.exclusive))
+                && hi.is_none_or(|h| 0 < h.value || (0 == h.value && !h.exclusive));
+            assert_eq!(m("-0"), zero_in);
+            assert!(!m("007") && !m("1.0"));
+        }
+        assert_eq!(integer_range(b(5, false), b(4, false)), None);
+    }
+
+    #[test]
+    fn decimal_ranges_are_exact() {
+        let cases = [
+            (b(0, false), b(10, false)),
+            (b(0, true), b(1, false)),
+            (b(-90, false), b(90, false)),
+            (b(-1, true), b(1, true)),
+            (b(2, false), None),
+        ];
+        for (lo, hi) in cases {
+            let m = lf(&decimal_range(lo, hi).unwrap());
+            for tenths in -1010i128..1010 {
+                let v = tenths as f64 / 10.0;
+                let want = lo.is_none_or(|l| {
+                    if l.exclusive {
+                        v > l.value as f64
+                    } else {
+                        v >= l.value as f64
+                    }
+                }) && hi.is_none_or(|h| {
+                    if h.exclusive {
+                        v < h.value as f64
+                    } else {
+                        v <= h.value as f64
+                    }
+                });
+                let int = (tenths / 10).abs();
+                let frac = (tenths % 10).abs();
+                let sign = if tenths < 0 { "-" } else { "" };
+                for text in [format!("{sign}{int}.{frac}"), format!("{sign}{int}.{frac}00")] {
+                    assert_eq!(m(&text), want, "{text} in {lo:?}..{hi:?}");
+                }
+                if frac == 0 {
+                    assert_eq!(m(&format!("{sign}{int}")), want, "{sign}{int}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn value_spellings_are_equal_numbers() {
+        let m = lf(&value_spellings(&serde_json::Number::from(12)));
+        assert!(m("12") && m("12.0") && m("12.000") && !m("120") && !m("1") && !m("12.01"));
+        let m = lf(&value_spellings(&serde_json::Number::from_f64(2.5).unwrap()));
+        assert!(m("2.5") && m("2.50") && !m("2.05") && !m("25"));
+        let m = lf(&value_spellings(&serde_json::Number::from(0)));
+        assert!(m("0") && m("-0") && m("0.0") && !m("00"));
+        let m = lf(&value_spellings(&serde_json::Number::from(-3)));
+        assert!(m("-3") && !m("3"));
+    }
+}

@@ -1,0 +1,422 @@
+//! `$ref` resolution and `allOf` merging: turning a schema node into one flat map of
+//! keywords plus the disjunctions (`anyOf`, `oneOf`) still to distribute over it.
+//!
+//! Merging is exact or refused: keywords whose conjunction is again one keyword
+//! (`type` ∩, `required` ∪, bounds max/min, `enum` ∩, subschemas as nested `allOf`) are
+//! merged; two different `pattern`s, `format`s and the like are refused by name.
+//! `additionalProperties` is merged with each side's view of which names are
+//! "additional", so `allOf` never widens an object.
+
+use serde_json::{Map, Value};
+
+use super::SchemaError;
+
+/// Keywords that never constrain an instance.
+pub const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "examples",
+    "example",
+    "default",
+    "$comment",
+    "$schema",
+    "$id",
+    "id",
+    "$anchor",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "definitions",
+    "$defs",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    "$vocabulary",
+    "markdownDescription",
+    "discriminator",
+    "xml",
+    "externalDocs",
+];
+
+/// How deep `$ref`/`allOf` inlining may nest before it is taken to be a cycle.
+const MAX_INLINE_DEPTH: usize = 24;
+
+/// A node split into its own keywords and the disjunctions left to distribute.
+#[derive(Debug, Clone)]
+pub struct Flat {
+    /// Conjunction of every inlined `$ref` and `allOf` member (no combinators left).
+    pub base: Map<String, Value>,
+    /// `(keyword, alternatives)` for each `anyOf` / `oneOf` met, with their pointers.
+    pub disjunctions: Vec<(&'static str, Vec<(Value, String)>)>,
+    /// Set when some conjunct is the `false` schema.
+    pub never: bool,
+}
+
+/// Resolves local references against the document root.
+pub struct Resolver<'a> {
+    root: &'a Value,
+}
+
+fn unsupported(keyword: &str, pointer: &str, reason: impl Into<String>) -> SchemaError {
+    SchemaError::Unsupported {
+        keyword: keyword.to_string(),
+        pointer: pointer.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether a schema value constrains nothing (`true`, `{}` or annotations only).
+pub fn is_trivial(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::Object(m) => m.keys().all(|k| ANNOTATIONS.contains(&k.as_str())),
+        _ => false,
+    }
+}
+
+/// `allOf [a, b]` as one value, simplified when either side is trivial or `false`.
+pub fn conjoin(a: &Value, b: &Value) -> Value {
+    if is_trivial(a) {
+        return b.clone();
+    }
+    if is_trivial(b) || a == b {
+        return a.clone();
+    }
+    if *a == Value::Bool(false) || *b == Value::Bool(false) {
+        return Value::Bool(false);
+    }
+    serde_json::json!({ "allOf": [a, b] })
+}
+
+impl<'a> Resolver<'a> {
+    /// A resolver for references inside `root`.
+    pub fn new(root: &'a Value) -> Self {
+        Self { root }
+    }
+
+    /// The target of a local `$ref` and its pointer.
+    pub fn target(&self, r: &str, pointer: &str) -> Result<(&'a Value, String), SchemaError> {
+        let Some(frag) = r.strip_prefix('#') else {
+            return Err(unsupported(
+                "$ref",
+                pointer,
+                format!("`{r}` is not a local reference (remote schemas are not fetched)"),
+            ));
+        };
+        let frag = percent_decode(frag);
+        if !frag.is_empty() && !frag.starts_with('/') {
+            return Err(unsupported(
+                "$ref",
+                pointer,
+                format!("`{r}` names an anchor; only JSON-pointer references are supported"),
+            ));
+        }
+        match self.root.pointer(&frag) {
+            Some(v) => Ok((v, format!("#{frag}"))),
+            None => Err(SchemaError::Invalid {
+                keyword: "$ref".into(),
+                pointer: pointer.to_string(),
+                reason: format!("`{r}` does not resolve"),
+            }),
+        }
+    }
+
+    /// Flattens a node: inlines `$ref` and `allOf`, collects `anyOf`/`oneOf`.
+    pub fn flatten(&self, node: &Value, pointer: &str) -> Result<Flat, SchemaError> {
+        let mut flat = Flat {
+            base: Map::new(),
+            disjunctions: Vec::new(),
+            never: false,
+        };
+        self.flatten_into(node, pointer, &mut flat, 0)?;
+        Ok(flat)
+    }
+
+    fn flatten_into(
+        &self,
+        node: &Value,
+        pointer: &str,
+        flat: &mut Flat,
+        depth: usize,
+    ) -> Result<(), SchemaError> {
+        if depth > MAX_INLINE_DEPTH {
+            return Err(unsupported(
+                "$ref",
+                pointer,
+                "a reference cycle through allOf/$ref with no object or array in between",
+            ));
+        }
+        let m = match node {
+            Value::Bool(true) => return Ok(()),
+            Value::Bool(false) => {
+                flat.never = true;
+                return Ok(());
+            }
+            Value::Object(m) => m,
+            _ => {
+                return Err(SchemaError::Invalid {
+                    keyword: "schema".into(),
+                    pointer: pointer.to_string(),
+                    reason: "a schema must be an object or a boolean".into(),
+                })
+            }
+        };
+        let mut own = Map::new();
+        for (k, v) in m {
+            match k.as_str() {
+                "$ref" => {
+                    let r = v.as_str().ok_or_else(|| SchemaError::Invalid {
+                        keyword: "$ref".into(),
+                        pointer: pointer.to_string(),
+                        reason: "must be a string".into(),
+                    })?;
+                    let (t, tp) = self.target(r, pointer)?;
+                    self.flatten_into(t, &tp, flat, depth + 1)?;
+                }
+                "allOf" => {
+                    let items = as_schema_list(k, v, pointer)?;
+                    for (i, it) in items.iter().enumerate() {
+                        self.flatten_into(it, &format!("{pointer}/allOf/{i}"), flat, depth + 1)?;
+                    }
+                }
+                "anyOf" | "oneOf" => {
+                    let kw: &'static str = if k == "anyOf" { "anyOf" } else { "oneOf" };
+                    let items = as_schema_list(k, v, pointer)?;
+                    let alts = items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, it)| (it.clone(), format!("{pointer}/{kw}/{i}")))
+                        .collect();
+                    flat.disjunctions.push((kw, alts));
+                }
+                k if ANNOTATIONS.contains(&k) => {}
+                _ => {
+                    own.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        normalize_nullable(&mut own);
+        let base = std::mem::take(&mut flat.base);
+        flat.base = merge(base, own, pointer)?;
+        Ok(())
+    }
+}
+
+fn as_schema_list<'v>(k: &str, v: &'v Value, pointer: &str) -> Result<&'v Vec<Value>, SchemaError> {
+    match v {
+        Value::Array(a) if !a.is_empty() => Ok(a),
+        _ => Err(SchemaError::Invalid {
+            keyword: k.to_string(),
+            pointer: pointer.to_string(),
+            reason: "must be a non-empty array of schemas".into(),
+        }),
+    }
+}
+
+/// OpenAPI's `nullable: true` adds `null` to an explicit `type`.
+fn normalize_nullable(m: &mut Map<String, Value>) {
+    if let Some(Value::Bool(n)) = m.remove("nullable") {
+        if n {
+            match m.get_mut("type") {
+                Some(Value::String(t)) => {
+                    let t = t.clone();
+                    m.insert("type".into(), serde_json::json!([t, "null"]));
+                }
+                Some(Value::Array(a)) => {
+                    if !a.contains(&Value::from("null")) {
+                        a.push(Value::from("null"));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The set of type names a `type` value allows (`None`: no `type`, all types).
+pub fn type_set(v: Option<&Value>) -> Option<Vec<String>> {
+    match v {
+        None => None,
+        Some(Value::String(s)) => Some(vec![s.clone()]),
+        Some(Value::Array(a)) => Some(
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect(),
+        ),
+        Some(_) => Some(Vec::new()),
+    }
+}
+
+fn intersect_types(a: &[String], b: &[String]) -> Vec<String> {
+    let has = |s: &[String], t: &str| s.iter().any(|x| x == t);
+    let mut out = Vec::new();
+    for t in a {
+        if has(b, t) || (t == "integer" && has(b, "number")) {
+            out.push(t.clone());
+        } else if t == "number" && has(b, "integer") {
+            out.push("integer".to_string());
+        }
+    }
+    out.dedup();
+    out
+}
+
+fn props_of(m: &Map<String, Value>) -> Map<String, Value> {
+    match m.get("properties") {
+        Some(Value::Object(p)) => p.clone(),
+        _ => Map::new(),
+    }
+}
+
+fn num(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+/// Conjunction of two flat keyword maps.
+pub fn merge(
+    mut a: Map<String, Value>,
+    b: Map<String, Value>,
+    pointer: &str,
+) -> Result<Map<String, Value>, SchemaError> {
+    if b.is_empty() {
+        return Ok(a);
+    }
+    if a.is_empty() {
+        return Ok(b);
+    }
+    let object_kw = |m: &Map<String, Value>| {
+        m.contains_key("properties")
+            || m.contains_key("additionalProperties")
+            || m.contains_key("patternProperties")
+    };
+    if object_kw(&a) && object_kw(&b) {
+        if a.contains_key("patternProperties") || b.contains_key("patternProperties") {
+            return Err(unsupported(
+                "patternProperties",
+                pointer,
+                "patternProperties inside allOf together with other object keywords",
+            ));
+        }
+        let (pa, pb) = (props_of(&a), props_of(&b));
+        let addl = |m: &Map<String, Value>| {
+            m.get("additionalProperties")
+                .cloned()
+                .unwrap_or(Value::Bool(true))
+        };
+        let (aa, ab) = (addl(&a), addl(&b));
+        let mut props = Map::new();
+        for (k, v) in &pa {
+            let other = pb.get(k).unwrap_or(&ab);
+            props.insert(k.clone(), conjoin(v, other));
+        }
+        for (k, v) in &pb {
+            if !pa.contains_key(k) {
+                props.insert(k.clone(), conjoin(&aa, v));
+            }
+        }
+        a.insert("properties".into(), Value::Object(props));
+        let merged = conjoin(&aa, &ab);
+        if is_trivial(&merged) {
+            a.remove("additionalProperties");
+        } else {
+            a.insert("additionalProperties".into(), merged);
+        }
+    }
+    for (k, v) in b {
+        if matches!(k.as_str(), "properties" | "additionalProperties") && object_kw(&a) {
+            if !a.contains_key(&k) {
+                a.insert(k, v);
+            }
+            continue;
+        }
+        let Some(old) = a.get(&k).cloned() else {
+            a.insert(k, v);
+            continue;
+        };
+        if old == v {
+            continue;
+        }
+        let merged = match k.as_str() {
+            "type" => {
+                let (x, y) = (type_set(Some(&old)).unwrap_or_default(), type_set(Some(&v)).unwrap_or_default());
+                Value::from(intersect_types(&x, &y))
+            }
+            "required" => {
+                let mut r: Vec<Value> = old.as_array().cloned().unwrap_or_default();
+                for x in v.as_array().cloned().unwrap_or_default() {
+                    if !r.contains(&x) {
+                        r.push(x);
+                    }
+                }
+                Value::Array(r)
+            }
+            "enum" | "const" => {
+                let list = |k: &str, v: &Value| match k {
+                    "const" => vec![v.clone()],
+                    _ => v.as_array().cloned().unwrap_or_default(),
+                };
+                let (x, y) = (list(&k, &old), list(&k, &v));
+                let both: Vec<Value> = x.into_iter().filter(|e| y.contains(e)).collect();
+                if k == "const" && both.len() == 1 {
+                    both[0].clone()
+                } else {
+                    a.remove(&k);
+                    a.insert("enum".into(), Value::Array(both));
+                    continue;
+                }
+            }
+            "minimum" | "minLength" | "minItems" | "minProperties" => match (num(&old), num(&v)) {
+                (Some(x), Some(y)) => if x >= y { old } else { v },
+                _ => return Err(unsupported(&k, pointer, "conflicting values in allOf")),
+            },
+            "maximum" | "maxLength" | "maxItems" | "maxProperties" => match (num(&old), num(&v)) {
+                (Some(x), Some(y)) => if x <= y { old } else { v },
+                _ => return Err(unsupported(&k, pointer, "conflicting values in allOf")),
+            },
+            "exclusiveMinimum" => match (num(&old), num(&v)) {
+                (Some(x), Some(y)) => if x >= y { old } else { v },
+                _ => return Err(unsupported(&k, pointer, "draft-4 exclusive bounds differ in allOf")),
+            },
+            "exclusiveMaximum" => match (num(&old), num(&v)) {
+                (Some(x), Some(y)) => if x <= y { old } else { v },
+                _ => return Err(unsupported(&k, pointer, "draft-4 exclusive bounds differ in allOf")),
+            },
+            "items" | "additionalItems" | "propertyNames" | "contains" | "not" => {
+                if old.is_array() || v.is_array() {
+                    return Err(unsupported(&k, pointer, "two tuple forms in allOf"));
+                }
+                conjoin(&old, &v)
+            }
+            "properties" | "additionalProperties" => conjoin(&old, &v),
+            "uniqueItems" => Value::Bool(old == Value::Bool(true) || v == Value::Bool(true)),
+            _ => {
+                return Err(unsupported(
+                    &k,
+                    pointer,
+                    "allOf members give it different values, and their conjunction is not one value",
+                ))
+            }
+        };
+        a.insert(k, merged);
+    }
+    Ok(a)
+}

@@ -1,0 +1,587 @@
+//! JSON string literals as regular languages over their source bytes.
+//!
+//! A JSON Schema constrains the *decoded* value of a string, but the lexer reads the
+//! literal as written, where every character may be spelled raw, with a short escape
+//! (`\n`, `\"`, `\/`…) or as `\uXXXX` (hex in either case, astral characters as a
+//! surrogate pair). [`spell`] maps a regular language of values (a `regex-syntax` HIR
+//! over Unicode scalar values) to the regular language of their literal spellings, so a
+//! constrained string terminal accepts exactly the literals whose value satisfies the
+//! constraint. [`parse_pattern`] reads an ECMA-262 `pattern` (search semantics, ASCII
+//! `\d \w`, `.` excluding line terminators) into such a HIR. This module depends only on
+//! `regex-syntax`.
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
+
+/// The generic JSON string literal (any value), quotes included.
+pub const ANY_STRING: &str = r#""([^"\\\x00-\x1f]|\\(["\\/bfnrt]|u[0-9a-fA-F]{4}))*""#;
+
+/// Why a value language cannot be spelled as literals.
+pub type SpellError = String;
+
+fn class(ranges: &[(u32, u32)]) -> Hir {
+    let rs = ranges.iter().filter_map(|&(a, b)| {
+        Some(ClassUnicodeRange::new(char::from_u32(a)?, char::from_u32(b)?))
+    });
+    Hir::class(Class::Unicode(ClassUnicode::new(rs)))
+}
+
+/// Hex digit `v`'s spellings as a class (lower and upper case letters).
+fn hex_digit_class(a: u8, b: u8) -> Hir {
+    let mut rs: Vec<(u32, u32)> = Vec::new();
+    for v in a..=b {
+        let c = if v < 10 {
+            b'0' + v
+        } else {
+            b'a' + v - 10
+        } as u32;
+        rs.push((c, c));
+        if v >= 10 {
+            let u = (b'A' + v - 10) as u32;
+            rs.push((u, u));
+        }
+    }
+    class(&rs)
+}
+
+/// Splits `[lo, hi]` into sequences of per-digit ranges over `width` digits of `base`
+/// (the classic range-to-regex split; at most `2·width − 1` sequences).
+pub(super) fn digit_seqs(lo: u128, hi: u128, width: u32, base: u128) -> Vec<Vec<(u8, u8)>> {
+    debug_assert!(lo <= hi);
+    if width == 1 {
+        return vec![vec![(lo as u8, hi as u8)]];
+    }
+    let unit = base.pow(width - 1);
+    let (dl, rl) = (lo / unit, lo % unit);
+    let (dh, rh) = (hi / unit, hi % unit);
+    let prefixed = |d: u128, rest: Vec<Vec<(u8, u8)>>| {
+        rest.into_iter()
+            .map(|mut s| {
+                s.insert(0, (d as u8, d as u8));
+                s
+            })
+            .collect::<Vec<_>>()
+    };
+    if dl == dh {
+        return prefixed(dl, digit_seqs(rl, rh, width - 1, base));
+    }
+    let mut out = Vec::new();
+    let mut first_full = dl;
+    if rl != 0 {
+        out.extend(prefixed(dl, digit_seqs(rl, unit - 1, width - 1, base)));
+        first_full = dl + 1;
+    }
+    let tail_partial = rh != unit - 1;
+    let last_full = if tail_partial { dh - 1 } else { dh };
+    if first_full <= last_full {
+        let mut s = vec![(first_full as u8, last_full as u8)];
+        s.extend(std::iter::repeat_n((0u8, (base - 1) as u8), (width - 1) as usize));
+        out.push(s);
+    }
+    if tail_partial {
+        out.extend(prefixed(dh, digit_seqs(0, rh, width - 1, base)));
+    }
+    out
+}
+
+/// `\u` followed by four hex digits whose value is in `[lo, hi]`.
+fn u_escape(lo: u32, hi: u32) -> Hir {
+    let seqs = digit_seqs(lo as u128, hi as u128, 4, 16);
+    Hir::alternation(
+        seqs.into_iter()
+            .map(|s| {
+                let mut parts = vec![Hir::literal(*b"\\u")];
+                parts.extend(s.into_iter().map(|(a, b)| hex_digit_class(a, b)));
+                Hir::concat(parts)
+            })
+            .collect(),
+    )
+}
+
+/// The `\uXXXX` spellings of the code points in `[lo, hi]` (surrogates excluded; astral
+/// code points as surrogate pairs).
+fn u_spellings(lo: u32, hi: u32, out: &mut Vec<Hir>) {
+    let bmp = [(lo, hi.min(0xD7FF)), (lo.max(0xE000), hi.min(0xFFFF))];
+    for (a, b) in bmp {
+        if a <= b {
+            out.push(u_escape(a, b));
+        }
+    }
+    let (a, b) = (lo.max(0x10000), hi);
+    if a > b {
+        return;
+    }
+    let split = |c: u32| {
+        let v = c - 0x10000;
+        (0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF))
+    };
+    let ((hl, ll), (hh, lh)) = (split(a), split(b));
+    let pair = |h: (u32, u32), l: (u32, u32)| Hir::concat(vec![u_escape(h.0, h.1), u_escape(l.0, l.1)]);
+    if hl == hh {
+        out.push(pair((hl, hl), (ll, lh)));
+    } else {
+        out.push(pair((hl, hl), (ll, 0xDFFF)));
+        if hl + 1 < hh {
+            out.push(pair((hl + 1, hh - 1), (0xDC00, 0xDFFF)));
+        }
+        out.push(pair((hh, hh), (0xDC00, lh)));
+    }
+}
+
+/// Every spelling of one character drawn from `ranges` inside a JSON string literal.
+fn spell_class(ranges: &[(u32, u32)]) -> Hir {
+    const SHORT: [(u32, &[u8]); 8] = [
+        ('"' as u32, b"\\\""),
+        ('\\' as u32, b"\\\\"),
+        ('/' as u32, b"\\/"),
+        (0x08, b"\\b"),
+        (0x0C, b"\\f"),
+        ('\n' as u32, b"\\n"),
+        ('\r' as u32, b"\\r"),
+        ('\t' as u32, b"\\t"),
+    ];
+    let contains = |c: u32| ranges.iter().any(|&(a, b)| a <= c && c <= b);
+    // Raw: anything but `"`, `\` and C0 controls.
+    let mut raw: Vec<(u32, u32)> = Vec::new();
+    for &(a, b) in ranges {
+        let a = a.max(0x20);
+        if a > b {
+            continue;
+        }
+        let mut start = a;
+        for cut in ['"' as u32, '\\' as u32] {
+            if start <= cut && cut <= b {
+                if start < cut {
+                    raw.push((start, cut - 1));
+                }
+                start = cut + 1;
+            }
+        }
+        if start <= b {
+            raw.push((start, b));
+        }
+    }
+    let mut alts = Vec::new();
+    if !raw.is_empty() {
+        alts.push(class(&raw));
+    }
+    for (c, spelling) in SHORT {
+        if contains(c) {
+            alts.push(Hir::literal(spelling));
+        }
+    }
+    for &(a, b) in ranges {
+        u_spellings(a, b, &mut alts);
+    }
+    Hir::alternation(alts)
+}
+
+/// The spellings of `c` alone.
+fn spell_char(c: char) -> Hir {
+    spell_class(&[(c as u32, c as u32)])
+}
+
+/// Maps a language of string values to the language of their JSON literal bodies
+/// (without the quotes). Anchors and other look-around must already be gone.
+pub fn spell(h: &Hir) -> Result<Hir, SpellError> {
+    Ok(match h.kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(lit) => {
+            let s = std::str::from_utf8(&lit.0).map_err(|_| "a non-UTF-8 literal".to_string())?;
+            Hir::concat(s.chars().map(spell_char).collect())
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            let rs: Vec<(u32, u32)> = c
+                .ranges()
+                .iter()
+                .map(|r| (r.start() as u32, r.end() as u32))
+                .collect();
+            spell_class(&rs)
+        }
+        HirKind::Class(Class::Bytes(_)) => return Err("a byte class".into()),
+        HirKind::Look(_) => return Err("an anchor or assertion inside the pattern".into()),
+        HirKind::Repetition(r) => Hir::repetition(Repetition {
+            min: r.min,
+            max: r.max,
+            greedy: r.greedy,
+            sub: Box::new(spell(&r.sub)?),
+        }),
+        HirKind::Capture(c) => spell(&c.sub)?,
+        HirKind::Concat(v) => Hir::concat(v.iter().map(spell).collect::<Result<_, _>>()?),
+        HirKind::Alternation(v) => {
+            Hir::alternation(v.iter().map(spell).collect::<Result<_, _>>()?)
+        }
+    })
+}
+
+/// Any one character (a Unicode scalar value).
+pub fn any_char() -> Hir {
+    class(&[(0, 0x10FFFF)])
+}
+
+/// The quoted terminal regex for a value language.
+pub fn quoted_regex(value: &Hir) -> Result<String, SpellError> {
+    let body = spell(value)?;
+    Ok(Hir::concat(vec![Hir::literal(*b"\""), body, Hir::literal(*b"\"")]).to_string())
+}
+
+/// The quoted terminal regex matching every spelling of exactly `value`.
+pub fn literal_regex(value: &str) -> String {
+    let body = Hir::concat(value.chars().map(spell_char).collect());
+    Hir::concat(vec![Hir::literal(*b"\""), body, Hir::literal(*b"\"")]).to_string()
+}
+
+/// Fewest and most characters of a value in `h`'s language (`None`: unbounded).
+pub fn char_len(h: &Hir) -> (u32, Option<u32>) {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => (0, Some(0)),
+        HirKind::Literal(lit) => {
+            let n = String::from_utf8_lossy(&lit.0).chars().count() as u32;
+            (n, Some(n))
+        }
+        HirKind::Class(_) => (1, Some(1)),
+        HirKind::Repetition(r) => {
+            let (a, b) = char_len(&r.sub);
+            let max = match (b, r.max) {
+                (Some(0), _) => Some(0),
+                (Some(b), Some(m)) => b.checked_mul(m),
+                _ => None,
+            };
+            (a.saturating_mul(r.min), max)
+        }
+        HirKind::Capture(c) => char_len(&c.sub),
+        HirKind::Concat(v) => v.iter().map(char_len).fold((0, Some(0)), |(a, b), (c, d)| {
+            (a.saturating_add(c), b.zip(d).and_then(|(x, y)| x.checked_add(y)))
+        }),
+        HirKind::Alternation(v) => {
+            let parts: Vec<_> = v.iter().map(char_len).collect();
+            let min = parts.iter().map(|p| p.0).min().unwrap_or(0);
+            let max = parts
+                .iter()
+                .try_fold(0u32, |m, p| p.1.map(|x| m.max(x)));
+            (min, max)
+        }
+    }
+}
+
+/// Rewrites ECMA-262 pattern syntax into `regex-syntax` syntax with the same meaning:
+/// ASCII `\d \w \s`-style classes, `.` without line terminators, `[` literal inside a
+/// class, `{` literal unless it starts a quantifier. Look-around and back-references
+/// are refused.
+fn ecma_to_rust(p: &str) -> Result<String, String> {
+    const WS: &str = r"\t\n\x0B\x0C\r \xA0\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+    let chars: Vec<char> = p.chars().collect();
+    let mut out = String::with_capacity(p.len() + 16);
+    let mut in_class = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\\' => {
+                let Some(&n) = chars.get(i + 1) else {
+                    return Err("a trailing backslash".into());
+                };
+                i += 2;
+                match n {
+                    'd' => out.push_str("[0-9]"),
+                    'D' => out.push_str("[^0-9]"),
+                    'w' => out.push_str("[0-9A-Za-z_]"),
+                    'W' => out.push_str("[^0-9A-Za-z_]"),
+                    's' => out.push_str(&format!("[{WS}]")),
+                    'S' => out.push_str(&format!("[^{WS}]")),
+                    'b' if in_class => out.push_str(r"\x08"),
+                    'b' | 'B' => return Err("a word-boundary assertion".into()),
+                    '1'..='9' => return Err("a back-reference".into()),
+                    '0' => out.push_str(r"\x00"),
+                    'c' => return Err("a control escape (\\c)".into()),
+                    'k' => return Err("a named back-reference".into()),
+                    'p' | 'P' => {
+                        out.push('\\');
+                        out.push(n);
+                    }
+                    'u' if chars.get(i) == Some(&'{') => {
+                        out.push_str(r"\x");
+                    }
+                    'u' => {
+                        let hex: String = chars.iter().skip(i).take(4).collect();
+                        if hex.len() == 4 && hex.chars().all(|h| h.is_ascii_hexdigit()) {
+                            out.push_str(&format!(r"\x{{{hex}}}"));
+                            i += 4;
+                        } else {
+                            out.push('u');
+                        }
+                    }
+                    'x' => {
+                        let hex: String = chars.iter().skip(i).take(2).collect();
+                        if hex.len() == 2 && hex.chars().all(|h| h.is_ascii_hexdigit()) {
+                            out.push_str(&format!(r"\x{{{hex}}}"));
+                            i += 2;
+                        } else {
+                            out.push('x');
+                        }
+                    }
+                    'n' | 'r' | 't' | 'f' | 'v' => {
+                        out.push_str(match n {
+                            'n' => r"\n",
+                            'r' => r"\r",
+                            't' => r"\t",
+                            'f' => r"\x0C",
+                            _ => r"\x0B",
+                        });
+                    }
+                    c if c.is_ascii_alphanumeric() => {
+                        return Err(format!("the escape \\{c}"));
+                    }
+                    c => out.push_str(&regex_syntax::escape(&c.to_string())),
+                }
+                continue;
+            }
+            '[' if in_class => out.push_str(r"\["),
+            '[' => {
+                in_class = true;
+                out.push('[');
+                if chars.get(i + 1) == Some(&'^') {
+                    out.push('^');
+                    i += 1;
+                }
+                if chars.get(i + 1) == Some(&']') {
+                    return Err("an empty character class".into());
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            '&' | '~' if in_class => {
+                out.push('\\');
+                out.push(c);
+            }
+            '-' if in_class && chars.get(i + 1) == Some(&'-') => out.push_str(r"\-"),
+            '.' if !in_class => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
+            '(' if !in_class && chars.get(i + 1) == Some(&'?') => {
+                let rest: String = chars.iter().skip(i + 2).take(2).collect();
+                if rest.starts_with('=')
+                    || rest.starts_with('!')
+                    || rest.starts_with("<=")
+                    || rest.starts_with("<!")
+                {
+                    return Err("a look-around assertion".into());
+                }
+                out.push('(');
+            }
+            '{' if !in_class => {
+                let rest: String = chars[i..].iter().collect();
+                let quant = rest
+                    .find('}')
+                    .map(|e| &rest[1..e])
+                    .is_some_and(|body| {
+                        let mut parts = body.splitn(2, ',');
+                        let a = parts.next().unwrap_or("");
+                        !a.is_empty()
+                            && a.chars().all(|d| d.is_ascii_digit())
+                            && parts.next().is_none_or(|b| b.chars().all(|d| d.is_ascii_digit()))
+                    });
+                out.push_str(if quant { "{" } else { r"\{" });
+            }
+            '}' if !in_class => {
+                // A closing brace belongs to a quantifier iff an open one is pending.
+                let opened = out.rfind('{').is_some_and(|o| {
+                    !out[..o].ends_with('\\') && !out[o..].contains('}')
+                });
+                out.push_str(if opened { "}" } else { r"\}" });
+            }
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    if in_class {
+        return Err("an unclosed character class".into());
+    }
+    Ok(out)
+}
+
+fn is_look(h: &Hir, look: Look) -> bool {
+    match h.kind() {
+        HirKind::Look(l) => *l == look,
+        HirKind::Capture(c) => is_look(&c.sub, look),
+        _ => false,
+    }
+}
+
+fn has_look(h: &Hir) -> bool {
+    match h.kind() {
+        HirKind::Look(_) => true,
+        HirKind::Repetition(r) => has_look(&r.sub),
+        HirKind::Capture(c) => has_look(&c.sub),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(has_look),
+        _ => false,
+    }
+}
+
+/// One top-level alternative with its anchors stripped: (body, anchored at start, at end).
+fn strip_anchors(h: &Hir) -> (Hir, bool, bool) {
+    match h.kind() {
+        HirKind::Capture(c) => strip_anchors(&c.sub),
+        HirKind::Look(Look::Start) => (Hir::empty(), true, false),
+        HirKind::Look(Look::End) => (Hir::empty(), false, true),
+        HirKind::Concat(v) => {
+            let mut items: &[Hir] = v;
+            let mut start = false;
+            let mut end = false;
+            while let Some(first) = items.first().filter(|f| is_look(f, Look::Start)) {
+                let _ = first;
+                start = true;
+                items = &items[1..];
+            }
+            while let Some(_last) = items.last().filter(|l| is_look(l, Look::End)) {
+                end = true;
+                items = &items[..items.len() - 1];
+            }
+            (Hir::concat(items.to_vec()), start, end)
+        }
+        _ => (h.clone(), false, false),
+    }
+}
+
+fn top_alternatives(h: &Hir) -> Vec<Hir> {
+    match h.kind() {
+        HirKind::Alternation(v) => v.iter().flat_map(top_alternatives).collect(),
+        HirKind::Capture(c) if matches!(c.sub.kind(), HirKind::Alternation(_)) => {
+            top_alternatives(&c.sub)
+        }
+        _ => vec![h.clone()],
+    }
+}
+
+/// The language of values matched by an ECMA-262 `pattern` under JSON Schema's search
+/// semantics (a value is valid iff the pattern matches somewhere in it).
+pub fn parse_pattern(pattern: &str) -> Result<Hir, String> {
+    let rust = ecma_to_rust(pattern)?;
+    let h = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&rust)
+        .map_err(|e| {
+            let msg = e.to_string();
+            msg.lines().last().unwrap_or("invalid").trim().to_string()
+        })?;
+    let any = Hir::repetition(Repetition {
+        min: 0,
+        max: None,
+        greedy: true,
+        sub: Box::new(any_char()),
+    });
+    let mut branches = Vec::new();
+    for alt in top_alternatives(&h) {
+        let (body, start, end) = strip_anchors(&alt);
+        if has_look(&body) {
+            return Err("an anchor that is not at the start or end".into());
+        }
+        let mut parts = Vec::new();
+        if !start {
+            parts.push(any.clone());
+        }
+        parts.push(body);
+        if !end {
+            parts.push(any.clone());
+        }
+        branches.push(Hir::concat(parts));
+    }
+    Ok(Hir::alternation(branches))
+}
+
+/// Parses a value-language regex written in `regex-syntax` syntax (the built-in formats).
+pub fn parse_value_regex(re: &str) -> Hir {
+    // The callers pass fixed, tested regexes.
+    regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(re)
+        .expect("built-in value regex")
+}
+
+/// A matcher deciding whether a decoded string value is in a value language.
+pub struct ValueMatcher(regex_automata::meta::Regex);
+
+impl ValueMatcher {
+    /// Builds the full-match matcher for `h`.
+    pub fn new(h: &Hir) -> Result<Self, String> {
+        let anchored = Hir::concat(vec![Hir::look(Look::Start), h.clone(), Hir::look(Look::End)]);
+        regex_automata::meta::Regex::builder()
+            .build_from_hir(&anchored)
+            .map(ValueMatcher)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Whether `value` is in the language.
+    pub fn is_match(&self, value: &str) -> bool {
+        self.0.is_match(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regex_automata::meta::Regex;
+
+    fn full(re: &str) -> Regex {
+        Regex::new(&format!("^(?:{re})$")).unwrap()
+    }
+
+    #[test]
+    fn literal_spellings_decode_to_the_value() {
+        let r = full(&literal_regex("a/é\"\n😀"));
+        assert!(r.is_match(r#""a/é\"\n😀""#));
+        assert!(r.is_match(r#""\u0061\/\u00E9\u0022\u000a\ud83d\uDE00""#));
+        assert!(!r.is_match(r#""a/é"\n😀""#));
+        assert!(!r.is_match(r#""b/é\"\n😀""#));
+        assert!(!r.is_match(r#""\u0062/é\"\n😀""#));
+        // A raw newline is not a JSON string character.
+        assert!(!r.is_match("\"a/é\\\"\n😀\""));
+    }
+
+    #[test]
+    fn hex_ranges_cover_exactly() {
+        for (lo, hi) in [(0u128, 0xFFFF), (0x12, 0x3456), (0xD7FF, 0xE001), (7, 7)] {
+            let seqs = digit_seqs(lo, hi, 4, 16);
+            let covered = |v: u128| {
+                seqs.iter().any(|s| {
+                    (0..4).all(|i| {
+                        let d = ((v >> (4 * (3 - i))) & 15) as u8;
+                        s[i].0 <= d && d <= s[i].1
+                    })
+                })
+            };
+            let probes = [0, lo, hi, lo.saturating_sub(1), hi + 1, (lo + hi) / 2, 0xFFFF];
+            for v in probes.into_iter().filter(|&v| v <= 0xFFFF) {
+                assert_eq!(covered(v), lo <= v && v <= hi, "{v:x} in [{lo:x},{hi:x}]");
+            }
+        }
+    }
+
+    #[test]
+    fn patterns_use_search_semantics_and_ecma_classes() {
+        let lit = |p: &str| full(&quoted_regex(&parse_pattern(p).unwrap()).unwrap());
+        let r = lit("^[a-z]+\\d$");
+        assert!(r.is_match(r#""ab1""#));
+        assert!(r.is_match(r#""\u0061b1""#));
+        assert!(!r.is_match(r#""ab١""#), "ECMA \\d is ASCII only");
+        assert!(!r.is_match(r#""xab1 ""#));
+        let r = lit("ab");
+        assert!(r.is_match(r#""xxaby""#));
+        assert!(!r.is_match(r#""a b""#));
+        let r = lit("^a.c$");
+        assert!(r.is_match(r#""abc""#));
+        assert!(!r.is_match(r#""a\nc""#), "ECMA . excludes line terminators");
+        assert!(parse_pattern("(?=a)").is_err());
+        assert!(parse_pattern("(a)\\1").is_err());
+        assert!(parse_pattern("a\\bc").is_err());
+        let r = lit("^x{2}{$");
+        assert!(r.is_match(r#""xx{""#));
+    }
+
+    #[test]
+    fn value_matcher_is_a_full_match() {
+        let m = ValueMatcher::new(&parse_pattern("^ab?$").unwrap()).unwrap();
+        assert!(m.is_match("a") && m.is_match("ab") && !m.is_match("abb"));
+        assert_eq!(char_len(&parse_pattern("^ab?$").unwrap()), (1, Some(2)));
+        assert_eq!(char_len(&parse_pattern("ab").unwrap()).1, None);
+    }
+}

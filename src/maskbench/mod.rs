@@ -1,0 +1,211 @@
+//! The MaskBench replay (JSONSchemaBench files: a `schema` and `tests`, instances marked
+//! `valid`): compile each schema (time to first mask), serialize each instance as
+//! Python's `json.dumps` does, tokenize it canonically and replay it token by token
+//! (time between masks: mask + commit per token), then compare the outcome with the
+//! label. Used by `stackmask maskbench` and by the conformance tests; depends on the
+//! JSON Schema front end, the table and automaton builders, and the runtime.
+
+pub mod py_json;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::compile::dwa_build::{build_dwa_limited, DwaLimits};
+use crate::compile::json_schema::{self, SchemaError, SchemaOptions};
+use crate::compile::{build_glr_tables, GrammarError};
+use crate::glr::{GlrState, Tables};
+use crate::ids::TokenId;
+use crate::reference::Reference;
+use crate::runtime::Matcher;
+use crate::vocab::Vocab;
+
+pub use py_json::{to_python_json, PyJson};
+
+/// Which engine replays the instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// The reference oracle: commit only (viability of each prefix), no masks.
+    Reference,
+    /// The GLR recognizer: commit only, no masks.
+    Glr,
+    /// Masks from the mask automaton, checked before each GLR commit: what a server runs.
+    Dwa,
+}
+
+/// States per schema automaton above which a schema counts as a compile error (bounds
+/// the replay's time and memory on pathological schemas).
+pub const MAX_DWA_STATES: usize = 300_000;
+
+/// A schema compiled for one engine.
+pub enum Compiled {
+    /// Matcher with its mask automaton.
+    Dwa(Matcher),
+    /// Recognizer tables.
+    Glr(Arc<Tables>),
+    /// The oracle.
+    Reference(Box<Reference>),
+}
+
+/// Compiles a schema for `engine` (the automaton against `vocab`).
+pub fn compile(
+    schema: &Value,
+    opts: &SchemaOptions,
+    engine: Engine,
+    vocab: &Vocab,
+) -> Result<Compiled, SchemaError> {
+    let lowered = json_schema::compile_value(schema, opts)?;
+    let grammar_err = |e: GrammarError| SchemaError::Grammar(Box::new(e));
+    let tables = Arc::new(build_glr_tables(&lowered.grammar).map_err(grammar_err)?);
+    Ok(match engine {
+        Engine::Dwa => {
+            let limits = DwaLimits {
+                max_states: MAX_DWA_STATES,
+                ..DwaLimits::default()
+            };
+            let dwa = build_dwa_limited(&tables, vocab, limits).map_err(grammar_err)?;
+            Compiled::Dwa(Matcher::new(tables, Arc::new(dwa)))
+        }
+        Engine::Glr => Compiled::Glr(tables),
+        Engine::Reference => Compiled::Reference(Box::new(Reference::new(
+            &lowered.grammar,
+            &tables.lexer,
+        ))),
+    })
+}
+
+/// Replays one tokenized instance; true iff every token was allowed and the document is
+/// complete at the end. Pushes one time per replayed token (µs) onto `tbm_us`.
+pub fn replay(
+    c: &Compiled,
+    vocab: &Vocab,
+    tokens: &[TokenId],
+    words: &mut [u32],
+    tbm_us: &mut Vec<f64>,
+) -> bool {
+    match c {
+        Compiled::Dwa(base) => {
+            let mut m = base.clone();
+            for &t in tokens {
+                let t0 = Instant::now();
+                let ok = m.fill_mask(words).is_ok() && {
+                    let i = t.index();
+                    words.get(i / 32).is_some_and(|w| w >> (i % 32) & 1 == 1)
+                } && m.commit(vocab, t).is_ok();
+                tbm_us.push(t0.elapsed().as_secs_f64() * 1e6);
+                if !ok {
+                    return false;
+                }
+            }
+            m.is_accepting()
+        }
+        Compiled::Glr(tables) => {
+            let mut g = GlrState::new(tables.clone());
+            for &t in tokens {
+                let Ok(bytes) = vocab.token_bytes(t) else {
+                    return false;
+                };
+                let t0 = Instant::now();
+                let ok = g.commit_bytes(bytes).is_ok();
+                tbm_us.push(t0.elapsed().as_secs_f64() * 1e6);
+                if !ok {
+                    return false;
+                }
+            }
+            g.is_accepting()
+        }
+        Compiled::Reference(r) => {
+            let mut p = r.empty();
+            for &t in tokens {
+                let Ok(bytes) = vocab.token_bytes(t) else {
+                    return false;
+                };
+                let t0 = Instant::now();
+                let next = r.extend(&p, bytes);
+                let ok = r.prefix_viable(&next);
+                tbm_us.push(t0.elapsed().as_secs_f64() * 1e6);
+                if !ok {
+                    return false;
+                }
+                p = next;
+                p.freeze();
+            }
+            r.prefix_complete(&p)
+        }
+    }
+}
+
+/// One instance's outcome.
+#[derive(Debug, Clone)]
+pub struct InstanceOutcome {
+    /// Index in the file's `tests`.
+    pub index: usize,
+    /// The label.
+    pub valid: bool,
+    /// Whether the replay accepted it.
+    pub accepted: bool,
+    /// The serialized text that was replayed.
+    pub text: String,
+}
+
+/// One file's outcome.
+#[derive(Debug)]
+pub enum FileOutcome {
+    /// Not a MaskBench file (unreadable, or no `schema`/`tests`).
+    BadFile(String),
+    /// The schema did not compile.
+    Error(SchemaError),
+    /// Compiled in `ttfm_ms`; every instance replayed.
+    Compiled {
+        /// Time to first mask: schema → grammar → tables (→ automaton), ms.
+        ttfm_ms: f64,
+        /// Per instance.
+        instances: Vec<InstanceOutcome>,
+    },
+}
+
+/// Compiles a file's schema and replays its instances.
+pub fn run_file(
+    file: &Value,
+    opts: &SchemaOptions,
+    engine: Engine,
+    vocab: &Vocab,
+    style: PyJson,
+    tbm_us: &mut Vec<f64>,
+) -> FileOutcome {
+    let (Some(schema), Some(tests)) = (
+        file.get("schema"),
+        file.get("tests").and_then(Value::as_array),
+    ) else {
+        return FileOutcome::BadFile("no `schema` and `tests`".into());
+    };
+    let t0 = Instant::now();
+    let compiled = match compile(schema, opts, engine, vocab) {
+        Ok(c) => c,
+        Err(e) => return FileOutcome::Error(e),
+    };
+    let ttfm_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let mut words = vec![0u32; vocab.len().div_ceil(32)];
+    let mut instances = Vec::new();
+    for (index, test) in tests.iter().enumerate() {
+        let (Some(data), Some(valid)) = (
+            test.get("data"),
+            test.get("valid").and_then(Value::as_bool),
+        ) else {
+            continue;
+        };
+        let text = to_python_json(data, style);
+        let accepted = match vocab.encode(&text) {
+            Ok(tokens) => replay(&compiled, vocab, &tokens, &mut words, tbm_us),
+            Err(_) => false,
+        };
+        instances.push(InstanceOutcome {
+            index,
+            valid,
+            accepted,
+            text,
+        });
+    }
+    FileOutcome::Compiled { ttfm_ms, instances }
+}
