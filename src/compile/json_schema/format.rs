@@ -60,6 +60,24 @@ fn ipv6() -> String {
     format!("(?:{})", alts.join("|"))
 }
 
+/// One URI character outside the delimiters (RFC 3986 unreserved, sub-delims, `:`, `@`,
+/// or a percent-encoded octet).
+const UCHAR: &str = "(?:[A-Za-z0-9\\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})";
+/// The same without `:` (the first segment of a relative reference).
+const UCHAR_NC: &str = "(?:[A-Za-z0-9\\-._~!$&'()*+,;=@]|%[0-9A-Fa-f]{2})";
+
+fn tail() -> String {
+    format!("(?:\\?(?:{UCHAR}|[/?])*)?(?:#(?:{UCHAR}|[/?])*)?")
+}
+
+fn uri() -> String {
+    format!("[A-Za-z][A-Za-z0-9+.\\-]*:(?:{UCHAR}|/)*{}", tail())
+}
+
+fn relative_ref() -> String {
+    format!("(?:/(?:{UCHAR}|/)*|{UCHAR_NC}+(?:/(?:{UCHAR}|/)*)?)?{}", tail())
+}
+
 /// The meaning of a `format` value.
 pub fn format(name: &str) -> Format {
     let re = match name {
@@ -72,8 +90,8 @@ pub fn format(name: &str) -> Format {
         "ipv6" => ipv6(),
         "hostname" => format!("{LABEL}(?:\\.{LABEL})*"),
         "email" => "[^@\\s\"(),:;<>\\[\\]\\\\]+@[^@\\s\"(),:;<>\\[\\]\\\\]+".to_string(),
-        "uri" => "[A-Za-z][A-Za-z0-9+.-]*:[^\\s<>\"{}|\\\\^`]*".to_string(),
-        "uri-reference" => "[^\\s<>\"{}|\\\\^`]*".to_string(),
+        "uri" => uri(),
+        "uri-reference" => format!("(?:{}|{})", uri(), relative_ref()),
         "json-pointer" => "(?:/(?:[^~/]|~[01])*)*".to_string(),
         "regex" | "relative-json-pointer" | "uri-template" | "idn-email" | "idn-hostname"
         | "iri" | "iri-reference" | "duration" => return Format::NotRegular,
@@ -124,5 +142,11 @@ mod tests {
         assert!(m("uuid").is_match("123e4567-e89b-12d3-a456-426614174000"));
         assert!(m("email").is_match("a.b@example.com") && !m("email").is_match("a@b@c"));
         assert!(m("hostname").is_match("a-b.example.com") && !m("hostname").is_match("-a.com"));
+        let u = m("uri");
+        assert!(u.is_match("https://example.com/a?b=c#d") && u.is_match("urn:isbn:0451450523"));
+        assert!(!u.is_match("/relative") && !u.is_match("http://a b") && !u.is_match("%zz:x"));
+        let r = m("uri-reference");
+        assert!(r.is_match("../a/b") && r.is_match("") && r.is_match("//host:80/p") && r.is_match("Web"));
+        assert!(!r.is_match("://") && !r.is_match("a:b:c d"));
     }
 }

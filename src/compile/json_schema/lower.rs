@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::format::{format, Format};
 use super::number::{decimal_range, integer_range, value_spellings, Bound, ANY_INTEGER, ANY_NUMBER};
-use super::resolve::{conjoin, is_trivial, type_set, Flat, Resolver, ANNOTATIONS};
+use super::resolve::{conjoin, is_trivial, type_set, Flat, Resolver, ASSERTIONS};
 use super::string::{
     any_char, char_len, literal_regex, parse_pattern, parse_value_regex, quoted_regex,
     ValueMatcher, ANY_STRING,
@@ -33,7 +33,7 @@ use crate::ids::{NonterminalId, TerminalId};
 /// Longest string length (`maxLength`, or `minLength` without a maximum) compiled
 /// exactly: each counted character is a few lexer states, and every lexer state inside a
 /// string is a position the tokenizer tries are built from.
-pub const MAX_COUNTED_LENGTH: u64 = 64;
+pub const MAX_COUNTED_LENGTH: u64 = 16;
 /// Largest `minItems`/`maxItems` compiled exactly (each counted item is a nonterminal).
 pub const MAX_COUNTED_ITEMS: u64 = 256;
 /// Most alternatives `anyOf`/`oneOf` may distribute into at one schema node.
@@ -49,6 +49,18 @@ enum StringRule {
     Constrained(TerminalId, ValueMatcher),
     /// Any string except the listed values: the generic terminal and the other literals.
     Except(Vec<String>),
+}
+
+/// The forms of `not` that are compiled.
+enum Negation {
+    /// `not {}`: nothing is valid.
+    Nothing,
+    /// `not {type: …}`: these types are excluded.
+    Types(Vec<String>),
+    /// `not {required: [x]}`: property x must be absent.
+    Absent(String),
+    /// Refused (or dropped in lenient mode).
+    Unsupported,
 }
 
 struct Fixed {
@@ -314,7 +326,7 @@ impl<'a> Lowerer<'a> {
         let key = match node.as_object() {
             Some(m)
                 if m.get("$ref").is_some_and(Value::is_string)
-                    && m.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str())) =>
+                    && m.keys().all(|k| k == "$ref" || !ASSERTIONS.contains(&k.as_str())) =>
             {
                 let r = m["$ref"].as_str().unwrap_or_default();
                 let (_, tp) = self.resolver.target(r, pointer)?;
@@ -360,7 +372,9 @@ impl<'a> Lowerer<'a> {
                 if af.never {
                     continue;
                 }
-                let base = match super::resolve::merge(f.base.clone(), af.base, ap) {
+                // The alternative's keywords first: its properties usually come first in
+                // instances (a discriminating `type`, the variant's own fields).
+                let base = match super::resolve::merge(af.base, f.base.clone(), ap) {
                     Ok(b) => b,
                     Err(e) => {
                         if let SchemaError::Unsupported { keyword, reason, .. } = &e {
@@ -407,9 +421,33 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers one flat keyword map (no combinators).
     fn keywords(&mut self, m: &Map<String, Value>, pointer: &str) -> Result<Ebnf, SchemaError> {
+        let mut types = type_set(m.get("type"));
+        let mut forbidden: Vec<String> = Vec::new();
+        if let Some(n) = m.get("not") {
+            match self.negation(n, pointer)? {
+                Negation::Nothing => return Ok(nothing()),
+                Negation::Types(ts) => {
+                    let all = types.take().unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
+                    let mut keep: Vec<String> = Vec::new();
+                    for t in all {
+                        if ts.contains(&t) || (t == "integer" && ts.iter().any(|x| x == "number")) {
+                            continue;
+                        }
+                        if t == "number" && ts.iter().any(|x| x == "integer") {
+                            // Numbers that are not integers: not a language we compile.
+                            self.refuse("not", pointer, "`not: integer` under a number type is not compiled")?;
+                        }
+                        keep.push(t);
+                    }
+                    types = Some(keep);
+                }
+                Negation::Absent(name) => forbidden.push(name),
+                Negation::Unsupported => {}
+            }
+        }
         for k in m.keys() {
             let reason = match k.as_str() {
-                "not" => "negation is not compiled",
+                "not" => continue,
                 "if" | "then" | "else" => "conditional schemas are not compiled",
                 "dependencies" | "dependentRequired" | "dependentSchemas" => {
                     "property dependencies are not compiled"
@@ -424,7 +462,6 @@ impl<'a> Lowerer<'a> {
             };
             self.refuse(k, pointer, reason)?;
         }
-        let mut types = type_set(m.get("type"));
         if let Some(ts) = &types {
             for t in ts {
                 if !TYPES.contains(&t.as_str()) && t != "integer" {
@@ -456,7 +493,7 @@ impl<'a> Lowerer<'a> {
                 "number" => self.number(m, false, pointer)?,
                 "string" => self.string(m, pointer)?,
                 "array" => self.array(m, pointer)?,
-                "object" => self.object(m, pointer)?,
+                "object" => self.object(m, &forbidden, pointer)?,
                 _ => continue,
             };
             alts.push(e);
@@ -836,7 +873,39 @@ impl<'a> Lowerer<'a> {
         Ok(Ebnf::Seq(vec![e_sym(lk), body, e_sym(rk)]))
     }
 
-    fn object(&mut self, m: &Map<String, Value>, pointer: &str) -> Result<Ebnf, SchemaError> {
+    /// What a `not` subschema excludes, in the forms compiled exactly.
+    fn negation(&mut self, n: &Value, pointer: &str) -> Result<Negation, SchemaError> {
+        if is_trivial(n) {
+            return Ok(Negation::Nothing);
+        }
+        if *n == Value::Bool(false) {
+            return Ok(Negation::Types(Vec::new()));
+        }
+        let flat = self.resolver.flatten(n, &format!("{pointer}/not"))?;
+        if flat.never {
+            return Ok(Negation::Types(Vec::new()));
+        }
+        if flat.disjunctions.is_empty() {
+            let keys: Vec<&str> = flat.base.keys().map(String::as_str).collect();
+            if keys == ["type"] {
+                return Ok(Negation::Types(type_set(flat.base.get("type")).unwrap_or_default()));
+            }
+            if keys == ["required"] {
+                if let Some([Value::String(name)]) = flat.base["required"].as_array().map(Vec::as_slice) {
+                    return Ok(Negation::Absent(name.clone()));
+                }
+            }
+        }
+        self.refuse("not", pointer, "only `not` of a type or of one required property is compiled")?;
+        Ok(Negation::Unsupported)
+    }
+
+    fn object(
+        &mut self,
+        m: &Map<String, Value>,
+        forbidden: &[String],
+        pointer: &str,
+    ) -> Result<Ebnf, SchemaError> {
         let empty = Map::new();
         let props = match m.get("properties") {
             None => &empty,
@@ -909,6 +978,17 @@ impl<'a> Lowerer<'a> {
                     }
                 }
                 declared.push((r.clone(), schema, format!("{pointer}/additionalProperties")));
+            }
+        }
+        // `not: {required: [x]}`: x may not appear at all (a declared slot that accepts
+        // nothing, so it is also excluded from the additional keys).
+        for name in forbidden {
+            if required.contains(name) {
+                return Ok(nothing());
+            }
+            match declared.iter_mut().find(|d| &d.0 == name) {
+                Some(d) => d.1 = Value::Bool(false),
+                None => declared.push((name.clone(), Value::Bool(false), format!("{pointer}/not"))),
             }
         }
         let n = declared.len();
@@ -1118,7 +1198,7 @@ fn key_ref(node: &Value) -> Option<String> {
     let m = node.as_object()?;
     let r = m.get("$ref")?.as_str()?;
     m.keys()
-        .all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()))
+        .all(|k| k == "$ref" || !ASSERTIONS.contains(&k.as_str()))
         .then(|| r.to_string())
 }
 

@@ -38,6 +38,20 @@ pub const ANNOTATIONS: &[&str] = &[
     "externalDocs",
 ];
 
+/// Every keyword that asserts something about an instance (drafts 4 to 2020-12, plus
+/// OpenAPI's `nullable`). Any other key is an annotation or a vendor extension and
+/// constrains nothing, as the specification says of unknown keywords.
+pub const ASSERTIONS: &[&str] = &[
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+    "exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "items", "prefixItems",
+    "additionalItems", "maxItems", "minItems", "uniqueItems", "contains", "maxContains",
+    "minContains", "maxProperties", "minProperties", "required", "properties",
+    "patternProperties", "additionalProperties", "dependencies", "dependentRequired",
+    "dependentSchemas", "propertyNames", "if", "then", "else", "allOf", "anyOf", "oneOf",
+    "not", "$ref", "$dynamicRef", "$recursiveRef", "unevaluatedItems",
+    "unevaluatedProperties", "nullable",
+];
+
 /// How deep `$ref`/`allOf` inlining may nest before it is taken to be a cycle.
 const MAX_INLINE_DEPTH: usize = 24;
 
@@ -88,7 +102,7 @@ fn percent_decode(s: &str) -> String {
 pub fn is_trivial(v: &Value) -> bool {
     match v {
         Value::Bool(b) => *b,
-        Value::Object(m) => m.keys().all(|k| ANNOTATIONS.contains(&k.as_str())),
+        Value::Object(m) => m.keys().all(|k| !ASSERTIONS.contains(&k.as_str())),
         _ => false,
     }
 }
@@ -180,8 +194,30 @@ impl<'a> Resolver<'a> {
                 })
             }
         };
+        // The node's own keywords are merged at the place of its `properties` (or of its
+        // first own keyword) among `$ref` and `allOf`: merged properties then keep the
+        // order in which the schema text lists them.
         let mut own = Map::new();
         for (k, v) in m {
+            if !matches!(k.as_str(), "$ref" | "allOf" | "anyOf" | "oneOf")
+                && ASSERTIONS.contains(&k.as_str())
+            {
+                own.insert(k.clone(), v.clone());
+            }
+        }
+        normalize_nullable(&mut own);
+        let own_at = m
+            .keys()
+            .position(|k| k == "properties")
+            .or_else(|| m.keys().position(|k| own.contains_key(k)));
+        let mut own = Some(own);
+        for (i, (k, v)) in m.iter().enumerate() {
+            if Some(i) == own_at {
+                if let Some(own) = own.take() {
+                    let base = std::mem::take(&mut flat.base);
+                    flat.base = merge(base, own, pointer)?;
+                }
+            }
             match k.as_str() {
                 "$ref" => {
                     let r = v.as_str().ok_or_else(|| SchemaError::Invalid {
@@ -208,15 +244,9 @@ impl<'a> Resolver<'a> {
                         .collect();
                     flat.disjunctions.push((kw, alts));
                 }
-                k if ANNOTATIONS.contains(&k) => {}
-                _ => {
-                    own.insert(k.clone(), v.clone());
-                }
+                _ => {}
             }
         }
-        normalize_nullable(&mut own);
-        let base = std::mem::take(&mut flat.base);
-        flat.base = merge(base, own, pointer)?;
         Ok(())
     }
 }
@@ -287,6 +317,36 @@ fn props_of(m: &Map<String, Value>) -> Map<String, Value> {
     }
 }
 
+/// The names of both maps in one order that keeps each map's own order where they
+/// agree (`a`'s names first when they are independent): merged properties are listed
+/// the way instances of either schema write them.
+fn interleave(a: &Map<String, Value>, b: &Map<String, Value>) -> Vec<String> {
+    let (av, bv): (Vec<&String>, Vec<&String>) = (a.keys().collect(), b.keys().collect());
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = hashbrown::HashSet::new();
+    let mut j = 0;
+    for k in &av {
+        if b.contains_key(*k) {
+            while j < bv.len() && bv[j] != *k {
+                if seen.insert(bv[j].clone()) {
+                    out.push(bv[j].clone());
+                }
+                j += 1;
+            }
+            j += 1;
+        }
+        if seen.insert((*k).clone()) {
+            out.push((*k).clone());
+        }
+    }
+    for k in bv.into_iter().skip(j) {
+        if seen.insert(k.clone()) {
+            out.push(k.clone());
+        }
+    }
+    out
+}
+
 fn num(v: &Value) -> Option<f64> {
     v.as_f64()
 }
@@ -324,14 +384,14 @@ pub fn merge(
         };
         let (aa, ab) = (addl(&a), addl(&b));
         let mut props = Map::new();
-        for (k, v) in &pa {
-            let other = pb.get(k).unwrap_or(&ab);
-            props.insert(k.clone(), conjoin(v, other));
-        }
-        for (k, v) in &pb {
-            if !pa.contains_key(k) {
-                props.insert(k.clone(), conjoin(&aa, v));
-            }
+        for k in interleave(&pa, &pb) {
+            let v = match (pa.get(&k), pb.get(&k)) {
+                (Some(x), Some(y)) => conjoin(x, y),
+                (Some(x), None) => conjoin(x, &ab),
+                (None, Some(y)) => conjoin(&aa, y),
+                (None, None) => continue,
+            };
+            props.insert(k, v);
         }
         a.insert("properties".into(), Value::Object(props));
         let merged = conjoin(&aa, &ab);

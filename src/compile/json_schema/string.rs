@@ -199,12 +199,25 @@ pub fn spell(h: &Hir) -> Result<Hir, SpellError> {
         }
         HirKind::Class(Class::Bytes(_)) => return Err("a byte class".into()),
         HirKind::Look(_) => return Err("an anchor or assertion inside the pattern".into()),
-        HirKind::Repetition(r) => Hir::repetition(Repetition {
-            min: r.min,
-            max: r.max,
-            greedy: r.greedy,
-            sub: Box::new(spell(&r.sub)?),
-        }),
+        HirKind::Repetition(r) => {
+            let mut sub = spell(&r.sub)?;
+            if matches!(sub.kind(), HirKind::Repetition(_)) {
+                // The HIR printer writes a repeated repetition without a group (`x+?` for
+                // `(?:x+)?`), which reads back as a lazy `+`. A group keeps its meaning;
+                // the index is irrelevant because the text is parsed again.
+                sub = Hir::capture(regex_syntax::hir::Capture {
+                    index: 1,
+                    name: None,
+                    sub: Box::new(sub),
+                });
+            }
+            Hir::repetition(Repetition {
+                min: r.min,
+                max: r.max,
+                greedy: r.greedy,
+                sub: Box::new(sub),
+            })
+        }
         HirKind::Capture(c) => spell(&c.sub)?,
         HirKind::Concat(v) => Hir::concat(v.iter().map(spell).collect::<Result<_, _>>()?),
         HirKind::Alternation(v) => {
@@ -575,6 +588,11 @@ mod tests {
         assert!(parse_pattern("a\\bc").is_err());
         let r = lit("^x{2}{$");
         assert!(r.is_match(r#""xx{""#));
+        // A repeated repetition keeps its grouping through printing.
+        let r = lit("^a:([b-c]+)?:d$");
+        assert!(r.is_match(r#""a::d""#) && r.is_match(r#""a:bcb:d""#));
+        let r = lit("^(?:x+)?y$");
+        assert!(r.is_match(r#""xxxy""#) && r.is_match(r#""y""#));
     }
 
     #[test]
