@@ -127,6 +127,9 @@ enum Cmd {
         /// Only files whose path contains this.
         #[arg(long)]
         filter: Option<String>,
+        /// Only every N-th file (in name order; a fixed sample).
+        #[arg(long, default_value_t = 1)]
+        every: usize,
         /// Print one JSON object as the last line.
         #[arg(long)]
         json: bool,
@@ -324,6 +327,7 @@ fn main() -> ExitCode {
             engine,
             limit,
             filter,
+            every,
             json,
             ensure_ascii,
             lenient,
@@ -341,6 +345,7 @@ fn main() -> ExitCode {
                     engine,
                     limit: *limit,
                     filter: filter.as_deref(),
+                    every: *every,
                     json: *json,
                     ensure_ascii: *ensure_ascii,
                     schema: stackmask::compile::json_schema::SchemaOptions {

@@ -17,6 +17,7 @@ pub struct MaskbenchArgs<'a> {
     pub engine: Engine,
     pub limit: Option<usize>,
     pub filter: Option<&'a str>,
+    pub every: usize,
     pub json: bool,
     pub ensure_ascii: bool,
     pub schema: SchemaOptions,
@@ -32,6 +33,7 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
         .filter(|p| a.filter.is_none_or(|f| p.to_string_lossy().contains(f)))
         .collect();
     files.sort();
+    files = files.into_iter().step_by(a.every.max(1)).collect();
     if let Some(n) = a.limit {
         files.truncate(n);
     }

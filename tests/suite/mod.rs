@@ -7,6 +7,7 @@ mod common;
 mod dwa_programs;
 mod glr_state;
 mod grammars;
+mod json_schema;
 mod lexer;
 mod matcher_api;
 mod terminal_trie;

@@ -156,7 +156,7 @@ fn type_allows(types: &Option<Vec<String>>, t: &str) -> bool {
 impl<'a> Lowerer<'a> {
     fn new(root: &'a Value, opts: SchemaOptions) -> Self {
         let mut l = Lowerer {
-            resolver: Resolver::new(root),
+            resolver: Resolver::new(root, opts.lenient),
             opts,
             terminals: Vec::new(),
             term_ids: HashMap::new(),
@@ -329,8 +329,16 @@ impl<'a> Lowerer<'a> {
                     && m.keys().all(|k| k == "$ref" || !ASSERTIONS.contains(&k.as_str())) =>
             {
                 let r = m["$ref"].as_str().unwrap_or_default();
-                let (_, tp) = self.resolver.target(r, pointer)?;
-                format!("ref:{tp}")
+                match self.resolver.target(r, pointer) {
+                    Ok((_, tp)) => format!("ref:{tp}"),
+                    Err(e @ SchemaError::Unsupported { .. }) if self.opts.lenient => {
+                        if let SchemaError::Unsupported { keyword, pointer, reason } = e {
+                            self.refuse(&keyword, &pointer, &reason)?;
+                        }
+                        return Ok(self.any_value());
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             _ => serde_json::to_string(node).unwrap_or_default(),
         };
@@ -374,16 +382,7 @@ impl<'a> Lowerer<'a> {
                 }
                 // The alternative's keywords first: its properties usually come first in
                 // instances (a discriminating `type`, the variant's own fields).
-                let base = match super::resolve::merge(af.base, f.base.clone(), ap) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        if let SchemaError::Unsupported { keyword, reason, .. } = &e {
-                            let (k, r) = (keyword.clone(), reason.clone());
-                            self.refuse(&k, ap, &r)?;
-                        }
-                        return Err(e);
-                    }
-                };
+                let base = self.resolver.merge(af.base, f.base.clone(), ap)?;
                 let mut disj = f.disjunctions.clone();
                 disj.extend(af.disjunctions);
                 branches.push(Flat {
@@ -1156,9 +1155,11 @@ impl<'a> Lowerer<'a> {
         check_acyclic(&g).map_err(|e| SchemaError::Grammar(Box::new(e)))?;
         check_no_hidden_left_recursion(&g).map_err(|e| SchemaError::Grammar(Box::new(e)))?;
         debug_assert_eq!(g.validate(), Ok(()));
+        let mut dropped = self.dropped;
+        dropped.extend(self.resolver.take_dropped());
         Ok(LoweredSchema {
             grammar: g,
-            dropped: self.dropped,
+            dropped,
         })
     }
 }

@@ -11,33 +11,6 @@ use serde_json::{Map, Value};
 
 use super::SchemaError;
 
-/// Keywords that never constrain an instance.
-pub const ANNOTATIONS: &[&str] = &[
-    "title",
-    "description",
-    "examples",
-    "example",
-    "default",
-    "$comment",
-    "$schema",
-    "$id",
-    "id",
-    "$anchor",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-    "definitions",
-    "$defs",
-    "contentMediaType",
-    "contentEncoding",
-    "contentSchema",
-    "$vocabulary",
-    "markdownDescription",
-    "discriminator",
-    "xml",
-    "externalDocs",
-];
-
 /// Every keyword that asserts something about an instance (drafts 4 to 2020-12, plus
 /// OpenAPI's `nullable`). Any other key is an annotation or a vendor extension and
 /// constrains nothing, as the specification says of unknown keywords.
@@ -66,9 +39,12 @@ pub struct Flat {
     pub never: bool,
 }
 
-/// Resolves local references against the document root.
+/// Resolves local references against the document root, and merges keyword maps.
 pub struct Resolver<'a> {
     root: &'a Value,
+    lenient: bool,
+    /// Keywords dropped in lenient mode while resolving and merging.
+    dropped: std::cell::RefCell<Vec<super::Dropped>>,
 }
 
 fn unsupported(keyword: &str, pointer: &str, reason: impl Into<String>) -> SchemaError {
@@ -122,9 +98,65 @@ pub fn conjoin(a: &Value, b: &Value) -> Value {
 }
 
 impl<'a> Resolver<'a> {
-    /// A resolver for references inside `root`.
-    pub fn new(root: &'a Value) -> Self {
-        Self { root }
+    /// A resolver for references inside `root` (`lenient`: drop what cannot be enforced).
+    pub fn new(root: &'a Value, lenient: bool) -> Self {
+        Self {
+            root,
+            lenient,
+            dropped: Default::default(),
+        }
+    }
+
+    /// The keywords dropped so far.
+    pub fn take_dropped(&self) -> Vec<super::Dropped> {
+        std::mem::take(&mut self.dropped.borrow_mut())
+    }
+
+    /// A refusal: an error, or (lenient) recorded so the caller can go on without it.
+    fn refuse(&self, e: SchemaError) -> Result<(), SchemaError> {
+        match e {
+            SchemaError::Unsupported {
+                keyword,
+                pointer,
+                reason,
+            } if self.lenient => {
+                self.dropped.borrow_mut().push(super::Dropped {
+                    keyword,
+                    pointer,
+                    reason,
+                });
+                Ok(())
+            }
+            e => Err(e),
+        }
+    }
+
+    /// Conjunction of two flat keyword maps; in lenient mode a keyword whose
+    /// conjunction cannot be compiled keeps its first value and is reported.
+    pub fn merge(
+        &self,
+        a: Map<String, Value>,
+        b: Map<String, Value>,
+        pointer: &str,
+    ) -> Result<Map<String, Value>, SchemaError> {
+        let mut b = b;
+        loop {
+            match merge(a.clone(), b.clone(), pointer) {
+                Err(SchemaError::Unsupported {
+                    keyword,
+                    pointer: p,
+                    reason,
+                }) if self.lenient && b.contains_key(&keyword) => {
+                    b.remove(&keyword);
+                    self.refuse(SchemaError::Unsupported {
+                        keyword,
+                        pointer: p,
+                        reason,
+                    })?;
+                }
+                r => return r,
+            }
+        }
     }
 
     /// The target of a local `$ref` and its pointer.
@@ -173,7 +205,7 @@ impl<'a> Resolver<'a> {
         depth: usize,
     ) -> Result<(), SchemaError> {
         if depth > MAX_INLINE_DEPTH {
-            return Err(unsupported(
+            return self.refuse(unsupported(
                 "$ref",
                 pointer,
                 "a reference cycle through allOf/$ref with no object or array in between",
@@ -215,7 +247,7 @@ impl<'a> Resolver<'a> {
             if Some(i) == own_at {
                 if let Some(own) = own.take() {
                     let base = std::mem::take(&mut flat.base);
-                    flat.base = merge(base, own, pointer)?;
+                    flat.base = self.merge(base, own, pointer)?;
                 }
             }
             match k.as_str() {
@@ -225,8 +257,10 @@ impl<'a> Resolver<'a> {
                         pointer: pointer.to_string(),
                         reason: "must be a string".into(),
                     })?;
-                    let (t, tp) = self.target(r, pointer)?;
-                    self.flatten_into(t, &tp, flat, depth + 1)?;
+                    match self.target(r, pointer) {
+                        Ok((t, tp)) => self.flatten_into(t, &tp, flat, depth + 1)?,
+                        Err(e) => self.refuse(e)?,
+                    }
                 }
                 "allOf" => {
                     let items = as_schema_list(k, v, pointer)?;
@@ -351,8 +385,8 @@ fn num(v: &Value) -> Option<f64> {
     v.as_f64()
 }
 
-/// Conjunction of two flat keyword maps.
-pub fn merge(
+/// Conjunction of two flat keyword maps (strict).
+fn merge(
     mut a: Map<String, Value>,
     b: Map<String, Value>,
     pointer: &str,

@@ -1,0 +1,235 @@
+//! JSON Schema front end: table-driven keyword cases (tests/data/json_schema/*.toml) and a
+//! MaskBench replay of a fixed sample of ../shared/maskbench.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+use stackmask::compile::build_glr_tables;
+use stackmask::compile::json_schema::{self, SchemaError, SchemaOptions};
+use stackmask::glr::GlrState;
+use stackmask::maskbench::{self, Engine, FileOutcome, PyJson};
+use stackmask::reference::Reference;
+use stackmask::vocab::Vocab;
+
+use super::common::{data_dir, shared_dir};
+
+#[derive(Deserialize)]
+struct Spec {
+    case: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    schema: String,
+    #[serde(default)]
+    valid: Vec<String>,
+    #[serde(default)]
+    invalid: Vec<String>,
+    #[serde(default)]
+    compact: bool,
+    refused: Option<String>,
+}
+
+fn run_case(c: &Case, file: &str, failures: &mut Vec<String>) {
+    let opts = SchemaOptions {
+        compact: c.compact,
+        lenient: false,
+    };
+    let at = format!("{file}: {}", c.name);
+    if let Some(kw) = &c.refused {
+        match json_schema::compile(&c.schema, &opts) {
+            Err(SchemaError::Unsupported { keyword, .. }) if &keyword == kw => {}
+            Err(e) => failures.push(format!("{at}: want `{kw}` refused, got {e}")),
+            Ok(_) => failures.push(format!("{at}: want `{kw}` refused, compiled")),
+        }
+        let lenient = SchemaOptions {
+            lenient: true,
+            ..opts
+        };
+        match json_schema::compile(&c.schema, &lenient) {
+            Ok(l) if l.dropped.iter().any(|d| &d.keyword == kw) => {}
+            Ok(_) => failures.push(format!("{at}: lenient mode did not report `{kw}`")),
+            Err(e) => failures.push(format!("{at}: lenient mode failed: {e}")),
+        }
+        return;
+    }
+    let lowered = match json_schema::compile(&c.schema, &opts) {
+        Ok(l) => l,
+        Err(e) => {
+            failures.push(format!("{at}: {e}"));
+            return;
+        }
+    };
+    let tables = Arc::new(build_glr_tables(&lowered.grammar).expect("tables"));
+    let reference = Reference::new(&lowered.grammar, &tables.lexer);
+    for (docs, want) in [(&c.valid, true), (&c.invalid, false)] {
+        for d in docs {
+            let mut g = GlrState::new(tables.clone());
+            let glr = g.commit_bytes(d.as_bytes()).is_ok() && g.is_accepting();
+            let oracle = reference.is_complete(d.as_bytes());
+            if glr != want || oracle != want {
+                failures.push(format!(
+                    "{at}: {d:?} should be {} (glr: {glr}, reference: {oracle})",
+                    if want { "accepted" } else { "rejected" }
+                ));
+            }
+        }
+    }
+}
+
+#[test]
+fn keyword_cases_accept_exactly_the_valid_documents() {
+    let dir = data_dir().join("json_schema");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/data/json_schema")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    for f in &files {
+        let spec: Spec = toml::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        for c in &spec.case {
+            cases += 1;
+            run_case(c, &name, &mut failures);
+        }
+    }
+    assert!(cases >= 50, "only {cases} cases");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn malformed_schemas_are_errors_not_panics() {
+    let opts = SchemaOptions::default();
+    let bad = [
+        ("{\"type\": \"object\",", "json"),
+        ("{\"minLength\": \"x\", \"type\": \"string\"}", "invalid"),
+        ("{\"$ref\": \"#/nowhere\"}", "invalid"),
+        ("{\"type\": \"strin\"}", "invalid"),
+        ("{\"allOf\": []}", "invalid"),
+        ("{\"type\": \"string\", \"enum\": [1]}", "unsatisfiable"),
+        ("{\"$ref\": \"#\"}", "unsatisfiable"),
+        ("{\"type\": \"integer\", \"minimum\": 5, \"maximum\": 4}", "unsatisfiable"),
+    ];
+    for (text, kind) in bad {
+        match json_schema::compile(text, &opts) {
+            Err(e) => assert_eq!(e.kind(), kind, "{text}: {e}"),
+            Ok(_) => panic!("{text} compiled"),
+        }
+    }
+    match json_schema::compile("{\n  \"type\": [1,}", &opts) {
+        Err(SchemaError::Json { line, .. }) => assert_eq!(line, 2),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Resolves a local `$ref` chain (test-side, independent of the front end).
+fn deref<'a>(root: &'a Value, mut s: &'a Value) -> &'a Value {
+    for _ in 0..20 {
+        let Some(r) = s.get("$ref").and_then(Value::as_str) else {
+            break;
+        };
+        match r.strip_prefix('#').and_then(|p| root.pointer(p)) {
+            Some(t) => s = t,
+            None => break,
+        }
+    }
+    s
+}
+
+/// Whether every object of `v` lists its declared keys in the order of the `properties`
+/// of the schema node (and its `allOf`/`anyOf`/`oneOf` members) that describes it — the
+/// one spelling rule of the front end that valid instances may break.
+fn in_schema_order(root: &Value, s: &Value, v: &Value) -> bool {
+    let s = deref(root, s);
+    let mut nodes = vec![s];
+    for k in ["allOf", "anyOf", "oneOf"] {
+        if let Some(a) = s.get(k).and_then(Value::as_array) {
+            nodes.extend(a.iter().map(|x| deref(root, x)));
+        }
+    }
+    for n in nodes {
+        if let (Value::Object(obj), Some(props)) = (v, n.get("properties").and_then(Value::as_object)) {
+            let names: Vec<&String> = props.keys().collect();
+            let idx: Vec<usize> = obj.keys().filter_map(|k| names.iter().position(|n| *n == k)).collect();
+            if idx.windows(2).any(|w| w[0] > w[1]) {
+                return false;
+            }
+            for (k, x) in obj {
+                if let Some(ps) = props.get(k) {
+                    if !in_schema_order(root, ps, x) {
+                        return false;
+                    }
+                }
+            }
+        }
+        if let (Value::Array(a), Some(items)) = (v, n.get("items").filter(|i| i.is_object())) {
+            if !a.iter().all(|x| in_schema_order(root, items, x)) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[test]
+fn maskbench_sample_has_no_validation_or_invalidation_errors() {
+    let dir = shared_dir().join("maskbench");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("../shared/maskbench")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    // A fixed sample: every 20th file in name order.
+    let sample: Vec<_> = files.iter().step_by(20).collect();
+    assert!(sample.len() >= 200);
+    let vocab = Vocab::load(&shared_dir().join("tokenizers/llama3.json").to_string_lossy()).unwrap();
+    let opts = SchemaOptions::default();
+    let (mut compiled, mut valid, mut out_of_order) = (0, 0, 0);
+    let mut refusals: Vec<String> = Vec::new();
+    let mut failures = Vec::new();
+    let mut tbm = Vec::new();
+    for path in &sample {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let file: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        match maskbench::run_file(&file, &opts, Engine::Glr, &vocab, PyJson::default(), &mut tbm) {
+            FileOutcome::BadFile(e) => failures.push(format!("{name}: bad file: {e}")),
+            FileOutcome::Error(SchemaError::Unsupported { keyword, .. }) => {
+                // A refusal names a keyword the schema really uses.
+                if !serde_json::to_string(&file["schema"]).unwrap().contains(&format!("\"{keyword}\"")) {
+                    failures.push(format!("{name}: refused `{keyword}`, which the schema does not use"));
+                }
+                refusals.push(keyword);
+            }
+            FileOutcome::Error(e) => refusals.push(format!("error: {}", e.kind())),
+            FileOutcome::Compiled { instances, .. } => {
+                compiled += 1;
+                for i in instances {
+                    valid += i.valid as usize;
+                    match (i.valid, i.accepted) {
+                        (false, true) => failures.push(format!("{name}: invalid instance {} accepted", i.index)),
+                        (true, false) => {
+                            let data = &file["tests"][i.index]["data"];
+                            if in_schema_order(&file["schema"], &file["schema"], data) {
+                                failures.push(format!("{name}: valid instance {} rejected: {}", i.index, i.text));
+                            } else {
+                                out_of_order += 1;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    assert!(compiled >= 200, "only {compiled} of {} compiled; refusals: {refusals:?}", sample.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Instances whose keys are not in schema order are the documented exception; they
+    // must stay rare.
+    assert!(out_of_order * 100 <= valid, "{out_of_order} of {valid} valid instances out of schema order");
+}
