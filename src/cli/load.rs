@@ -95,7 +95,10 @@ pub fn grammar(args: &GrammarArgs) -> Result<Loaded, String> {
         let lowered =
             compile::json_schema::compile(&text, &opts).map_err(|e| format!("{spec}: {e}"))?;
         for d in &lowered.dropped {
-            eprintln!("{spec}: dropped `{}` at {}: {}", d.keyword, d.pointer, d.reason);
+            eprintln!(
+                "{spec}: dropped `{}` at {}: {}",
+                d.keyword, d.pointer, d.reason
+            );
         }
         lowered.grammar
     } else {

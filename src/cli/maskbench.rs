@@ -97,7 +97,9 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
                         (false, true) => ie += 1,
                     }
                     if i.valid != i.accepted {
-                        wrong.push(serde_json::json!({"test": i.index, "valid": i.valid, "text": i.text}));
+                        wrong.push(
+                            serde_json::json!({"test": i.index, "valid": i.valid, "text": i.text}),
+                        );
                     }
                 }
                 serde_json::json!({"file": name, "status": "compiled", "ttfm_ms": ttfm_ms, "wrong": wrong})
@@ -105,8 +107,11 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
         };
         if let Some(d) = details.as_mut() {
             writeln!(d, "{line}").map_err(|e| e.to_string())?;
+            d.flush().map_err(|e| e.to_string())?;
         }
-        bar.set_message(format!("{compiled} compiled, {ve} validation / {ie} invalidation errors"));
+        bar.set_message(format!(
+            "{compiled} compiled, {ve} validation / {ie} invalidation errors"
+        ));
     }
     bar.finish_and_clear();
     let summary = serde_json::json!({

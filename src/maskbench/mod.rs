@@ -38,6 +38,11 @@ pub enum Engine {
 /// the replay's time and memory on pathological schemas).
 pub const MAX_DWA_STATES: usize = 300_000;
 
+/// Lexer states above which a schema counts as a compile error for the automaton: every
+/// lexer state is a position the tokenizer tries are built from, so this bounds the
+/// replay's compile time (a schema with ~5k lexer states takes ~7 s with 128K tokens).
+pub const MAX_LEXER_STATES: usize = 10_000;
+
 /// A schema compiled for one engine.
 pub enum Compiled {
     /// Matcher with its mask automaton.
@@ -60,6 +65,16 @@ pub fn compile(
     let tables = Arc::new(build_glr_tables(&lowered.grammar).map_err(grammar_err)?);
     Ok(match engine {
         Engine::Dwa => {
+            if tables.lexer.num_states() > MAX_LEXER_STATES {
+                return Err(grammar_err(GrammarError::TooLarge {
+                    span: Default::default(),
+                    what: format!(
+                        "lexer ({} states) for the mask automaton",
+                        tables.lexer.num_states()
+                    ),
+                    limit: MAX_LEXER_STATES,
+                }));
+            }
             let limits = DwaLimits {
                 max_states: MAX_DWA_STATES,
                 ..DwaLimits::default()
@@ -68,10 +83,9 @@ pub fn compile(
             Compiled::Dwa(Matcher::new(tables, Arc::new(dwa)))
         }
         Engine::Glr => Compiled::Glr(tables),
-        Engine::Reference => Compiled::Reference(Box::new(Reference::new(
-            &lowered.grammar,
-            &tables.lexer,
-        ))),
+        Engine::Reference => {
+            Compiled::Reference(Box::new(Reference::new(&lowered.grammar, &tables.lexer)))
+        }
     })
 }
 
@@ -89,10 +103,12 @@ pub fn replay(
             let mut m = base.clone();
             for &t in tokens {
                 let t0 = Instant::now();
-                let ok = m.fill_mask(words).is_ok() && {
-                    let i = t.index();
-                    words.get(i / 32).is_some_and(|w| w >> (i % 32) & 1 == 1)
-                } && m.commit(vocab, t).is_ok();
+                let ok = m.fill_mask(words).is_ok()
+                    && {
+                        let i = t.index();
+                        words.get(i / 32).is_some_and(|w| w >> (i % 32) & 1 == 1)
+                    }
+                    && m.commit(vocab, t).is_ok();
                 tbm_us.push(t0.elapsed().as_secs_f64() * 1e6);
                 if !ok {
                     return false;
@@ -189,10 +205,9 @@ pub fn run_file(
     let mut words = vec![0u32; vocab.len().div_ceil(32)];
     let mut instances = Vec::new();
     for (index, test) in tests.iter().enumerate() {
-        let (Some(data), Some(valid)) = (
-            test.get("data"),
-            test.get("valid").and_then(Value::as_bool),
-        ) else {
+        let (Some(data), Some(valid)) =
+            (test.get("data"), test.get("valid").and_then(Value::as_bool))
+        else {
             continue;
         };
         let text = to_python_json(data, style);

@@ -141,11 +141,19 @@ mod tests {
             r#"{"b": [1, 2.5, 1e-05, 1e+16, 123456789.0, -0.0001, 1.5e+300], "a": "\u00e9\n\u0001\"", "c": null}"#
         );
         assert_eq!(
-            to_python_json(&serde_json::json!(["😀", 0.1, 100.0]), PyJson { ensure_ascii: true }),
+            to_python_json(
+                &serde_json::json!(["😀", 0.1, 100.0]),
+                PyJson { ensure_ascii: true }
+            ),
             r#"["\ud83d\ude00", 0.1, 100.0]"#
         );
         assert_eq!(
-            to_python_json(&serde_json::json!(["é"]), PyJson { ensure_ascii: false }),
+            to_python_json(
+                &serde_json::json!(["é"]),
+                PyJson {
+                    ensure_ascii: false
+                }
+            ),
             "[\"é\"]"
         );
     }

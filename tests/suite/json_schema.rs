@@ -113,7 +113,10 @@ fn malformed_schemas_are_errors_not_panics() {
         ("{\"allOf\": []}", "invalid"),
         ("{\"type\": \"string\", \"enum\": [1]}", "unsatisfiable"),
         ("{\"$ref\": \"#\"}", "unsatisfiable"),
-        ("{\"type\": \"integer\", \"minimum\": 5, \"maximum\": 4}", "unsatisfiable"),
+        (
+            "{\"type\": \"integer\", \"minimum\": 5, \"maximum\": 4}",
+            "unsatisfiable",
+        ),
     ];
     for (text, kind) in bad {
         match json_schema::compile(text, &opts) {
@@ -153,9 +156,14 @@ fn in_schema_order(root: &Value, s: &Value, v: &Value) -> bool {
         }
     }
     for n in nodes {
-        if let (Value::Object(obj), Some(props)) = (v, n.get("properties").and_then(Value::as_object)) {
+        if let (Value::Object(obj), Some(props)) =
+            (v, n.get("properties").and_then(Value::as_object))
+        {
             let names: Vec<&String> = props.keys().collect();
-            let idx: Vec<usize> = obj.keys().filter_map(|k| names.iter().position(|n| *n == k)).collect();
+            let idx: Vec<usize> = obj
+                .keys()
+                .filter_map(|k| names.iter().position(|n| *n == k))
+                .collect();
             if idx.windows(2).any(|w| w[0] > w[1]) {
                 return false;
             }
@@ -188,7 +196,12 @@ fn maskbench_sample_has_no_validation_or_invalidation_errors() {
     // A fixed sample: every 20th file in name order.
     let sample: Vec<_> = files.iter().step_by(20).collect();
     assert!(sample.len() >= 200);
-    let vocab = Vocab::load(&shared_dir().join("tokenizers/llama3.json").to_string_lossy()).unwrap();
+    let vocab = Vocab::load(
+        &shared_dir()
+            .join("tokenizers/llama3.json")
+            .to_string_lossy(),
+    )
+    .unwrap();
     let opts = SchemaOptions::default();
     let (mut compiled, mut valid, mut out_of_order) = (0, 0, 0);
     let mut refusals: Vec<String> = Vec::new();
@@ -197,12 +210,24 @@ fn maskbench_sample_has_no_validation_or_invalidation_errors() {
     for path in &sample {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let file: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-        match maskbench::run_file(&file, &opts, Engine::Glr, &vocab, PyJson::default(), &mut tbm) {
+        match maskbench::run_file(
+            &file,
+            &opts,
+            Engine::Glr,
+            &vocab,
+            PyJson::default(),
+            &mut tbm,
+        ) {
             FileOutcome::BadFile(e) => failures.push(format!("{name}: bad file: {e}")),
             FileOutcome::Error(SchemaError::Unsupported { keyword, .. }) => {
                 // A refusal names a keyword the schema really uses.
-                if !serde_json::to_string(&file["schema"]).unwrap().contains(&format!("\"{keyword}\"")) {
-                    failures.push(format!("{name}: refused `{keyword}`, which the schema does not use"));
+                if !serde_json::to_string(&file["schema"])
+                    .unwrap()
+                    .contains(&format!("\"{keyword}\""))
+                {
+                    failures.push(format!(
+                        "{name}: refused `{keyword}`, which the schema does not use"
+                    ));
                 }
                 refusals.push(keyword);
             }
@@ -212,11 +237,16 @@ fn maskbench_sample_has_no_validation_or_invalidation_errors() {
                 for i in instances {
                     valid += i.valid as usize;
                     match (i.valid, i.accepted) {
-                        (false, true) => failures.push(format!("{name}: invalid instance {} accepted", i.index)),
+                        (false, true) => {
+                            failures.push(format!("{name}: invalid instance {} accepted", i.index))
+                        }
                         (true, false) => {
                             let data = &file["tests"][i.index]["data"];
                             if in_schema_order(&file["schema"], &file["schema"], data) {
-                                failures.push(format!("{name}: valid instance {} rejected: {}", i.index, i.text));
+                                failures.push(format!(
+                                    "{name}: valid instance {} rejected: {}",
+                                    i.index, i.text
+                                ));
                             } else {
                                 out_of_order += 1;
                             }
@@ -227,9 +257,16 @@ fn maskbench_sample_has_no_validation_or_invalidation_errors() {
             }
         }
     }
-    assert!(compiled >= 200, "only {compiled} of {} compiled; refusals: {refusals:?}", sample.len());
+    assert!(
+        compiled >= 200,
+        "only {compiled} of {} compiled; refusals: {refusals:?}",
+        sample.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // Instances whose keys are not in schema order are the documented exception; they
     // must stay rare.
-    assert!(out_of_order * 100 <= valid, "{out_of_order} of {valid} valid instances out of schema order");
+    assert!(
+        out_of_order * 100 <= valid,
+        "{out_of_order} of {valid} valid instances out of schema order"
+    );
 }

@@ -75,7 +75,10 @@ fn uri() -> String {
 }
 
 fn relative_ref() -> String {
-    format!("(?:/(?:{UCHAR}|/)*|{UCHAR_NC}+(?:/(?:{UCHAR}|/)*)?)?{}", tail())
+    format!(
+        "(?:/(?:{UCHAR}|/)*|{UCHAR_NC}+(?:/(?:{UCHAR}|/)*)?)?{}",
+        tail()
+    )
 }
 
 /// The meaning of a `format` value.
@@ -93,8 +96,14 @@ pub fn format(name: &str) -> Format {
         "uri" => uri(),
         "uri-reference" => format!("(?:{}|{})", uri(), relative_ref()),
         "json-pointer" => "(?:/(?:[^~/]|~[01])*)*".to_string(),
-        "regex" | "relative-json-pointer" | "uri-template" | "idn-email" | "idn-hostname"
-        | "iri" | "iri-reference" | "duration" => return Format::NotRegular,
+        "regex"
+        | "relative-json-pointer"
+        | "uri-template"
+        | "idn-email"
+        | "idn-hostname"
+        | "iri"
+        | "iri-reference"
+        | "duration" => return Format::NotRegular,
         _ => return Format::Annotation,
     };
     Format::Regular(re)
@@ -117,7 +126,13 @@ mod tests {
         for ok in ["2024-02-29", "2000-02-29", "2023-12-31", "1999-04-30"] {
             assert!(d.is_match(ok), "{ok}");
         }
-        for bad in ["1900-02-29", "2023-02-29", "2023-04-31", "2023-13-01", "2023-1-01"] {
+        for bad in [
+            "1900-02-29",
+            "2023-02-29",
+            "2023-04-31",
+            "2023-13-01",
+            "2023-1-01",
+        ] {
             assert!(!d.is_match(bad), "{bad}");
         }
         let dt = m("date-time");
@@ -131,9 +146,18 @@ mod tests {
     #[test]
     fn addresses() {
         let v4 = m("ipv4");
-        assert!(v4.is_match("192.168.0.255") && !v4.is_match("256.1.1.1") && !v4.is_match("01.1.1.1"));
+        assert!(
+            v4.is_match("192.168.0.255") && !v4.is_match("256.1.1.1") && !v4.is_match("01.1.1.1")
+        );
         let v6 = m("ipv6");
-        for ok in ["::", "::1", "fe80::1", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4"] {
+        for ok in [
+            "::",
+            "::1",
+            "fe80::1",
+            "2001:db8::8a2e:370:7334",
+            "1:2:3:4:5:6:7:8",
+            "::ffff:1.2.3.4",
+        ] {
             assert!(v6.is_match(ok), "{ok}");
         }
         for bad in ["1:2:3:4:5:6:7:8:9", "1::2::3", "12345::", ":1"] {
@@ -146,7 +170,12 @@ mod tests {
         assert!(u.is_match("https://example.com/a?b=c#d") && u.is_match("urn:isbn:0451450523"));
         assert!(!u.is_match("/relative") && !u.is_match("http://a b") && !u.is_match("%zz:x"));
         let r = m("uri-reference");
-        assert!(r.is_match("../a/b") && r.is_match("") && r.is_match("//host:80/p") && r.is_match("Web"));
+        assert!(
+            r.is_match("../a/b")
+                && r.is_match("")
+                && r.is_match("//host:80/p")
+                && r.is_match("Web")
+        );
         assert!(!r.is_match("://") && !r.is_match("a:b:c d"));
     }
 }

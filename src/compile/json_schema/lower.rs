@@ -15,7 +15,9 @@ use regex_syntax::hir::{Hir, Repetition};
 use serde_json::{Map, Value};
 
 use super::format::{format, Format};
-use super::number::{decimal_range, integer_range, value_spellings, Bound, ANY_INTEGER, ANY_NUMBER};
+use super::number::{
+    decimal_range, integer_range, value_spellings, Bound, ANY_INTEGER, ANY_NUMBER,
+};
 use super::resolve::{conjoin, is_trivial, type_set, Flat, Resolver, ASSERTIONS};
 use super::string::{
     any_char, char_len, literal_regex, parse_pattern, parse_value_regex, quoted_regex,
@@ -149,7 +151,9 @@ fn json_type_of(v: &Value) -> &'static str {
 fn type_allows(types: &Option<Vec<String>>, t: &str) -> bool {
     match types {
         None => true,
-        Some(ts) => ts.iter().any(|x| x == t || (x == "number" && t == "integer")),
+        Some(ts) => ts
+            .iter()
+            .any(|x| x == t || (x == "number" && t == "integer")),
     }
 }
 
@@ -173,7 +177,8 @@ impl<'a> Lowerer<'a> {
             dropped: Vec::new(),
             fixed: None,
         };
-        let punct = |l: &mut Self, s: &str| Symbol::T(l.terminal(s, &regex_syntax::escape(s), 0, true));
+        let punct =
+            |l: &mut Self, s: &str| Symbol::T(l.terminal(s, &regex_syntax::escape(s), 0, true));
         let fixed = Fixed {
             lbrace: punct(&mut l, "{"),
             rbrace: punct(&mut l, "}"),
@@ -291,7 +296,9 @@ impl<'a> Lowerer<'a> {
         self.any_value = Some(v);
         let s = self.any_string();
         let fx = self.f();
-        let (lb, rb, lk, rk, comma, colon) = (fx.lbrace, fx.rbrace, fx.lbrack, fx.rbrack, fx.comma, fx.colon);
+        let (lb, rb, lk, rk, comma, colon) = (
+            fx.lbrace, fx.rbrace, fx.lbrack, fx.rbrack, fx.comma, fx.colon,
+        );
         let scalars = [fx.number, fx.tru, fx.fals, fx.null];
         let member = Ebnf::Seq(vec![e_sym(s), e_sym(colon), e_sym(Symbol::N(v))]);
         let list = |item: Ebnf| {
@@ -326,13 +333,19 @@ impl<'a> Lowerer<'a> {
         let key = match node.as_object() {
             Some(m)
                 if m.get("$ref").is_some_and(Value::is_string)
-                    && m.keys().all(|k| k == "$ref" || !ASSERTIONS.contains(&k.as_str())) =>
+                    && m.keys()
+                        .all(|k| k == "$ref" || !ASSERTIONS.contains(&k.as_str())) =>
             {
                 let r = m["$ref"].as_str().unwrap_or_default();
                 match self.resolver.target(r, pointer) {
                     Ok((_, tp)) => format!("ref:{tp}"),
                     Err(e @ SchemaError::Unsupported { .. }) if self.opts.lenient => {
-                        if let SchemaError::Unsupported { keyword, pointer, reason } = e {
+                        if let SchemaError::Unsupported {
+                            keyword,
+                            pointer,
+                            reason,
+                        } = e
+                        {
                             self.refuse(&keyword, &pointer, &reason)?;
                         }
                         return Ok(self.any_value());
@@ -345,7 +358,11 @@ impl<'a> Lowerer<'a> {
         if let Some(&n) = self.memo.get(&key) {
             return Ok(Symbol::N(n));
         }
-        let n = self.nonterminal(if pointer.is_empty() { "#".into() } else { pointer.to_string() });
+        let n = self.nonterminal(if pointer.is_empty() {
+            "#".into()
+        } else {
+            pointer.to_string()
+        });
         self.memo.insert(key, n);
         let body = if let Some(r) = key_ref(node) {
             let (t, tp) = self.resolver.target(&r, pointer)?;
@@ -405,7 +422,11 @@ impl<'a> Lowerer<'a> {
                 }
             }
             if done.len() + todo.len() + branches.len() > MAX_EXPANSIONS {
-                self.refuse(kw, pointer, "too many combinations of anyOf/oneOf alternatives")?;
+                self.refuse(
+                    kw,
+                    pointer,
+                    "too many combinations of anyOf/oneOf alternatives",
+                )?;
                 break;
             }
             f.disjunctions.clear();
@@ -426,7 +447,9 @@ impl<'a> Lowerer<'a> {
             match self.negation(n, pointer)? {
                 Negation::Nothing => return Ok(nothing()),
                 Negation::Types(ts) => {
-                    let all = types.take().unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
+                    let all = types
+                        .take()
+                        .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
                     let mut keep: Vec<String> = Vec::new();
                     for t in all {
                         if ts.contains(&t) || (t == "integer" && ts.iter().any(|x| x == "number")) {
@@ -434,7 +457,11 @@ impl<'a> Lowerer<'a> {
                         }
                         if t == "number" && ts.iter().any(|x| x == "integer") {
                             // Numbers that are not integers: not a language we compile.
-                            self.refuse("not", pointer, "`not: integer` under a number type is not compiled")?;
+                            self.refuse(
+                                "not",
+                                pointer,
+                                "`not: integer` under a number type is not compiled",
+                            )?;
                         }
                         keep.push(t);
                     }
@@ -523,7 +550,12 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Whether an enumerated value satisfies the scalar keywords beside the `enum`.
-    fn value_ok(&mut self, v: &Value, m: &Map<String, Value>, pointer: &str) -> Result<bool, SchemaError> {
+    fn value_ok(
+        &mut self,
+        v: &Value,
+        m: &Map<String, Value>,
+        pointer: &str,
+    ) -> Result<bool, SchemaError> {
         match v {
             Value::String(s) => {
                 if let Some(n) = count(m, "minLength", pointer)? {
@@ -574,12 +606,25 @@ impl<'a> Lowerer<'a> {
             }
             Value::Array(_) | Value::Object(_) => {
                 let structural = [
-                    "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
-                    "properties", "required", "additionalProperties", "patternProperties",
-                    "minProperties", "maxProperties",
+                    "items",
+                    "prefixItems",
+                    "additionalItems",
+                    "minItems",
+                    "maxItems",
+                    "uniqueItems",
+                    "properties",
+                    "required",
+                    "additionalProperties",
+                    "patternProperties",
+                    "minProperties",
+                    "maxProperties",
                 ];
                 if let Some(k) = structural.iter().find(|k| m.contains_key(**k)) {
-                    self.refuse("enum", pointer, &format!("an array/object value beside `{k}`"))?;
+                    self.refuse(
+                        "enum",
+                        pointer,
+                        &format!("an array/object value beside `{k}`"),
+                    )?;
                 }
                 Ok(true)
             }
@@ -590,7 +635,9 @@ impl<'a> Lowerer<'a> {
     /// Exactly one JSON value (objects with their keys in the order given).
     fn exact_value(&mut self, v: &Value) -> Result<Ebnf, SchemaError> {
         let fx = self.f();
-        let (lb, rb, lk, rk, comma, colon) = (fx.lbrace, fx.rbrace, fx.lbrack, fx.rbrack, fx.comma, fx.colon);
+        let (lb, rb, lk, rk, comma, colon) = (
+            fx.lbrace, fx.rbrace, fx.lbrack, fx.rbrack, fx.comma, fx.colon,
+        );
         Ok(match v {
             Value::Null => e_sym(fx.null),
             Value::Bool(true) => e_sym(fx.tru),
@@ -627,14 +674,21 @@ impl<'a> Lowerer<'a> {
         })
     }
 
-    fn number(&mut self, m: &Map<String, Value>, integer: bool, pointer: &str) -> Result<Ebnf, SchemaError> {
+    fn number(
+        &mut self,
+        m: &Map<String, Value>,
+        integer: bool,
+        pointer: &str,
+    ) -> Result<Ebnf, SchemaError> {
         let mut integer = integer;
         if let Some(d) = m.get("multipleOf") {
             match d.as_f64() {
-                Some(x) if x == 1.0 => integer = true,
-                Some(x) if x > 0.0 => {
-                    self.refuse("multipleOf", pointer, "divisibility is not compiled (except by 1)")?
-                }
+                Some(1.0) => integer = true,
+                Some(x) if x > 0.0 => self.refuse(
+                    "multipleOf",
+                    pointer,
+                    "divisibility is not compiled (except by 1)",
+                )?,
                 _ => return Err(invalid("multipleOf", pointer, "must be a positive number")),
             }
         }
@@ -668,7 +722,12 @@ impl<'a> Lowerer<'a> {
         }
         if lo.is_none() && hi.is_none() {
             let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
-            return Ok(e_sym(Symbol::T(self.terminal(if integer { "INTEGER" } else { "NUMBER" }, re, 0, false))));
+            return Ok(e_sym(Symbol::T(self.terminal(
+                if integer { "INTEGER" } else { "NUMBER" },
+                re,
+                0,
+                false,
+            ))));
         }
         const LIMIT: f64 = 1e30;
         let to_bound = |b: Option<(f64, bool)>, upper: bool| -> Option<Option<Bound>> {
@@ -678,29 +737,56 @@ impl<'a> Lowerer<'a> {
                 Some((x, excl)) if integer => {
                     // Integers in the range: round the bound inward.
                     let v = if upper {
-                        if excl && x.fract() == 0.0 { x - 1.0 } else { x.floor() }
+                        if excl && x.fract() == 0.0 {
+                            x - 1.0
+                        } else {
+                            x.floor()
+                        }
                     } else if excl && x.fract() == 0.0 {
                         x + 1.0
                     } else {
                         x.ceil()
                     };
-                    Some(Some(Bound { value: v as i128, exclusive: false }))
+                    Some(Some(Bound {
+                        value: v as i128,
+                        exclusive: false,
+                    }))
                 }
-                Some((x, excl)) if x.fract() == 0.0 => Some(Some(Bound { value: x as i128, exclusive: excl })),
+                Some((x, excl)) if x.fract() == 0.0 => Some(Some(Bound {
+                    value: x as i128,
+                    exclusive: excl,
+                })),
                 Some(_) => None,
             }
         };
         let (Some(lb), Some(ub)) = (to_bound(lo, false), to_bound(hi, true)) else {
-            let kw = if lo.is_some_and(|(x, _)| x.fract() != 0.0 || x.abs() > LIMIT) { "minimum" } else { "maximum" };
-            self.refuse(kw, pointer, "a non-integer bound on a number is not compiled")?;
+            let kw = if lo.is_some_and(|(x, _)| x.fract() != 0.0 || x.abs() > LIMIT) {
+                "minimum"
+            } else {
+                "maximum"
+            };
+            self.refuse(
+                kw,
+                pointer,
+                "a non-integer bound on a number is not compiled",
+            )?;
             let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
             return Ok(e_sym(Symbol::T(self.terminal("NUMBER", re, 0, false))));
         };
-        let re = if integer { integer_range(lb, ub) } else { decimal_range(lb, ub) };
+        let re = if integer {
+            integer_range(lb, ub)
+        } else {
+            decimal_range(lb, ub)
+        };
         Ok(match re {
             None => nothing(),
             Some(re) => {
-                let name = format!("{}[{:?}..{:?}]", if integer { "INTEGER" } else { "NUMBER" }, lo, hi);
+                let name = format!(
+                    "{}[{:?}..{:?}]",
+                    if integer { "INTEGER" } else { "NUMBER" },
+                    lo,
+                    hi
+                );
                 e_sym(Symbol::T(self.terminal(&name, &re, 0, false)))
             }
         })
@@ -731,16 +817,28 @@ impl<'a> Lowerer<'a> {
         let min = count(m, "minLength", pointer)?;
         let max = count(m, "maxLength", pointer)?;
         if parts.len() > 1 {
-            self.refuse("format", pointer, "format together with pattern (their intersection is not compiled)")?;
+            self.refuse(
+                "format",
+                pointer,
+                "format together with pattern (their intersection is not compiled)",
+            )?;
             parts.truncate(1);
         }
         let value: Hir = if let Some((kw, h)) = parts.pop() {
             let (pmin, pmax) = char_len(&h);
             if min.is_some_and(|n| n > pmin as u64) {
-                self.refuse("minLength", pointer, &format!("minLength together with {kw} is not compiled"))?;
+                self.refuse(
+                    "minLength",
+                    pointer,
+                    &format!("minLength together with {kw} is not compiled"),
+                )?;
             }
             if max.is_some_and(|n| pmax.is_none_or(|p| p as u64 > n)) {
-                self.refuse("maxLength", pointer, &format!("maxLength together with {kw} is not compiled"))?;
+                self.refuse(
+                    "maxLength",
+                    pointer,
+                    &format!("maxLength together with {kw} is not compiled"),
+                )?;
             }
             h
         } else {
@@ -750,11 +848,17 @@ impl<'a> Lowerer<'a> {
             }
             let longest = max.unwrap_or(lo);
             if longest > MAX_COUNTED_LENGTH {
-                let kw = if max.is_some() { "maxLength" } else { "minLength" };
+                let kw = if max.is_some() {
+                    "maxLength"
+                } else {
+                    "minLength"
+                };
                 self.refuse(
                     kw,
                     pointer,
-                    &format!("lengths above {MAX_COUNTED_LENGTH} characters are not compiled exactly"),
+                    &format!(
+                        "lengths above {MAX_COUNTED_LENGTH} characters are not compiled exactly"
+                    ),
                 )?;
                 return Ok(e_sym(self.any_string()));
             }
@@ -790,24 +894,43 @@ impl<'a> Lowerer<'a> {
         let min = count(m, "minItems", pointer)?.unwrap_or(0);
         let max = count(m, "maxItems", pointer)?;
         if min > MAX_COUNTED_ITEMS || max.is_some_and(|x| x > MAX_COUNTED_ITEMS) {
-            let kw = if min > MAX_COUNTED_ITEMS { "minItems" } else { "maxItems" };
-            self.refuse(kw, pointer, &format!("item counts above {MAX_COUNTED_ITEMS} are not compiled exactly"))?;
+            let kw = if min > MAX_COUNTED_ITEMS {
+                "minItems"
+            } else {
+                "maxItems"
+            };
+            self.refuse(
+                kw,
+                pointer,
+                &format!("item counts above {MAX_COUNTED_ITEMS} are not compiled exactly"),
+            )?;
         }
         let min = if min > MAX_COUNTED_ITEMS { 0 } else { min };
         let max = max.filter(|&x| x <= MAX_COUNTED_ITEMS);
         if m.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|x| x > 1) {
-            self.refuse("uniqueItems", pointer, "uniqueness of items is not a context-free property")?;
+            self.refuse(
+                "uniqueItems",
+                pointer,
+                "uniqueness of items is not a context-free property",
+            )?;
         }
-        let (prefix, rest, prefix_kw): (Vec<Value>, Value, &str) = match (m.get("prefixItems"), m.get("items")) {
-            (Some(Value::Array(p)), items) => (p.clone(), items.cloned().unwrap_or(Value::Bool(true)), "prefixItems"),
-            (_, Some(Value::Array(p))) => (
-                p.clone(),
-                m.get("additionalItems").cloned().unwrap_or(Value::Bool(true)),
-                "items",
-            ),
-            (_, Some(items)) => (Vec::new(), items.clone(), "items"),
-            (_, None) => (Vec::new(), Value::Bool(true), "items"),
-        };
+        let (prefix, rest, prefix_kw): (Vec<Value>, Value, &str) =
+            match (m.get("prefixItems"), m.get("items")) {
+                (Some(Value::Array(p)), items) => (
+                    p.clone(),
+                    items.cloned().unwrap_or(Value::Bool(true)),
+                    "prefixItems",
+                ),
+                (_, Some(Value::Array(p))) => (
+                    p.clone(),
+                    m.get("additionalItems")
+                        .cloned()
+                        .unwrap_or(Value::Bool(true)),
+                    "items",
+                ),
+                (_, Some(items)) => (Vec::new(), items.clone(), "items"),
+                (_, None) => (Vec::new(), Value::Bool(true), "items"),
+            };
         let mut item_syms = Vec::new();
         for (i, p) in prefix.iter().enumerate() {
             item_syms.push(self.schema(p, &format!("{pointer}/{prefix_kw}/{i}"))?);
@@ -817,7 +940,11 @@ impl<'a> Lowerer<'a> {
         } else {
             format!("{pointer}/additionalItems")
         };
-        let rest_sym = if rest == Value::Bool(false) { None } else { Some(self.schema(&rest, &rest_ptr)?) };
+        let rest_sym = if rest == Value::Bool(false) {
+            None
+        } else {
+            Some(self.schema(&rest, &rest_ptr)?)
+        };
         let comma = self.f().comma;
         // Elements from index i on (`first`: nothing written yet).
         fn elements(
@@ -832,13 +959,23 @@ impl<'a> Lowerer<'a> {
             if max.is_some_and(|x| i >= x) {
                 return eps();
             }
-            let sep = |e: Ebnf| if first { e } else { Ebnf::Seq(vec![e_sym(comma), e]) };
+            let sep = |e: Ebnf| {
+                if first {
+                    e
+                } else {
+                    Ebnf::Seq(vec![e_sym(comma), e])
+                }
+            };
             if (i as usize) < items.len() {
                 let this = Ebnf::Seq(vec![
                     sep(e_sym(items[i as usize])),
                     elements(i + 1, false, items, rest, min, max, comma),
                 ]);
-                return if i >= min { Ebnf::Alt(vec![eps(), this]) } else { this };
+                return if i >= min {
+                    Ebnf::Alt(vec![eps(), this])
+                } else {
+                    this
+                };
             }
             let need = min.saturating_sub(i);
             let Some(r) = rest else {
@@ -887,15 +1024,23 @@ impl<'a> Lowerer<'a> {
         if flat.disjunctions.is_empty() {
             let keys: Vec<&str> = flat.base.keys().map(String::as_str).collect();
             if keys == ["type"] {
-                return Ok(Negation::Types(type_set(flat.base.get("type")).unwrap_or_default()));
+                return Ok(Negation::Types(
+                    type_set(flat.base.get("type")).unwrap_or_default(),
+                ));
             }
             if keys == ["required"] {
-                if let Some([Value::String(name)]) = flat.base["required"].as_array().map(Vec::as_slice) {
+                if let Some([Value::String(name)]) =
+                    flat.base["required"].as_array().map(Vec::as_slice)
+                {
                     return Ok(Negation::Absent(name.clone()));
                 }
             }
         }
-        self.refuse("not", pointer, "only `not` of a type or of one required property is compiled")?;
+        self.refuse(
+            "not",
+            pointer,
+            "only `not` of a type or of one required property is compiled",
+        )?;
         Ok(Negation::Unsupported)
     }
 
@@ -913,12 +1058,20 @@ impl<'a> Lowerer<'a> {
         };
         let required: Vec<String> = match m.get("required") {
             None => Vec::new(),
-            Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect(),
             Some(Value::Bool(_)) => Vec::new(), // draft-3 style, per property; not an assertion here
             Some(_) => return Err(invalid("required", pointer, "must be an array of names")),
         };
-        let addl = m.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
-        let addl = if addl.is_object() || addl.is_boolean() { addl } else {
+        let addl = m
+            .get("additionalProperties")
+            .cloned()
+            .unwrap_or(Value::Bool(true));
+        let addl = if addl.is_object() || addl.is_boolean() {
+            addl
+        } else {
             return Err(invalid("additionalProperties", pointer, "must be a schema"));
         };
         let mut patterns: Vec<(String, Value)> = match m.get("patternProperties") {
@@ -966,7 +1119,11 @@ impl<'a> Lowerer<'a> {
                     schema = conjoin(&schema, ps);
                 }
             }
-            declared.push((k.clone(), schema, format!("{pointer}/properties/{}", escape_pointer(k))));
+            declared.push((
+                k.clone(),
+                schema,
+                format!("{pointer}/properties/{}", escape_pointer(k)),
+            ));
         }
         for r in &required {
             if !props.contains_key(r) && !declared.iter().any(|d| &d.0 == r) {
@@ -995,12 +1152,20 @@ impl<'a> Lowerer<'a> {
         let extra_allowed = !addl_false || !patterns.is_empty();
         if let Some(minp) = count(m, "minProperties", pointer)? {
             if minp > nreq {
-                self.refuse("minProperties", pointer, "a minimum above the required properties is not compiled")?;
+                self.refuse(
+                    "minProperties",
+                    pointer,
+                    "a minimum above the required properties is not compiled",
+                )?;
             }
         }
         if let Some(maxp) = count(m, "maxProperties", pointer)? {
             if extra_allowed || maxp < n as u64 {
-                self.refuse("maxProperties", pointer, "a maximum below the possible properties is not compiled")?;
+                self.refuse(
+                    "maxProperties",
+                    pointer,
+                    "a maximum below the possible properties is not compiled",
+                )?;
             }
         }
         let names: Vec<String> = declared.iter().map(|d| d.0.clone()).collect();
@@ -1011,12 +1176,19 @@ impl<'a> Lowerer<'a> {
         for (k, s, p) in &declared {
             let key = self.literal(k);
             let v = self.schema(s, p)?;
-            kvs.push(Ebnf::Seq(vec![e_sym(Symbol::T(key)), e_sym(colon), e_sym(v)]));
+            kvs.push(Ebnf::Seq(vec![
+                e_sym(Symbol::T(key)),
+                e_sym(colon),
+                e_sym(v),
+            ]));
         }
         // The extra pairs: additional properties, or pattern properties.
         let extra: Option<Ebnf> = if !patterns.is_empty() {
             let (p, s) = &patterns[0];
-            let v = self.schema(s, &format!("{pointer}/patternProperties/{}", escape_pointer(p)))?;
+            let v = self.schema(
+                s,
+                &format!("{pointer}/patternProperties/{}", escape_pointer(p)),
+            )?;
             let mut key_alts = Vec::new();
             for (h, _) in &pattern_hirs {
                 let re = quoted_regex(h).map_err(|e| SchemaError::Unsupported {
@@ -1025,7 +1197,8 @@ impl<'a> Lowerer<'a> {
                     reason: e,
                 })?;
                 let t = self.terminal(&format!("KEY<{pointer}>"), &re, 0, false);
-                let mm = ValueMatcher::new(h).map_err(|e| invalid("patternProperties", pointer, &e))?;
+                let mm =
+                    ValueMatcher::new(h).map_err(|e| invalid("patternProperties", pointer, &e))?;
                 // Literal keys are lexed as literals: the declared ones are excluded.
                 let key = format!("{re}\u{0}except:{}", names.join("\u{0}"));
                 let kn = self.string_nt(key, StringRule::Constrained(t, mm));
@@ -1038,7 +1211,10 @@ impl<'a> Lowerer<'a> {
             let key = if names.is_empty() {
                 self.any_string()
             } else {
-                Symbol::N(self.string_nt(format!("except:{}", names.join("\u{0}")), StringRule::Except(names.clone())))
+                Symbol::N(self.string_nt(
+                    format!("except:{}", names.join("\u{0}")),
+                    StringRule::Except(names.clone()),
+                ))
             };
             Some(Ebnf::Seq(vec![e_sym(key), e_sym(colon), e_sym(v)]))
         } else {
@@ -1077,7 +1253,11 @@ impl<'a> Lowerer<'a> {
                 if after {
                     this.push(e_sym(comma));
                 }
-                this.extend([kvs[i].clone(), tail.clone(), e_sym(Symbol::N(body[i + 1][1]))]);
+                this.extend([
+                    kvs[i].clone(),
+                    tail.clone(),
+                    e_sym(Symbol::N(body[i + 1][1])),
+                ]);
                 let mut alts = vec![Ebnf::Seq(this)];
                 if !required.contains(&declared[i].0) {
                     alts.push(e_sym(Symbol::N(body[i + 1][after as usize])));
@@ -1096,7 +1276,8 @@ impl<'a> Lowerer<'a> {
     fn finish(mut self, root: Symbol) -> Result<LoweredSchema, SchemaError> {
         let string = Symbol::T(self.f().string);
         let rules = std::mem::take(&mut self.string_rules);
-        let exclusions: HashMap<NonterminalId, Vec<String>> = std::mem::take(&mut self.exclusions).into_iter().collect();
+        let exclusions: HashMap<NonterminalId, Vec<String>> =
+            std::mem::take(&mut self.exclusions).into_iter().collect();
         for (n, rule) in rules {
             let mut alts = Vec::new();
             match rule {
@@ -1217,8 +1398,13 @@ fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>, resolver: &Resolver<
         type_set(m.get("type")).unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect())
     };
     let (ta, tb) = (types_of(a), types_of(b));
-    let overlaps = |x: &str, y: &str| x == y || (x == "number" && y == "integer") || (x == "integer" && y == "number");
-    let shared: Vec<&String> = ta.iter().filter(|x| tb.iter().any(|y| overlaps(x, y))).collect();
+    let overlaps = |x: &str, y: &str| {
+        x == y || (x == "number" && y == "integer") || (x == "integer" && y == "number")
+    };
+    let shared: Vec<&String> = ta
+        .iter()
+        .filter(|x| tb.iter().any(|y| overlaps(x, y)))
+        .collect();
     if shared.is_empty() {
         return true;
     }
@@ -1237,11 +1423,20 @@ fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>, resolver: &Resolver<
     }
     // Objects: a required property whose values are disjoint in both, or a required
     // name the other side forbids.
-    let props = |m: &Map<String, Value>| m.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+    let props = |m: &Map<String, Value>| {
+        m.get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
     let req = |m: &Map<String, Value>| -> Vec<String> {
         m.get("required")
             .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .map(|r| {
+                r.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let (pa, pb, ra, rb) = (props(a), props(b), req(a), req(b));

@@ -49,7 +49,11 @@ fn naturals(lo: u128, hi: Option<u128>) -> Vec<String> {
     let last_len = hi.map(digits);
     if let Some(l) = last_len {
         for len in (first_len..=l).rev() {
-            let a = if len == first_len { lo } else { 10u128.pow(len - 1) };
+            let a = if len == first_len {
+                lo
+            } else {
+                10u128.pow(len - 1)
+            };
             let b = if Some(len) == last_len {
                 hi.unwrap_or(0)
             } else {
@@ -161,7 +165,7 @@ fn decimal_magnitudes(lo: Bound, hi: Option<Bound>) -> Vec<String> {
         let v = h.value as u128;
         pieces.push((digits(v), format!(r"{v}(\.0+)?")));
     }
-    pieces.sort_by(|a, b| b.0.cmp(&a.0));
+    pieces.sort_by_key(|p| std::cmp::Reverse(p.0));
     pieces.into_iter().map(|p| p.1).collect()
 }
 
@@ -270,8 +274,19 @@ mod tests {
         for (lo, hi) in cases {
             let m = lf(&integer_range(lo, hi).unwrap());
             for v in -1300i128..1300 {
-                let want = lo.is_none_or(|l| if l.exclusive { v > l.value } else { v >= l.value })
-                    && hi.is_none_or(|h| if h.exclusive { v < h.value } else { v <= h.value });
+                let want = lo.is_none_or(|l| {
+                    if l.exclusive {
+                        v > l.value
+                    } else {
+                        v >= l.value
+                    }
+                }) && hi.is_none_or(|h| {
+                    if h.exclusive {
+                        v < h.value
+                    } else {
+                        v <= h.value
+                    }
+                });
                 assert_eq!(m(&v.to_string()), want, "{v} in {lo:?}..{hi:?}");
             }
             let zero_in = lo.is_none_or(|l| 0 > l.value || (0 == l.value && !l.exclusive))
@@ -311,7 +326,10 @@ mod tests {
                 let int = (tenths / 10).abs();
                 let frac = (tenths % 10).abs();
                 let sign = if tenths < 0 { "-" } else { "" };
-                for text in [format!("{sign}{int}.{frac}"), format!("{sign}{int}.{frac}00")] {
+                for text in [
+                    format!("{sign}{int}.{frac}"),
+                    format!("{sign}{int}.{frac}00"),
+                ] {
                     assert_eq!(m(&text), want, "{text} in {lo:?}..{hi:?}");
                 }
                 if frac == 0 {
@@ -325,7 +343,9 @@ mod tests {
     fn value_spellings_are_equal_numbers() {
         let m = lf(&value_spellings(&serde_json::Number::from(12)));
         assert!(m("12") && m("12.0") && m("12.000") && !m("120") && !m("1") && !m("12.01"));
-        let m = lf(&value_spellings(&serde_json::Number::from_f64(2.5).unwrap()));
+        let m = lf(&value_spellings(
+            &serde_json::Number::from_f64(2.5).unwrap(),
+        ));
         assert!(m("2.5") && m("2.50") && !m("2.05") && !m("25"));
         let m = lf(&value_spellings(&serde_json::Number::from(0)));
         assert!(m("0") && m("-0") && m("0.0") && !m("00"));

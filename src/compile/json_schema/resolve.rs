@@ -15,14 +15,50 @@ use super::SchemaError;
 /// OpenAPI's `nullable`). Any other key is an annotation or a vendor extension and
 /// constrains nothing, as the specification says of unknown keywords.
 pub const ASSERTIONS: &[&str] = &[
-    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-    "exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "items", "prefixItems",
-    "additionalItems", "maxItems", "minItems", "uniqueItems", "contains", "maxContains",
-    "minContains", "maxProperties", "minProperties", "required", "properties",
-    "patternProperties", "additionalProperties", "dependencies", "dependentRequired",
-    "dependentSchemas", "propertyNames", "if", "then", "else", "allOf", "anyOf", "oneOf",
-    "not", "$ref", "$dynamicRef", "$recursiveRef", "unevaluatedItems",
-    "unevaluatedProperties", "nullable",
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "format",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "contains",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "propertyNames",
+    "if",
+    "then",
+    "else",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "nullable",
 ];
 
 /// How deep `$ref`/`allOf` inlining may nest before it is taken to be a cycle.
@@ -305,10 +341,8 @@ fn normalize_nullable(m: &mut Map<String, Value>) {
                     let t = t.clone();
                     m.insert("type".into(), serde_json::json!([t, "null"]));
                 }
-                Some(Value::Array(a)) => {
-                    if !a.contains(&Value::from("null")) {
-                        a.push(Value::from("null"));
-                    }
+                Some(Value::Array(a)) if !a.contains(&Value::from("null")) => {
+                    a.push(Value::from("null"));
                 }
                 _ => {}
             }
@@ -451,7 +485,10 @@ fn merge(
         }
         let merged = match k.as_str() {
             "type" => {
-                let (x, y) = (type_set(Some(&old)).unwrap_or_default(), type_set(Some(&v)).unwrap_or_default());
+                let (x, y) = (
+                    type_set(Some(&old)).unwrap_or_default(),
+                    type_set(Some(&v)).unwrap_or_default(),
+                );
                 Value::from(intersect_types(&x, &y))
             }
             "required" => {
@@ -479,20 +516,56 @@ fn merge(
                 }
             }
             "minimum" | "minLength" | "minItems" | "minProperties" => match (num(&old), num(&v)) {
-                (Some(x), Some(y)) => if x >= y { old } else { v },
+                (Some(x), Some(y)) => {
+                    if x >= y {
+                        old
+                    } else {
+                        v
+                    }
+                }
                 _ => return Err(unsupported(&k, pointer, "conflicting values in allOf")),
             },
             "maximum" | "maxLength" | "maxItems" | "maxProperties" => match (num(&old), num(&v)) {
-                (Some(x), Some(y)) => if x <= y { old } else { v },
+                (Some(x), Some(y)) => {
+                    if x <= y {
+                        old
+                    } else {
+                        v
+                    }
+                }
                 _ => return Err(unsupported(&k, pointer, "conflicting values in allOf")),
             },
             "exclusiveMinimum" => match (num(&old), num(&v)) {
-                (Some(x), Some(y)) => if x >= y { old } else { v },
-                _ => return Err(unsupported(&k, pointer, "draft-4 exclusive bounds differ in allOf")),
+                (Some(x), Some(y)) => {
+                    if x >= y {
+                        old
+                    } else {
+                        v
+                    }
+                }
+                _ => {
+                    return Err(unsupported(
+                        &k,
+                        pointer,
+                        "draft-4 exclusive bounds differ in allOf",
+                    ))
+                }
             },
             "exclusiveMaximum" => match (num(&old), num(&v)) {
-                (Some(x), Some(y)) => if x <= y { old } else { v },
-                _ => return Err(unsupported(&k, pointer, "draft-4 exclusive bounds differ in allOf")),
+                (Some(x), Some(y)) => {
+                    if x <= y {
+                        old
+                    } else {
+                        v
+                    }
+                }
+                _ => {
+                    return Err(unsupported(
+                        &k,
+                        pointer,
+                        "draft-4 exclusive bounds differ in allOf",
+                    ))
+                }
             },
             "items" | "additionalItems" | "propertyNames" | "contains" | "not" => {
                 if old.is_array() || v.is_array() {
@@ -502,13 +575,11 @@ fn merge(
             }
             "properties" | "additionalProperties" => conjoin(&old, &v),
             "uniqueItems" => Value::Bool(old == Value::Bool(true) || v == Value::Bool(true)),
-            _ => {
-                return Err(unsupported(
-                    &k,
-                    pointer,
-                    "allOf members give it different values, and their conjunction is not one value",
-                ))
-            }
+            _ => return Err(unsupported(
+                &k,
+                pointer,
+                "allOf members give it different values, and their conjunction is not one value",
+            )),
         };
         a.insert(k, merged);
     }

@@ -20,7 +20,10 @@ pub type SpellError = String;
 
 fn class(ranges: &[(u32, u32)]) -> Hir {
     let rs = ranges.iter().filter_map(|&(a, b)| {
-        Some(ClassUnicodeRange::new(char::from_u32(a)?, char::from_u32(b)?))
+        Some(ClassUnicodeRange::new(
+            char::from_u32(a)?,
+            char::from_u32(b)?,
+        ))
     });
     Hir::class(Class::Unicode(ClassUnicode::new(rs)))
 }
@@ -29,11 +32,7 @@ fn class(ranges: &[(u32, u32)]) -> Hir {
 fn hex_digit_class(a: u8, b: u8) -> Hir {
     let mut rs: Vec<(u32, u32)> = Vec::new();
     for v in a..=b {
-        let c = if v < 10 {
-            b'0' + v
-        } else {
-            b'a' + v - 10
-        } as u32;
+        let c = if v < 10 { b'0' + v } else { b'a' + v - 10 } as u32;
         rs.push((c, c));
         if v >= 10 {
             let u = (b'A' + v - 10) as u32;
@@ -74,7 +73,10 @@ pub(super) fn digit_seqs(lo: u128, hi: u128, width: u32, base: u128) -> Vec<Vec<
     let last_full = if tail_partial { dh - 1 } else { dh };
     if first_full <= last_full {
         let mut s = vec![(first_full as u8, last_full as u8)];
-        s.extend(std::iter::repeat_n((0u8, (base - 1) as u8), (width - 1) as usize));
+        s.extend(std::iter::repeat_n(
+            (0u8, (base - 1) as u8),
+            (width - 1) as usize,
+        ));
         out.push(s);
     }
     if tail_partial {
@@ -115,7 +117,8 @@ fn u_spellings(lo: u32, hi: u32, out: &mut Vec<Hir>) {
         (0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF))
     };
     let ((hl, ll), (hh, lh)) = (split(a), split(b));
-    let pair = |h: (u32, u32), l: (u32, u32)| Hir::concat(vec![u_escape(h.0, h.1), u_escape(l.0, l.1)]);
+    let pair =
+        |h: (u32, u32), l: (u32, u32)| Hir::concat(vec![u_escape(h.0, h.1), u_escape(l.0, l.1)]);
     if hl == hh {
         out.push(pair((hl, hl), (ll, lh)));
     } else {
@@ -220,9 +223,7 @@ pub fn spell(h: &Hir) -> Result<Hir, SpellError> {
         }
         HirKind::Capture(c) => spell(&c.sub)?,
         HirKind::Concat(v) => Hir::concat(v.iter().map(spell).collect::<Result<_, _>>()?),
-        HirKind::Alternation(v) => {
-            Hir::alternation(v.iter().map(spell).collect::<Result<_, _>>()?)
-        }
+        HirKind::Alternation(v) => Hir::alternation(v.iter().map(spell).collect::<Result<_, _>>()?),
     })
 }
 
@@ -263,14 +264,15 @@ pub fn char_len(h: &Hir) -> (u32, Option<u32>) {
         }
         HirKind::Capture(c) => char_len(&c.sub),
         HirKind::Concat(v) => v.iter().map(char_len).fold((0, Some(0)), |(a, b), (c, d)| {
-            (a.saturating_add(c), b.zip(d).and_then(|(x, y)| x.checked_add(y)))
+            (
+                a.saturating_add(c),
+                b.zip(d).and_then(|(x, y)| x.checked_add(y)),
+            )
         }),
         HirKind::Alternation(v) => {
             let parts: Vec<_> = v.iter().map(char_len).collect();
             let min = parts.iter().map(|p| p.0).min().unwrap_or(0);
-            let max = parts
-                .iter()
-                .try_fold(0u32, |m, p| p.1.map(|x| m.max(x)));
+            let max = parts.iter().try_fold(0u32, |m, p| p.1.map(|x| m.max(x)));
             (min, max)
         }
     }
@@ -383,23 +385,22 @@ fn ecma_to_rust(p: &str) -> Result<String, String> {
             }
             '{' if !in_class => {
                 let rest: String = chars[i..].iter().collect();
-                let quant = rest
-                    .find('}')
-                    .map(|e| &rest[1..e])
-                    .is_some_and(|body| {
-                        let mut parts = body.splitn(2, ',');
-                        let a = parts.next().unwrap_or("");
-                        !a.is_empty()
-                            && a.chars().all(|d| d.is_ascii_digit())
-                            && parts.next().is_none_or(|b| b.chars().all(|d| d.is_ascii_digit()))
-                    });
+                let quant = rest.find('}').map(|e| &rest[1..e]).is_some_and(|body| {
+                    let mut parts = body.splitn(2, ',');
+                    let a = parts.next().unwrap_or("");
+                    !a.is_empty()
+                        && a.chars().all(|d| d.is_ascii_digit())
+                        && parts
+                            .next()
+                            .is_none_or(|b| b.chars().all(|d| d.is_ascii_digit()))
+                });
                 out.push_str(if quant { "{" } else { r"\{" });
             }
             '}' if !in_class => {
                 // A closing brace belongs to a quantifier iff an open one is pending.
-                let opened = out.rfind('{').is_some_and(|o| {
-                    !out[..o].ends_with('\\') && !out[o..].contains('}')
-                });
+                let opened = out
+                    .rfind('{')
+                    .is_some_and(|o| !out[..o].ends_with('\\') && !out[o..].contains('}'));
                 out.push_str(if opened { "}" } else { r"\}" });
             }
             _ => out.push(c),
@@ -516,7 +517,11 @@ pub struct ValueMatcher(regex_automata::meta::Regex);
 impl ValueMatcher {
     /// Builds the full-match matcher for `h`.
     pub fn new(h: &Hir) -> Result<Self, String> {
-        let anchored = Hir::concat(vec![Hir::look(Look::Start), h.clone(), Hir::look(Look::End)]);
+        let anchored = Hir::concat(vec![
+            Hir::look(Look::Start),
+            h.clone(),
+            Hir::look(Look::End),
+        ]);
         regex_automata::meta::Regex::builder()
             .build_from_hir(&anchored)
             .map(ValueMatcher)
@@ -562,7 +567,15 @@ mod tests {
                     })
                 })
             };
-            let probes = [0, lo, hi, lo.saturating_sub(1), hi + 1, (lo + hi) / 2, 0xFFFF];
+            let probes = [
+                0,
+                lo,
+                hi,
+                lo.saturating_sub(1),
+                hi + 1,
+                (lo + hi) / 2,
+                0xFFFF,
+            ];
             for v in probes.into_iter().filter(|&v| v <= 0xFFFF) {
                 assert_eq!(covered(v), lo <= v && v <= hi, "{v:x} in [{lo:x},{hi:x}]");
             }
