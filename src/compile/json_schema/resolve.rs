@@ -515,58 +515,22 @@ fn merge(
                     continue;
                 }
             }
-            "minimum" | "minLength" | "minItems" | "minProperties" => match (num(&old), num(&v)) {
-                (Some(x), Some(y)) => {
-                    if x >= y {
-                        old
-                    } else {
-                        v
+            "minimum" | "minLength" | "minItems" | "minProperties" | "exclusiveMinimum"
+            | "maximum" | "maxLength" | "maxItems" | "maxProperties" | "exclusiveMaximum" => {
+                // The tighter bound: the larger lower bound, the smaller upper bound.
+                let lower = k.starts_with("min") || k == "exclusiveMinimum";
+                match (num(&old), num(&v)) {
+                    (Some(x), Some(y)) if (x >= y) == lower || x == y => old,
+                    (Some(_), Some(_)) => v,
+                    _ => {
+                        return Err(unsupported(
+                            &k,
+                            pointer,
+                            "bounds of different kinds in allOf",
+                        ))
                     }
                 }
-                _ => return Err(unsupported(&k, pointer, "conflicting values in allOf")),
-            },
-            "maximum" | "maxLength" | "maxItems" | "maxProperties" => match (num(&old), num(&v)) {
-                (Some(x), Some(y)) => {
-                    if x <= y {
-                        old
-                    } else {
-                        v
-                    }
-                }
-                _ => return Err(unsupported(&k, pointer, "conflicting values in allOf")),
-            },
-            "exclusiveMinimum" => match (num(&old), num(&v)) {
-                (Some(x), Some(y)) => {
-                    if x >= y {
-                        old
-                    } else {
-                        v
-                    }
-                }
-                _ => {
-                    return Err(unsupported(
-                        &k,
-                        pointer,
-                        "draft-4 exclusive bounds differ in allOf",
-                    ))
-                }
-            },
-            "exclusiveMaximum" => match (num(&old), num(&v)) {
-                (Some(x), Some(y)) => {
-                    if x <= y {
-                        old
-                    } else {
-                        v
-                    }
-                }
-                _ => {
-                    return Err(unsupported(
-                        &k,
-                        pointer,
-                        "draft-4 exclusive bounds differ in allOf",
-                    ))
-                }
-            },
+            }
             "items" | "additionalItems" | "propertyNames" | "contains" | "not" => {
                 if old.is_array() || v.is_array() {
                     return Err(unsupported(&k, pointer, "two tuple forms in allOf"));
