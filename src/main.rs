@@ -146,6 +146,31 @@ enum Cmd {
         #[arg(long)]
         details: Option<String>,
     },
+    /// Run the benchmark matrix (benches/data/matrix.toml): compile time, peak RSS,
+    /// artifact size, mask and commit latency per workload, then batched masks.
+    Bench {
+        /// The matrix file.
+        #[arg(long, default_value = "benches/data/matrix.toml")]
+        matrix: String,
+        /// Only the workloads marked quick, one replay each (for CI; under 2 minutes).
+        #[arg(long)]
+        quick: bool,
+        /// One JSON object per row instead of markdown tables.
+        #[arg(long)]
+        json: bool,
+        /// Only workloads whose name contains this (no batch benchmark).
+        #[arg(long)]
+        filter: Option<String>,
+        /// Replays of each document (default 3; 1 with --quick).
+        #[arg(long)]
+        repeats: Option<usize>,
+        /// Skip the batch benchmark.
+        #[arg(long)]
+        no_batch: bool,
+        /// Internal: measure one workload in this process and print its row.
+        #[arg(long, hide = true)]
+        worker: Option<String>,
+    },
 }
 
 /// `maskbench --engine` values.
@@ -320,6 +345,23 @@ fn main() -> ExitCode {
             } else {
                 Err("check failed".into())
             }
+        }),
+        Cmd::Bench {
+            matrix,
+            quick,
+            json,
+            filter,
+            repeats,
+            no_batch,
+            worker,
+        } => cli::bench::run(cli::bench::BenchArgs {
+            matrix,
+            quick: *quick,
+            json: *json,
+            filter: filter.as_deref(),
+            repeats: *repeats,
+            no_batch: *no_batch,
+            worker: worker.as_deref(),
         }),
         Cmd::Maskbench {
             data,

@@ -45,7 +45,9 @@ pub struct CheckArgs<'a> {
     pub artifact: Option<&'a str>,
 }
 
-fn tokens_of(vocab: &Vocab, text: &[u8], segment: &str) -> Result<Vec<TokenId>, String> {
+/// The document's tokens: the tokenizer's own encoding (`canonical`) or a random
+/// segmentation into vocabulary tokens (`random:SEED`).
+pub fn tokens_of(vocab: &Vocab, text: &[u8], segment: &str) -> Result<Vec<TokenId>, String> {
     if segment == "canonical" {
         let s = std::str::from_utf8(text).map_err(|e| {
             format!(

@@ -1,5 +1,6 @@
 //! The subcommands of the `stackmask` binary.
 
+pub mod bench;
 pub mod check;
 pub mod compile;
 pub mod load;

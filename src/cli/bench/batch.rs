@@ -1,0 +1,84 @@
+//! The batched-server case: `fill_masks` for N concurrent matchers (rayon, one mask row
+//! each), with the matchers sitting at successive positions of a workload's document.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use stackmask::compile::dwa_build::build_dwa;
+use stackmask::runtime::{fill_masks, Matcher};
+
+use super::super::check::tokens_of;
+use super::super::load::{self, GrammarArgs, TokenizerArgs};
+use super::super::stats::Dist;
+use super::matrix::Workload;
+use super::workload::missing_files;
+
+/// One batch size's figures.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BatchRow {
+    /// The workload whose states the matchers hold.
+    pub workload: String,
+    /// Matchers per call.
+    pub batch: usize,
+    /// Calls timed.
+    pub calls: usize,
+    /// Time of one `fill_masks` call, µs.
+    pub total_us: Dist,
+    /// `total_us.p50 / batch`.
+    pub per_sequence_p50_us: f64,
+}
+
+/// Times `fill_masks` for each size in `sizes`, `calls` times each (after one warm-up).
+pub fn run(w: &Workload, sizes: &[usize], calls: usize) -> Result<Vec<BatchRow>, String> {
+    let missing = missing_files(w);
+    if !missing.is_empty() {
+        return Err(format!("missing {}", missing.join(", ")));
+    }
+    let vocab = load::vocab(&TokenizerArgs {
+        tokenizer: w.tokenizer.clone(),
+        eos: Vec::new(),
+    })?;
+    let loaded = load::grammar(&GrammarArgs {
+        grammar: w.grammar.clone(),
+        format: None,
+        lenient: false,
+        compact: false,
+    })?;
+    let dwa = Arc::new(build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?);
+    let text =
+        std::fs::read(&w.document).map_err(|e| format!("cannot read {}: {e}", w.document))?;
+    let tokens = tokens_of(&vocab, &text, &w.segment)?;
+    let mut m = Matcher::new(loaded.tables.clone(), dwa);
+    let mut states = Vec::with_capacity(tokens.len());
+    for &t in &tokens {
+        states.push(m.clone());
+        m.commit(&vocab, t).map_err(|e| e.to_string())?;
+    }
+    if states.is_empty() {
+        return Err(format!("{}: empty document", w.document));
+    }
+    let row = vocab.len().div_ceil(32);
+    let mut out = Vec::new();
+    for &n in sizes {
+        let batch: Vec<&Matcher> = (0..n).map(|i| &states[i % states.len()]).collect();
+        let mut masks = vec![0u32; row * n];
+        fill_masks(&batch, &mut masks, row).map_err(|e| e.to_string())?;
+        let mut us = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let t0 = Instant::now();
+            fill_masks(&batch, &mut masks, row).map_err(|e| e.to_string())?;
+            us.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+        // `calls` is at least one, so the distribution exists.
+        let total = Dist::of(&mut us).ok_or("no calls timed")?;
+        out.push(BatchRow {
+            workload: w.name.clone(),
+            batch: n,
+            calls,
+            total_us: total,
+            per_sequence_p50_us: total.p50 / n.max(1) as f64,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,207 @@
+//! Measuring one workload in this process: compile (tables, then the mask automaton),
+//! the artifact's size and load time, then the document replayed token by token with
+//! every mask and commit timed, and the process's peak resident memory at the end.
+//! `stackmask bench` runs each workload in a child process so peak RSS is per workload.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use stackmask::compile::dwa_build::build_dwa;
+use stackmask::runtime::{CompiledGrammar, Matcher};
+
+use super::super::check::tokens_of;
+use super::super::load::{self, Format, GrammarArgs, TokenizerArgs};
+use super::super::stats::Dist;
+use super::matrix::Workload;
+
+/// The measured figures of one workload (or why there are none).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    /// Workload name.
+    pub name: String,
+    /// `ok`, `rejected at token K`, `error: …` or `skipped: …`.
+    pub status: String,
+    /// Tokens in the document.
+    pub tokens: usize,
+    /// Masks timed (tokens × repeats).
+    pub masks: usize,
+    /// Grammar text → lexer and LR tables.
+    pub tables_ms: f64,
+    /// Tables + vocabulary → mask automaton.
+    pub automaton_ms: f64,
+    /// Serialized artifact (tables + automaton).
+    pub artifact_bytes: usize,
+    /// Loading and validating that artifact.
+    pub load_ms: f64,
+    /// Peak resident set of the process (tokenizer included), in MiB.
+    pub peak_rss_mib: Option<f64>,
+    /// Mask latency, µs.
+    pub mask_us: Option<Dist>,
+    /// Commit latency, µs.
+    pub commit_us: Option<Dist>,
+    /// Stack entries the mask walk read, mean per mask.
+    pub reads_mean: f64,
+    /// Stack entries the mask walk read, most in one mask.
+    pub reads_max: usize,
+}
+
+impl Row {
+    /// A row with no figures.
+    pub fn empty(name: &str, status: String) -> Self {
+        Row {
+            name: name.to_string(),
+            status,
+            tokens: 0,
+            masks: 0,
+            tables_ms: 0.0,
+            automaton_ms: 0.0,
+            artifact_bytes: 0,
+            load_ms: 0.0,
+            peak_rss_mib: None,
+            mask_us: None,
+            commit_us: None,
+            reads_mean: 0.0,
+            reads_max: 0,
+        }
+    }
+
+    /// Whether the workload ran and its document was accepted, or it failed as the
+    /// matrix expects, or it was skipped for missing files.
+    pub fn ok(&self) -> bool {
+        self.status == "ok"
+            || self.status.starts_with(EXPECTED_ERROR)
+            || self.status.starts_with(SKIPPED)
+    }
+}
+
+/// Status prefix of a workload that failed to compile as the matrix says it should.
+pub const EXPECTED_ERROR: &str = "expected error: ";
+
+/// Status prefix of a workload whose files are not on this machine.
+pub const SKIPPED: &str = "skipped: ";
+
+/// Files a workload needs that are not there (builtins need nothing).
+pub fn missing_files(w: &Workload) -> Vec<String> {
+    [&w.grammar, &w.tokenizer, &w.document]
+        .into_iter()
+        .filter(|p| !p.starts_with("builtin:") && !std::path::Path::new(p.as_str()).exists())
+        .cloned()
+        .collect()
+}
+
+fn format_of(w: &Workload) -> Result<Option<Format>, String> {
+    Ok(match w.format.as_deref() {
+        None => None,
+        Some("lark") => Some(Format::Lark),
+        Some("gbnf") => Some(Format::Gbnf),
+        Some("json-schema") => Some(Format::JsonSchema),
+        Some(other) => return Err(format!("unknown format {other:?}")),
+    })
+}
+
+/// Runs one workload, replaying the document `repeats` times (from a reset matcher).
+/// Compile errors become the row's status; only I/O-free invariants may panic.
+pub fn run(w: &Workload, repeats: usize) -> Row {
+    let missing = missing_files(w);
+    if !missing.is_empty() {
+        return Row::empty(&w.name, format!("{SKIPPED}missing {}", missing.join(", ")));
+    }
+    match (measure(w, repeats.max(1)), &w.expect_error) {
+        (Ok(row), None) => row,
+        (Ok(_), Some(want)) => Row::empty(
+            &w.name,
+            format!("error: compiled, but the matrix expects an error containing {want:?}"),
+        ),
+        (Err(e), Some(want)) if e.contains(want.as_str()) => {
+            Row::empty(&w.name, format!("{EXPECTED_ERROR}{want}"))
+        }
+        (Err(e), _) => Row::empty(&w.name, format!("error: {e}")),
+    }
+}
+
+fn measure(w: &Workload, repeats: usize) -> Result<Row, String> {
+    let vocab = load::vocab(&TokenizerArgs {
+        tokenizer: w.tokenizer.clone(),
+        eos: Vec::new(),
+    })?;
+    let loaded = load::grammar(&GrammarArgs {
+        grammar: w.grammar.clone(),
+        format: format_of(w)?,
+        lenient: false,
+        compact: false,
+    })?;
+    let t0 = Instant::now();
+    let dwa = build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?;
+    let automaton_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let dwa = Arc::new(dwa);
+    let bytes = CompiledGrammar::new(loaded.tables.clone(), dwa.clone(), &vocab).to_bytes();
+    let t0 = Instant::now();
+    let reloaded = CompiledGrammar::from_bytes(&bytes).map_err(|e| e.to_string())?;
+    let load_ms = t0.elapsed().as_secs_f64() * 1e3;
+    drop(reloaded);
+
+    let text =
+        std::fs::read(&w.document).map_err(|e| format!("cannot read {}: {e}", w.document))?;
+    let tokens = tokens_of(&vocab, &text, &w.segment)?;
+    let mut matcher = Matcher::new(loaded.tables.clone(), dwa);
+    let mut words = vec![0u32; vocab.len().div_ceil(32)];
+    let (mut mask_us, mut commit_us) = (Vec::new(), Vec::new());
+    let (mut reads_sum, mut reads_max) = (0usize, 0usize);
+    let mut status = "ok".to_string();
+    'replay: for _ in 0..repeats {
+        matcher.reset();
+        for (i, &t) in tokens.iter().enumerate() {
+            let t0 = Instant::now();
+            let reads = matcher
+                .fill_mask_counted(&mut words)
+                .map_err(|e| e.to_string())?;
+            mask_us.push(t0.elapsed().as_secs_f64() * 1e6);
+            reads_sum += reads;
+            reads_max = reads_max.max(reads);
+            if words[t.index() / 32] >> (t.index() % 32) & 1 == 0 {
+                status = format!("rejected at token {i} (not in the mask)");
+                break 'replay;
+            }
+            let t0 = Instant::now();
+            let committed = matcher.commit(&vocab, t);
+            commit_us.push(t0.elapsed().as_secs_f64() * 1e6);
+            if committed.is_err() {
+                status = format!("rejected at token {i} (commit)");
+                break 'replay;
+            }
+        }
+        if !matcher.is_accepting() {
+            status = "document incomplete (EOS not allowed at the end)".into();
+            break;
+        }
+    }
+    let masks = mask_us.len();
+    Ok(Row {
+        name: w.name.clone(),
+        status,
+        tokens: tokens.len(),
+        masks,
+        tables_ms: loaded.compile_ms,
+        automaton_ms,
+        artifact_bytes: bytes.len(),
+        load_ms,
+        peak_rss_mib: peak_rss_mib(),
+        mask_us: Dist::of(&mut mask_us),
+        commit_us: Dist::of(&mut commit_us),
+        reads_mean: if masks == 0 {
+            0.0
+        } else {
+            reads_sum as f64 / masks as f64
+        },
+        reads_max,
+    })
+}
+
+/// The process's peak resident set (`VmHWM`), where /proc exists.
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
