@@ -1,6 +1,6 @@
 //! Batched masks and rollback: `fill_masks` over 1, 8, 64 and 256 matchers (rayon, one row
 //! each; per-sequence time = total / batch), and `Matcher::rollback(n)` for n steps. JSON
-//! with the bundled o200k; the matchers sit at every step of data.json, cycled.
+//! with the bundled o200k; the matchers sit at every step of catalog.json, cycled.
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use stackmask::vocab::Vocab;
 
 fn bench(c: &mut Criterion) {
     let dir = env!("CARGO_MANIFEST_DIR");
-    let doc = std::fs::read_to_string(format!("{dir}/tests/data/texts/data.json")).unwrap();
+    let doc = std::fs::read_to_string(format!("{dir}/benches/data/catalog.json")).unwrap();
     let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).unwrap();
     let tables = Arc::new(build_glr_tables(&g).unwrap());
     let vocab = Vocab::load("builtin:o200k").unwrap();

@@ -1,5 +1,6 @@
-//! Commit stage: token-by-token GLR commits of a whole document (JSON with the bundled
-//! o200k, Java with Llama-3 when ../shared is present).
+//! Commit stage: token-by-token GLR commits of a whole document — `stackmask bench`
+//! workloads (benches/data): JSON with the bundled o200k, Java with Llama-3 and the
+//! ambiguous expression grammar with GPT-2 when ../shared is present.
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ fn bench(c: &mut Criterion) {
         "json_o200k",
         BUILTIN_JSON.to_string(),
         "builtin:o200k".to_string(),
-        std::fs::read_to_string(format!("{dir}/tests/data/texts/data.json")).unwrap(),
+        std::fs::read_to_string(format!("{dir}/benches/data/catalog.json")).unwrap(),
     )];
     if let Ok(java) = std::fs::read_to_string(format!("{dir}/../shared/grammars/syncode/java.lark"))
     {
@@ -22,7 +23,14 @@ fn bench(c: &mut Criterion) {
             "java_llama3",
             java,
             format!("{dir}/../shared/tokenizers/llama3.json"),
-            std::fs::read_to_string(format!("{dir}/tests/data/docs/Main.java")).unwrap(),
+            std::fs::read_to_string(format!("{dir}/benches/data/Inventory.java")).unwrap(),
+        ));
+        workloads.push((
+            "expr_ambiguous_gpt2",
+            std::fs::read_to_string(format!("{dir}/tests/corpus/expr_ambiguous/grammar.lark"))
+                .unwrap(),
+            format!("{dir}/../shared/tokenizers/gpt2.json"),
+            std::fs::read_to_string(format!("{dir}/benches/data/expr.txt")).unwrap(),
         ));
     }
     let mut group = c.benchmark_group("commit");

@@ -1,9 +1,11 @@
-//! Compile stage: grammar text → recognizer tables (lexer DFA, follow sets, LALR tables),
-//! and the JSON grammar's mask automaton for a 128K vocabulary with the tokenizer-only
-//! work (token byte order) already cached in the vocabulary.
+//! Compile stage: grammar text → recognizer tables (lexer DFA, follow sets, LALR tables)
+//! for JSON, Java, Go, GBNF JSON and the invoice schema of benches/data, and the mask
+//! automaton of JSON and of the tree schema for Llama-3's 128K vocabulary, with the
+//! tokenizer-only work (token byte order) already cached in the vocabulary.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::json_schema::{self, SchemaOptions};
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::vocab::Vocab;
 
@@ -22,6 +24,9 @@ fn bench(c: &mut Criterion) {
             workloads.push((name, text, f));
         }
     }
+    let data = |f: &str| {
+        std::fs::read_to_string(format!("{}/benches/data/{f}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    };
     let mut group = c.benchmark_group("compile");
     group.sample_size(10);
     for (name, text, format) in &workloads {
@@ -32,6 +37,13 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    let invoice = data("invoice.schema.json");
+    group.bench_function(BenchmarkId::new("tables", "schema_invoice"), |b| {
+        b.iter(|| {
+            let g = json_schema::compile(&invoice, &SchemaOptions::default()).unwrap();
+            build_glr_tables(&g.grammar).unwrap()
+        })
+    });
     let tok = format!(
         "{}/../shared/tokenizers/llama3.json",
         env!("CARGO_MANIFEST_DIR")
@@ -42,6 +54,11 @@ fn bench(c: &mut Criterion) {
         // Caches the token byte order: what a server computes once per tokenizer.
         vocab.byte_order();
         group.bench_function(BenchmarkId::new("automaton", "json_llama3"), |b| {
+            b.iter(|| build_dwa(&tables, &vocab).unwrap())
+        });
+        let tree = json_schema::compile(&data("tree.schema.json"), &SchemaOptions::default());
+        let tables = build_glr_tables(&tree.unwrap().grammar).unwrap();
+        group.bench_function(BenchmarkId::new("automaton", "schema_tree_llama3"), |b| {
             b.iter(|| build_dwa(&tables, &vocab).unwrap())
         });
     }

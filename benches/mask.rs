@@ -1,22 +1,26 @@
-//! get_mask: filling the mask at every step of a document (JSON with the bundled o200k and
-//! with Llama-3, Java with GPT-2 when ../shared is present). The whole document's masks
-//! per iteration; divide by the token count for the per-mask mean (the CLI's `check`
-//! reports percentiles).
+//! get_mask: filling the mask at every step of a document — workloads of the
+//! `stackmask bench` matrix (benches/data): JSON with the bundled o200k and with Llama-3,
+//! the tree schema with Llama-3, Java with GPT-2 (the last three when ../shared is
+//! present). The whole document's masks per iteration; divide by the token count for the
+//! per-mask mean (`stackmask bench` reports percentiles).
 
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use stackmask::compile::dwa_build::build_dwa;
-use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
+use stackmask::compile::json_schema::{self, SchemaOptions};
+use stackmask::compile::{build_glr_tables, compile_grammar, Grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::runtime::Matcher;
 use stackmask::vocab::Vocab;
 
 fn bench(c: &mut Criterion) {
     let dir = env!("CARGO_MANIFEST_DIR");
-    let json_doc = std::fs::read_to_string(format!("{dir}/tests/data/texts/data.json")).unwrap();
-    let mut workloads = vec![(
+    let data = |f: &str| std::fs::read_to_string(format!("{dir}/benches/data/{f}")).unwrap();
+    let lark = |text: &str| compile_grammar(text, GrammarFormat::Lark).unwrap();
+    let json_doc = data("catalog.json");
+    let mut workloads: Vec<(&str, Grammar, String, String)> = vec![(
         "json_o200k",
-        BUILTIN_JSON.to_string(),
+        lark(BUILTIN_JSON),
         "builtin:o200k".to_string(),
         json_doc.clone(),
     )];
@@ -24,22 +28,28 @@ fn bench(c: &mut Criterion) {
     if std::path::Path::new(&shared).is_dir() {
         workloads.push((
             "json_llama3",
-            BUILTIN_JSON.to_string(),
+            lark(BUILTIN_JSON),
             format!("{shared}/tokenizers/llama3.json"),
             json_doc,
         ));
+        let tree = json_schema::compile(&data("tree.schema.json"), &SchemaOptions::default());
+        workloads.push((
+            "schema_tree_llama3",
+            tree.unwrap().grammar,
+            format!("{shared}/tokenizers/llama3.json"),
+            data("tree.json"),
+        ));
         workloads.push((
             "java_gpt2",
-            std::fs::read_to_string(format!("{shared}/grammars/syncode/java.lark")).unwrap(),
+            lark(&std::fs::read_to_string(format!("{shared}/grammars/syncode/java.lark")).unwrap()),
             format!("{shared}/tokenizers/gpt2.json"),
-            std::fs::read_to_string(format!("{dir}/tests/data/docs/Main.java")).unwrap(),
+            data("Inventory.java"),
         ));
     }
     let mut group = c.benchmark_group("mask");
     group.sample_size(10);
-    for (name, grammar, tok, doc) in &workloads {
-        let g = compile_grammar(grammar, GrammarFormat::Lark).unwrap();
-        let tables = Arc::new(build_glr_tables(&g).unwrap());
+    for (name, g, tok, doc) in &workloads {
+        let tables = Arc::new(build_glr_tables(g).unwrap());
         let vocab = Vocab::load(tok).unwrap();
         let dwa = Arc::new(build_dwa(&tables, &vocab).unwrap());
         let ids = vocab.encode(doc).unwrap();

@@ -12,7 +12,6 @@ use smallvec::SmallVec;
 use crate::ids::LrStateId;
 
 /// One stack entry.
-#[derive(Debug)]
 pub struct Node {
     state: LrStateId,
     preds: SmallVec<[Arc<Node>; 1]>,
@@ -42,6 +41,20 @@ impl Node {
     #[inline]
     pub fn preds(&self) -> &[Arc<Node>] {
         &self.preds
+    }
+}
+
+impl std::fmt::Debug for Node {
+    // Shallow on purpose: merged stacks make the GSS a DAG whose paths multiply (an
+    // ambiguous expression of n operators has Catalan(n) of them), so printing the stacks
+    // below would take exponential time and memory. The node's state and the states
+    // directly below it are what a reader can use.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let below: SmallVec<[LrStateId; 4]> = self.preds.iter().map(|p| p.state).collect();
+        f.debug_struct("Node")
+            .field("state", &self.state)
+            .field("below", &below.as_slice())
+            .finish()
     }
 }
 

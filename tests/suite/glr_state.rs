@@ -74,3 +74,30 @@ fn rejected_commit_changes_nothing_and_tokens_are_checked() {
     s.commit_token(&v, TokenId::new(1)).unwrap();
     assert!(s.is_accepting());
 }
+
+/// Regression (found by the `commit_bytes` fuzz target, which printed states to compare
+/// them): `Debug` of a state must not walk every stack path. With no precedence, `1+1+…`
+/// of n operands has Catalan(n-1) parse stacks merged into one graph; the old derived
+/// `Debug` printed each path (a 2 GB string at ~35 operands). Its size must now grow with
+/// the graph, not with the paths.
+#[test]
+fn debug_of_an_ambiguous_stack_graph_is_small() {
+    let g = compile_grammar(
+        "start: e\ne: e \"+\" e | e \"*\" e | NUM\nNUM: /[0-9]+/\n",
+        GrammarFormat::Lark,
+    )
+    .unwrap();
+    let t = Arc::new(build_glr_tables(&g).unwrap());
+    let debug_len = |operands: usize| {
+        let mut s = GlrState::new(t.clone());
+        let doc = vec!["1"; operands].join("+");
+        s.commit_bytes(doc.as_bytes()).unwrap();
+        s.commit_bytes(b"+").unwrap();
+        format!("{s:?}").len()
+    };
+    let (small, large) = (debug_len(6), debug_len(13));
+    // Catalan(12) / Catalan(5) = 208012 / 42 ≈ 5000: path-wise printing grows thousands of
+    // times from 6 to 13 operands; graph-wise printing grows about linearly.
+    assert!(large < 4 * small, "{small} → {large} bytes");
+    assert!(large < 50_000, "{large} bytes");
+}
