@@ -21,7 +21,7 @@ pub struct GrammarArgs {
     #[arg(long, default_value = "builtin:json")]
     pub grammar: String,
     /// Grammar syntax (default: from the file extension; .gbnf is GBNF, .json a JSON
-    /// Schema, else Lark).
+    /// Schema, .regex a whole-output regular expression, else Lark).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
     /// JSON Schema: drop keywords that cannot be enforced exactly (listed on stderr)
@@ -50,6 +50,9 @@ pub enum Format {
     Lark,
     Gbnf,
     JsonSchema,
+    /// A regular expression the whole output must match (the grammar argument is the
+    /// file holding it; a trailing newline is not part of it).
+    Regex,
 }
 
 /// Reads grammar text from a file or a builtin, with the format to use.
@@ -77,7 +80,13 @@ pub fn grammar_text(spec: &str, format: Option<Format>) -> Result<(String, Gramm
         Some(Format::Lark) => GrammarFormat::Lark,
         Some(Format::Gbnf) => GrammarFormat::Gbnf,
         Some(Format::JsonSchema) => GrammarFormat::JsonSchema,
+        Some(Format::Regex) => GrammarFormat::Regex,
         None => guessed,
+    };
+    let text = if format == GrammarFormat::Regex {
+        text.strip_suffix('\n').unwrap_or(&text).to_string()
+    } else {
+        text
     };
     Ok((text, format))
 }

@@ -1,7 +1,7 @@
 //! Everything offline: grammar text → grammar IR → lexer DFA (and, in later layers, LR
 //! tables and the mask automaton).
 //!
-//! Front ends ([`lark`], [`gbnf`]) parse text and lower it into the IR ([`ir`]) through
+//! Front ends ([`lark`], [`gbnf`], [`json_schema`], [`regex`]) parse text and lower it into the IR ([`ir`]) through
 //! the shared EBNF expansion ([`ebnf`]) and pruning ([`prune`]) passes;
 //! [`lexer_build`] turns the IR's terminals into a [`crate::lexer::LexerDfa`]. Errors carry
 //! line:column ([`error`]). Nothing here runs at decode time, and the decode-time layers
@@ -19,6 +19,7 @@ pub mod lexer_build;
 pub mod lexer_follow;
 pub mod lr;
 pub mod prune;
+pub mod regex;
 pub mod terminal_trie;
 pub mod token_classes;
 pub mod weight_table;
@@ -35,15 +36,20 @@ pub enum GrammarFormat {
     Gbnf,
     /// A JSON Schema (strict: unsupported keywords are refused).
     JsonSchema,
+    /// A regular expression the whole output must match.
+    Regex,
 }
 
 impl GrammarFormat {
-    /// Guesses the format from a file name (`*.gbnf` is GBNF, anything else Lark).
+    /// Guesses the format from a file name (`*.gbnf` GBNF, `*.json` JSON Schema, `*.regex`
+    /// a regular expression, anything else Lark).
     pub fn from_path(path: &str) -> Self {
         if path.ends_with(".gbnf") {
             GrammarFormat::Gbnf
         } else if path.ends_with(".schema.json") || path.ends_with(".json") {
             GrammarFormat::JsonSchema
+        } else if path.ends_with(".regex") {
+            GrammarFormat::Regex
         } else {
             GrammarFormat::Lark
         }
@@ -61,6 +67,7 @@ pub fn compile_grammar(text: &str, format: GrammarFormat) -> Result<Grammar, Gra
         GrammarFormat::JsonSchema => json_schema::compile(text, &Default::default())
             .map(|l| l.grammar)
             .map_err(GrammarError::from),
+        GrammarFormat::Regex => regex::compile(text),
     }
 }
 

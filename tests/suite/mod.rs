@@ -10,5 +10,6 @@ mod grammars;
 mod json_schema;
 mod lexer;
 mod matcher_api;
+mod regex;
 mod terminal_trie;
 mod vocab;

@@ -14,7 +14,7 @@ pub struct Workload {
     pub name: String,
     /// A grammar file, or `builtin:json`.
     pub grammar: String,
-    /// `lark`, `gbnf` or `json-schema` (default: from the file name).
+    /// `lark`, `gbnf`, `json-schema` or `regex` (default: from the file name).
     pub format: Option<String>,
     /// A tokenizer file or `builtin:o200k`.
     pub tokenizer: String,

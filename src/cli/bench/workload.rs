@@ -96,6 +96,7 @@ fn format_of(w: &Workload) -> Result<Option<Format>, String> {
         Some("lark") => Some(Format::Lark),
         Some("gbnf") => Some(Format::Gbnf),
         Some("json-schema") => Some(Format::JsonSchema),
+        Some("regex") => Some(Format::Regex),
         Some(other) => return Err(format!("unknown format {other:?}")),
     })
 }

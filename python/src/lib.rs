@@ -1,0 +1,488 @@
+//! Python bindings of stackmask (`stackmask._core`): tokenizer info, grammar compilation,
+//! compiled-grammar (de)serialization, and matchers that fill a caller's int32 bitmask in
+//! place with the GIL released. Depends only on the engine's public API; the Python
+//! package (`stackmask/`) re-exports these classes and adds the server shims.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use numpy::{PyReadwriteArray2, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::json_schema::{self, SchemaOptions};
+use stackmask::compile::{build_glr_tables, compile_grammar, Grammar, GrammarFormat};
+use stackmask::ids::TokenId;
+use stackmask::runtime::{self, Matcher, VocabFingerprint};
+use stackmask::vocab::Vocab;
+
+create_exception!(
+    stackmask,
+    StackmaskError,
+    PyValueError,
+    "Raised for invalid grammars, schemas, artifacts, token ids and bitmasks; the message \
+     is the engine's."
+);
+
+fn err(e: impl std::fmt::Display) -> PyErr {
+    StackmaskError::new_err(e.to_string())
+}
+
+/// Vocabularies created in this process, by fingerprint: `CompiledGrammar.deserialize`
+/// finds the tokenizer an artifact was compiled for here when none is given.
+type Registry = Mutex<HashMap<(u32, u32), Weak<Vocab>>>;
+
+fn registry() -> &'static Registry {
+    static R: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+    R.get_or_init(Default::default)
+}
+
+fn key(f: &VocabFingerprint) -> (u32, u32) {
+    (f.len, f.crc)
+}
+
+/// A tokenizer's vocabulary (exact token bytes, special and end-of-sequence tokens) and
+/// the model's vocabulary size (the bitmask width; at least the tokenizer's).
+#[pyclass(frozen, module = "stackmask")]
+#[derive(Clone)]
+pub struct TokenizerInfo {
+    vocab: Arc<Vocab>,
+    vocab_size: usize,
+}
+
+impl TokenizerInfo {
+    fn new(mut vocab: Vocab, eos: Option<Vec<u32>>, vocab_size: Option<usize>) -> PyResult<Self> {
+        if let Some(ids) = eos {
+            let ids: Vec<TokenId> = ids.into_iter().map(TokenId::from_u32).collect();
+            vocab.set_eos(&ids).map_err(err)?;
+        }
+        let vocab_size = vocab_size.unwrap_or(vocab.len());
+        if vocab_size < vocab.len() {
+            return Err(err(format!(
+                "vocab_size {vocab_size} is smaller than the tokenizer's {} ids",
+                vocab.len()
+            )));
+        }
+        let vocab = Arc::new(vocab);
+        let f = VocabFingerprint::of(&vocab);
+        // The registry only caches; a poisoned lock still holds a valid map.
+        let mut r = registry().lock().unwrap_or_else(|e| e.into_inner());
+        r.retain(|_, w| w.strong_count() > 0);
+        // Equal fingerprints mean equal tokens: a live entry serves as well as this one.
+        r.entry(key(&f)).or_insert_with(|| Arc::downgrade(&vocab));
+        Ok(Self { vocab, vocab_size })
+    }
+}
+
+#[pymethods]
+impl TokenizerInfo {
+    /// Loads a Hugging Face `tokenizer.json` given as a path or as its JSON text. `eos`
+    /// overrides the end-of-sequence token ids; `vocab_size` is the model's (padded)
+    /// vocabulary size, which sets the bitmask width.
+    #[staticmethod]
+    #[pyo3(signature = (path_or_str, *, eos=None, vocab_size=None))]
+    fn from_tokenizer_json(
+        py: Python<'_>,
+        path_or_str: &str,
+        eos: Option<Vec<u32>>,
+        vocab_size: Option<usize>,
+    ) -> PyResult<Self> {
+        let text = path_or_str.to_string();
+        let vocab = py
+            .detach(move || {
+                if text.trim_start().starts_with('{') {
+                    stackmask::vocab::hf::from_tokenizer_json_bytes(
+                        "tokenizer.json",
+                        text.as_bytes(),
+                    )
+                } else {
+                    Vocab::load(&text)
+                }
+            })
+            .map_err(err)?;
+        Self::new(vocab, eos, vocab_size)
+    }
+
+    /// A tokenizer bundled with stackmask (`"o200k"`: OpenAI's o200k_base).
+    #[staticmethod]
+    #[pyo3(signature = (name="o200k", *, eos=None, vocab_size=None))]
+    fn builtin(name: &str, eos: Option<Vec<u32>>, vocab_size: Option<usize>) -> PyResult<Self> {
+        let vocab = Vocab::load(&format!("builtin:{name}")).map_err(err)?;
+        Self::new(vocab, eos, vocab_size)
+    }
+
+    /// The model's vocabulary size (bitmask width in bits).
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    /// End-of-sequence token ids.
+    #[getter]
+    fn eos_token_ids(&self) -> Vec<u32> {
+        self.vocab.eos().iter().map(|t| t.as_u32()).collect()
+    }
+
+    /// The tokenizer's canonical encoding of `text`.
+    fn encode(&self, text: &str) -> PyResult<Vec<u32>> {
+        let ids = self.vocab.encode(text).map_err(err)?;
+        Ok(ids.into_iter().map(|t| t.as_u32()).collect())
+    }
+
+    /// The exact bytes of one token.
+    fn token_bytes<'py>(&self, py: Python<'py>, token_id: u32) -> PyResult<Bound<'py, PyBytes>> {
+        let b = self
+            .vocab
+            .token_bytes(TokenId::from_u32(token_id))
+            .map_err(err)?;
+        Ok(PyBytes::new(py, b))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "TokenizerInfo(name={:?}, vocab_size={}, eos={:?})",
+            self.vocab.name(),
+            self.vocab_size,
+            self.eos_token_ids()
+        )
+    }
+}
+
+/// A grammar compiled for one tokenizer: recognizer tables and mask automaton. Immutable
+/// and cheap to share between matchers and threads.
+#[pyclass(frozen, module = "stackmask")]
+pub struct CompiledGrammar {
+    inner: runtime::CompiledGrammar,
+    tokenizer: TokenizerInfo,
+}
+
+#[pymethods]
+impl CompiledGrammar {
+    /// The artifact bytes (versioned and checksummed).
+    fn serialize<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.to_bytes())
+    }
+
+    /// Loads an artifact written by `serialize`. Without `tokenizer_info`, the tokenizer
+    /// it was compiled for must exist in this process (it is found by fingerprint).
+    #[staticmethod]
+    #[pyo3(signature = (data, tokenizer_info=None))]
+    fn deserialize(
+        py: Python<'_>,
+        data: &[u8],
+        tokenizer_info: Option<PyRef<'_, TokenizerInfo>>,
+    ) -> PyResult<Self> {
+        let inner = py
+            .detach(|| runtime::CompiledGrammar::from_bytes(data))
+            .map_err(err)?;
+        let tokenizer = match tokenizer_info {
+            Some(t) => {
+                inner.check_vocab(&t.vocab).map_err(err)?;
+                t.clone()
+            }
+            None => {
+                let r = registry().lock().unwrap_or_else(|e| e.into_inner());
+                let vocab = r
+                    .get(&key(&inner.vocab))
+                    .and_then(Weak::upgrade)
+                    .ok_or_else(|| {
+                        err(format!(
+                            "no tokenizer with {} ids matching this artifact was loaded in this \
+                         process: pass tokenizer_info",
+                            inner.vocab.len
+                        ))
+                    })?;
+                let vocab_size = vocab.len();
+                TokenizerInfo { vocab, vocab_size }
+            }
+        };
+        Ok(Self { inner, tokenizer })
+    }
+
+    /// The tokenizer this grammar was compiled for.
+    #[getter]
+    fn tokenizer_info(&self) -> TokenizerInfo {
+        self.tokenizer.clone()
+    }
+}
+
+/// Compiles grammars for one tokenizer.
+#[pyclass(frozen, module = "stackmask")]
+pub struct GrammarCompiler {
+    tokenizer: TokenizerInfo,
+}
+
+impl GrammarCompiler {
+    fn finish(&self, py: Python<'_>, grammar: Grammar) -> PyResult<CompiledGrammar> {
+        let vocab = self.tokenizer.vocab.clone();
+        let inner = py
+            .detach(move || -> Result<runtime::CompiledGrammar, String> {
+                let tables = Arc::new(build_glr_tables(&grammar).map_err(|e| e.to_string())?);
+                let dwa = Arc::new(build_dwa(&tables, &vocab).map_err(|e| e.to_string())?);
+                Ok(runtime::CompiledGrammar::new(tables, dwa, &vocab))
+            })
+            .map_err(err)?;
+        Ok(CompiledGrammar {
+            inner,
+            tokenizer: self.tokenizer.clone(),
+        })
+    }
+
+    fn text(&self, py: Python<'_>, text: &str, format: GrammarFormat) -> PyResult<CompiledGrammar> {
+        let g = compile_grammar(text, format).map_err(|e| err(format!("grammar:{e}")))?;
+        self.finish(py, g)
+    }
+}
+
+#[pymethods]
+impl GrammarCompiler {
+    #[new]
+    fn py_new(tokenizer_info: PyRef<'_, TokenizerInfo>) -> Self {
+        Self {
+            tokenizer: tokenizer_info.clone(),
+        }
+    }
+
+    /// Compiles a JSON Schema (a JSON string). Keywords that cannot be enforced exactly
+    /// raise, naming the keyword and its JSON pointer, unless `lenient` (then they are
+    /// dropped). `compact` allows no whitespace between tokens.
+    #[pyo3(signature = (schema, *, lenient=false, compact=false))]
+    fn compile_json_schema(
+        &self,
+        py: Python<'_>,
+        schema: &str,
+        lenient: bool,
+        compact: bool,
+    ) -> PyResult<CompiledGrammar> {
+        let opts = SchemaOptions { compact, lenient };
+        let lowered = json_schema::compile(schema, &opts).map_err(err)?;
+        self.finish(py, lowered.grammar)
+    }
+
+    /// Compiles any JSON value (the built-in JSON grammar).
+    fn compile_builtin_json_grammar(&self, py: Python<'_>) -> PyResult<CompiledGrammar> {
+        self.text(py, stackmask::compile::BUILTIN_JSON, GrammarFormat::Lark)
+    }
+
+    /// Compiles a Lark grammar (start rule `start`).
+    fn compile_lark(&self, py: Python<'_>, grammar: &str) -> PyResult<CompiledGrammar> {
+        self.text(py, grammar, GrammarFormat::Lark)
+    }
+
+    /// Compiles a GBNF grammar (start rule `root`).
+    fn compile_gbnf(&self, py: Python<'_>, grammar: &str) -> PyResult<CompiledGrammar> {
+        self.text(py, grammar, GrammarFormat::Gbnf)
+    }
+
+    /// Compiles a regular expression the whole output must match (Rust `regex` syntax;
+    /// a leading `^` and trailing `$` are optional).
+    fn compile_regex(&self, py: Python<'_>, pattern: &str) -> PyResult<CompiledGrammar> {
+        self.text(py, pattern, GrammarFormat::Regex)
+    }
+
+    /// The tokenizer grammars are compiled for.
+    #[getter]
+    fn tokenizer_info(&self) -> TokenizerInfo {
+        self.tokenizer.clone()
+    }
+}
+
+/// The constraint state of one sequence: accept sampled tokens, fill the next token
+/// bitmask, roll back any number of steps.
+#[pyclass(module = "stackmask")]
+pub struct GrammarMatcher {
+    matcher: Matcher,
+    tokenizer: TokenizerInfo,
+}
+
+/// The words of row `index` of a caller's `[batch, ceil(V/32)]` int32 bitmask, as u32.
+fn rows_of<'a>(
+    bitmask: &'a mut PyReadwriteArray2<'_, i32>,
+    need_words: usize,
+) -> PyResult<(&'a mut [u32], usize, usize)> {
+    let shape = bitmask.shape().to_vec();
+    let (rows, words) = (shape[0], shape[1]);
+    if words < need_words {
+        return Err(err(format!(
+            "bitmask rows have {words} int32 words; the vocabulary needs {need_words}"
+        )));
+    }
+    let slice = bitmask
+        .as_slice_mut()
+        .map_err(|_| err("bitmask must be a C-contiguous int32 array"))?;
+    // SAFETY: i32 and u32 have the same size and alignment and every bit pattern is valid
+    // for both; the slice is borrowed mutably for the returned lifetime.
+    let words_u32 =
+        unsafe { std::slice::from_raw_parts_mut(slice.as_mut_ptr().cast::<u32>(), slice.len()) };
+    Ok((words_u32, rows, words))
+}
+
+#[pymethods]
+impl GrammarMatcher {
+    #[new]
+    fn py_new(compiled: &CompiledGrammar) -> Self {
+        Self {
+            matcher: Matcher::from_compiled(&compiled.inner),
+            tokenizer: compiled.tokenizer.clone(),
+        }
+    }
+
+    /// Commits one token; returns False (changing nothing) if the grammar does not allow
+    /// it. An unknown token id raises.
+    fn accept_token(&mut self, token_id: u32) -> PyResult<bool> {
+        self.check_id(token_id)?;
+        Ok(self
+            .matcher
+            .commit(&self.tokenizer.vocab, TokenId::from_u32(token_id))
+            .is_ok())
+    }
+
+    /// Commits tokens in order if all are allowed (returns True); otherwise commits none
+    /// and returns False.
+    fn accept_tokens(&mut self, token_ids: Vec<u32>) -> PyResult<bool> {
+        let ids = self.ids(&token_ids)?;
+        if self.matcher.validate_tokens(&self.tokenizer.vocab, &ids) < ids.len() {
+            return Ok(false);
+        }
+        for t in ids {
+            // validate_tokens just accepted every one of them from this state.
+            self.matcher.commit(&self.tokenizer.vocab, t).map_err(err)?;
+        }
+        Ok(true)
+    }
+
+    /// How many of `token_ids` would be accepted in order (the longest accepted
+    /// prefix), without changing the matcher.
+    fn validate_tokens(&self, token_ids: Vec<u32>) -> PyResult<usize> {
+        let ids = self.ids(&token_ids)?;
+        Ok(self.matcher.validate_tokens(&self.tokenizer.vocab, &ids))
+    }
+
+    /// Undoes the last `num_tokens` accepted tokens (any number up to all of them).
+    #[pyo3(signature = (num_tokens=1))]
+    fn rollback(&mut self, num_tokens: usize) -> PyResult<()> {
+        self.matcher.rollback(num_tokens).map_err(err)
+    }
+
+    /// Back to the start of the document.
+    fn reset(&mut self) {
+        self.matcher.reset();
+    }
+
+    /// Whether an end-of-sequence token was accepted.
+    fn is_terminated(&self) -> bool {
+        self.matcher.is_terminated()
+    }
+
+    /// Whether the document may end here (an EOS token would be accepted).
+    fn is_accepting(&self) -> bool {
+        self.matcher.is_accepting()
+    }
+
+    /// Tokens accepted and not rolled back.
+    #[getter]
+    fn num_accepted_tokens(&self) -> usize {
+        self.matcher.num_steps()
+    }
+
+    /// Writes the allowed next tokens into row `index` of `bitmask` (int32, shape
+    /// `[batch, ceil(vocab_size/32)]`, C-contiguous), in place, with the GIL released.
+    /// Bit `t % 32` of word `t / 32` is token `t`; padding bits are cleared.
+    #[pyo3(signature = (bitmask, index=0))]
+    fn fill_next_token_bitmask(
+        &self,
+        py: Python<'_>,
+        mut bitmask: PyReadwriteArray2<'_, i32>,
+        index: usize,
+    ) -> PyResult<()> {
+        let need = self.tokenizer.vocab.len().div_ceil(32);
+        let (all, rows, words) = rows_of(&mut bitmask, need)?;
+        if index >= rows {
+            return Err(err(format!(
+                "index {index} out of range for a bitmask of {rows} rows"
+            )));
+        }
+        let row = &mut all[index * words..(index + 1) * words];
+        let m = &self.matcher;
+        py.detach(move || m.fill_mask(row)).map_err(err)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "GrammarMatcher(accepted={}, terminated={})",
+            self.matcher.num_steps(),
+            self.matcher.is_terminated()
+        )
+    }
+}
+
+impl GrammarMatcher {
+    fn check_id(&self, t: u32) -> PyResult<()> {
+        if (t as usize) < self.tokenizer.vocab.len() {
+            Ok(())
+        } else {
+            Err(err(format!(
+                "token id {t} is out of range (vocabulary has {} ids)",
+                self.tokenizer.vocab.len()
+            )))
+        }
+    }
+
+    fn ids(&self, ts: &[u32]) -> PyResult<Vec<TokenId>> {
+        ts.iter()
+            .map(|&t| self.check_id(t).map(|()| TokenId::from_u32(t)))
+            .collect()
+    }
+}
+
+/// Fills row `i` of `bitmask` for `matchers[i]`, all rows in parallel (rayon) with the
+/// GIL released. `bitmask` needs at least `len(matchers)` rows.
+#[pyfunction]
+fn fill_next_token_bitmask_batch(
+    py: Python<'_>,
+    matchers: Vec<PyRef<'_, GrammarMatcher>>,
+    mut bitmask: PyReadwriteArray2<'_, i32>,
+) -> PyResult<()> {
+    let need = matchers
+        .iter()
+        .map(|m| m.tokenizer.vocab.len().div_ceil(32))
+        .max()
+        .unwrap_or(0);
+    let (all, rows, words) = rows_of(&mut bitmask, need)?;
+    if rows < matchers.len() {
+        return Err(err(format!(
+            "bitmask has {rows} rows for {} matchers",
+            matchers.len()
+        )));
+    }
+    let refs: Vec<&Matcher> = matchers.iter().map(|m| &m.matcher).collect();
+    py.detach(|| runtime::fill_masks(&refs, all, words))
+        .map_err(err)
+}
+
+/// A type check with a clear message for callers passing the wrong object.
+#[pyfunction]
+fn _check_bitmask(bitmask: &Bound<'_, PyAny>) -> PyResult<()> {
+    if bitmask.extract::<PyReadwriteArray2<'_, i32>>().is_err() {
+        return Err(PyTypeError::new_err(
+            "bitmask must be a 2-D numpy int32 array (see allocate_token_bitmask)",
+        ));
+    }
+    Ok(())
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<TokenizerInfo>()?;
+    m.add_class::<GrammarCompiler>()?;
+    m.add_class::<CompiledGrammar>()?;
+    m.add_class::<GrammarMatcher>()?;
+    m.add_function(wrap_pyfunction!(fill_next_token_bitmask_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(_check_bitmask, m)?)?;
+    m.add("StackmaskError", m.py().get_type::<StackmaskError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,213 @@
+"""GrammarMatcher, GrammarCompiler, TokenizerInfo and CompiledGrammar from Python."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import stackmask
+from conftest import CLI, GPT2, INVALID, SCHEMA, VALID, allowed
+
+
+def test_tokenizer_info_from_path_and_text(gpt2):
+    assert gpt2.vocab_size == 50257
+    assert gpt2.eos_token_ids == [50256]
+    ids = gpt2.encode(VALID)
+    assert b"".join(gpt2.token_bytes(t) for t in ids).decode() == VALID
+    from_text = stackmask.TokenizerInfo.from_tokenizer_json(GPT2.read_text(), vocab_size=50304)
+    assert from_text.vocab_size == 50304
+    assert from_text.encode(VALID) == ids
+    with pytest.raises(stackmask.StackmaskError, match="smaller"):
+        stackmask.TokenizerInfo.from_tokenizer_json(str(GPT2), vocab_size=100)
+    with pytest.raises(stackmask.StackmaskError):
+        stackmask.TokenizerInfo.from_tokenizer_json("/nonexistent/tokenizer.json")
+
+
+def test_builtin_tokenizer_needs_no_files():
+    info = stackmask.TokenizerInfo.builtin("o200k")
+    g = stackmask.GrammarCompiler(info).compile_builtin_json_grammar()
+    m = stackmask.GrammarMatcher(g)
+    for t in info.encode('{"ok": [1, 2]}'):
+        assert t in allowed(m, info.vocab_size)
+        assert m.accept_token(t)
+    assert m.is_accepting()
+
+
+def test_valid_instance_decodes_to_termination(gpt2, schema_grammar):
+    m = stackmask.GrammarMatcher(schema_grammar)
+    for t in gpt2.encode(VALID):
+        assert t in allowed(m, gpt2.vocab_size)
+        assert m.accept_token(t)
+    assert m.is_accepting() and not m.is_terminated()
+    assert 50256 in allowed(m, gpt2.vocab_size)
+    assert m.accept_token(50256)
+    assert m.is_terminated()
+    assert allowed(m, gpt2.vocab_size) == {50256}
+    assert m.num_accepted_tokens == len(gpt2.encode(VALID)) + 1
+
+
+def test_invalid_instance_is_rejected_without_changing_state(gpt2, schema_grammar):
+    m = stackmask.GrammarMatcher(schema_grammar)
+    rejected = False
+    for t in gpt2.encode(INVALID):
+        before = allowed(m, gpt2.vocab_size)
+        steps = m.num_accepted_tokens
+        if not m.accept_token(t):
+            assert t not in before
+            assert allowed(m, gpt2.vocab_size) == before
+            assert m.num_accepted_tokens == steps
+            rejected = True
+            break
+    assert rejected
+    # EOS before the document is complete is refused too.
+    assert not m.accept_token(50256)
+
+
+def test_masks_equal_the_cli(tmp_path, gpt2, schema_grammar):
+    assert CLI.exists(), f"build the CLI first (cargo build --release): {CLI}"
+    schema = tmp_path / "s.schema.json"
+    schema.write_text(SCHEMA)
+    doc = tmp_path / "doc.json"
+    doc.write_text(VALID)
+    dump = tmp_path / "masks.jsonl"
+    subprocess.run(
+        [str(CLI), "check", "--grammar", str(schema), "--tokenizer", str(GPT2), "--text",
+         str(doc), "--engine", "dwa", "--dump-masks", str(dump)],
+        check=True, capture_output=True,
+    )
+    cli_masks = [set(json.loads(line)) for line in dump.read_text().splitlines()]
+    m = stackmask.GrammarMatcher(schema_grammar)
+    ids = gpt2.encode(VALID)
+    assert len(cli_masks) == len(ids)
+    for step, t in enumerate(ids):
+        assert allowed(m, gpt2.vocab_size) == cli_masks[step], f"step {step}"
+        assert m.accept_token(t)
+
+
+def test_rollback_then_recommit_gives_identical_masks(gpt2, schema_grammar):
+    ids = gpt2.encode(VALID)
+    m = stackmask.GrammarMatcher(schema_grammar)
+    masks = []
+    for t in ids:
+        masks.append(allowed(m, gpt2.vocab_size))
+        m.accept_token(t)
+    for k in (1, 3, len(ids)):
+        m.rollback(k)
+        assert m.num_accepted_tokens == len(ids) - k
+        for i in range(len(ids) - k, len(ids)):
+            assert allowed(m, gpt2.vocab_size) == masks[i], f"rollback {k}, step {i}"
+            assert m.accept_token(ids[i])
+    with pytest.raises(stackmask.StackmaskError, match="roll back"):
+        m.rollback(len(ids) + 1)
+    assert m.num_accepted_tokens == len(ids)
+    m.reset()
+    assert m.num_accepted_tokens == 0
+    assert allowed(m, gpt2.vocab_size) == masks[0]
+
+
+def test_validate_and_accept_tokens(gpt2, schema_grammar):
+    m = stackmask.GrammarMatcher(schema_grammar)
+    good = gpt2.encode(VALID)
+    bad = gpt2.encode(INVALID)
+    assert m.validate_tokens(good) == len(good)
+    first_bad = m.validate_tokens(bad)
+    assert 0 < first_bad < len(bad)
+    assert m.num_accepted_tokens == 0
+    assert not m.accept_tokens(bad)
+    assert m.num_accepted_tokens == 0
+    assert m.accept_tokens(good[:5])
+    assert m.num_accepted_tokens == 5
+    assert m.validate_tokens(good[5:]) == len(good) - 5
+
+
+def test_batch_fill_equals_single_fills(gpt2, schema_grammar):
+    ids = gpt2.encode(VALID)
+    matchers = []
+    for n in range(0, len(ids), 3):
+        m = stackmask.GrammarMatcher(schema_grammar)
+        assert m.accept_tokens(ids[:n])
+        matchers.append(m)
+    padded = 50304  # a model's padded vocabulary: the extra bits must stay 0
+    batch = np.full((len(matchers) + 2, (padded + 31) // 32), -1, dtype=np.int32)
+    stackmask.fill_next_token_bitmask_batch(matchers, batch)
+    single = stackmask.allocate_token_bitmask(len(matchers), padded)
+    for i, m in enumerate(matchers):
+        m.fill_next_token_bitmask(single, i)
+    assert np.array_equal(batch[: len(matchers)], single)
+    assert (batch[len(matchers):] == -1).all(), "rows past the matchers are untouched"
+    ids_set = stackmask.bitmask_to_token_ids(batch[0])
+    assert ids_set.max() < gpt2.vocab_size
+
+
+def test_serialize_roundtrip(gpt2, schema_grammar):
+    data = schema_grammar.serialize()
+    assert isinstance(data, bytes) and len(data) > 0
+    for loaded in (
+        stackmask.CompiledGrammar.deserialize(data),
+        stackmask.CompiledGrammar.deserialize(data, gpt2),
+    ):
+        a, b = stackmask.GrammarMatcher(schema_grammar), stackmask.GrammarMatcher(loaded)
+        for t in gpt2.encode(VALID)[:8]:
+            assert allowed(a, gpt2.vocab_size) == allowed(b, gpt2.vocab_size)
+            assert a.accept_token(t) and b.accept_token(t)
+    with pytest.raises(stackmask.StackmaskError):
+        stackmask.CompiledGrammar.deserialize(data[:-7])
+    corrupt = bytearray(data)
+    corrupt[len(corrupt) // 2] ^= 0x40
+    with pytest.raises(stackmask.StackmaskError):
+        stackmask.CompiledGrammar.deserialize(bytes(corrupt))
+    with pytest.raises(stackmask.StackmaskError, match="another vocabulary"):
+        stackmask.CompiledGrammar.deserialize(data, stackmask.TokenizerInfo.builtin())
+
+
+def test_bad_bitmasks_raise_clear_errors(gpt2, schema_grammar):
+    m = stackmask.GrammarMatcher(schema_grammar)
+    words = (gpt2.vocab_size + 31) // 32
+    with pytest.raises(TypeError):
+        m.fill_next_token_bitmask(np.zeros((1, words), dtype=np.int64))
+    with pytest.raises(TypeError):
+        m.fill_next_token_bitmask(np.zeros((1, words), dtype=np.float32))
+    with pytest.raises(TypeError):
+        m.fill_next_token_bitmask(np.zeros(words, dtype=np.int32))
+    with pytest.raises(stackmask.StackmaskError, match="words"):
+        m.fill_next_token_bitmask(np.zeros((1, words - 1), dtype=np.int32))
+    with pytest.raises(stackmask.StackmaskError, match="out of range"):
+        m.fill_next_token_bitmask(np.zeros((2, words), dtype=np.int32), 2)
+    with pytest.raises(stackmask.StackmaskError, match="contiguous"):
+        m.fill_next_token_bitmask(np.zeros((2, 2 * words), dtype=np.int32)[:, ::2])
+    with pytest.raises(stackmask.StackmaskError, match="rows"):
+        stackmask.fill_next_token_bitmask_batch([m, m], np.zeros((1, words), dtype=np.int32))
+
+
+def test_bad_tokens_and_grammars_raise_clear_errors(gpt2, compiler, schema_grammar):
+    m = stackmask.GrammarMatcher(schema_grammar)
+    with pytest.raises(stackmask.StackmaskError, match="out of range"):
+        m.accept_token(gpt2.vocab_size)
+    with pytest.raises(stackmask.StackmaskError, match="out of range"):
+        m.validate_tokens([1, 2, 10**6])
+    with pytest.raises(stackmask.StackmaskError, match=r"2:\d+"):
+        compiler.compile_lark('start: "a"\nbad rule here\n')
+    with pytest.raises(stackmask.StackmaskError, match="uniqueItems"):
+        compiler.compile_json_schema('{"type": "array", "uniqueItems": true}')
+    with pytest.raises(stackmask.StackmaskError):
+        compiler.compile_json_schema("{not json")
+    lenient = compiler.compile_json_schema(
+        '{"type": "array", "uniqueItems": true}', lenient=True
+    )
+    assert isinstance(lenient, stackmask.CompiledGrammar)
+    assert issubclass(stackmask.StackmaskError, ValueError)
+
+
+def test_gbnf_and_regex_grammars(gpt2, compiler):
+    g = compiler.compile_gbnf('root ::= "yes" | "no"')
+    m = stackmask.GrammarMatcher(g)
+    assert m.accept_tokens(gpt2.encode("no"))
+    assert m.is_accepting()
+    r = compiler.compile_regex(r"\d{3}-\d{4}")
+    m = stackmask.GrammarMatcher(r)
+    assert m.validate_tokens(gpt2.encode("555-1234")) == len(gpt2.encode("555-1234"))
+    assert m.accept_tokens(gpt2.encode("555-1234")) and m.is_accepting()
+    assert not stackmask.GrammarMatcher(r).accept_tokens(gpt2.encode("555-12a4"))
