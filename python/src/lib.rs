@@ -410,6 +410,29 @@ impl GrammarMatcher {
         py.detach(move || m.fill_mask(row)).map_err(err)
     }
 
+    /// Tokens the grammar forces next, as the tokenizer itself would produce them (the
+    /// canonical encoding of the forced text without its last token); empty when the next
+    /// token is a real choice. Does not change the matcher.
+    #[pyo3(signature = (max_bytes=runtime::MAX_FORCED_BYTES))]
+    fn find_forced_tokens(&self, py: Python<'_>, max_bytes: usize) -> Vec<u32> {
+        let (m, vocab) = (&self.matcher, &self.tokenizer.vocab);
+        py.detach(|| m.forced_tokens(vocab, max_bytes))
+            .into_iter()
+            .map(|t| t.as_u32())
+            .collect()
+    }
+
+    /// The text the grammar forces next (whole characters only); empty when none.
+    #[pyo3(signature = (max_bytes=runtime::MAX_FORCED_BYTES))]
+    fn find_jump_forward_string(&self, py: Python<'_>, max_bytes: usize) -> String {
+        let m = &self.matcher;
+        let bytes = py.detach(|| m.forced_bytes(max_bytes));
+        match std::str::from_utf8(&bytes) {
+            Ok(s) => s.to_string(),
+            Err(e) => String::from_utf8_lossy(&bytes[..e.valid_up_to()]).into_owned(),
+        }
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "GrammarMatcher(accepted={}, terminated={})",

@@ -211,3 +211,20 @@ def test_gbnf_and_regex_grammars(gpt2, compiler):
     assert m.validate_tokens(gpt2.encode("555-1234")) == len(gpt2.encode("555-1234"))
     assert m.accept_tokens(gpt2.encode("555-1234")) and m.is_accepting()
     assert not stackmask.GrammarMatcher(r).accept_tokens(gpt2.encode("555-12a4"))
+
+
+def test_forced_tokens_are_canonical_and_leave_the_state_alone(gpt2, compiler):
+    grammar = (
+        'start: "<tool_call>{\\"name\\": \\"get_weather\\", \\"city\\": " CITY "}</tool_call>"\n'
+        'CITY: /"[A-Za-z]+"/\n'
+    )
+    doc = '<tool_call>{"name": "get_weather", "city": "Paris"}</tool_call>'
+    m = stackmask.GrammarMatcher(compiler.compile_lark(grammar))
+    assert m.find_jump_forward_string() == '<tool_call>{"name": "get_weather", "city": "'
+    forced = m.find_forced_tokens()
+    ids = gpt2.encode(doc)
+    assert len(forced) >= 5 and forced == ids[: len(forced)]
+    assert m.num_accepted_tokens == 0
+    assert m.accept_tokens(forced)
+    assert m.accept_tokens(ids[len(forced):])
+    assert m.find_forced_tokens() == [] and m.is_accepting()

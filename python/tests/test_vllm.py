@@ -78,3 +78,10 @@ def test_grammar_and_regex_requests(backend, gpt2):
     with pytest.raises(ValueError, match="CHOICE"):
         backend.compile_grammar(StructuredOutputOptions.CHOICE, '["a"]')
     backend.destroy()
+
+
+def test_jump_forward_string(backend, gpt2):
+    g = backend.compile_grammar(StructuredOutputOptions.GRAMMAR, 'start: "answer: " ("yes" | "no")')
+    assert g.find_jump_string() == "answer: "
+    assert g.accept_tokens("r", gpt2.encode("answer: "))
+    assert g.find_jump_string() is None

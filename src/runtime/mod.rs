@@ -6,7 +6,9 @@
 //! The only module that imports both `glr` and `dwa`; it parses no grammar text.
 
 mod artifact;
+mod forced;
 mod matcher;
 
 pub use artifact::{ArtifactError, CompiledGrammar, VocabFingerprint, FORMAT_VERSION};
+pub use forced::MAX_FORCED_BYTES;
 pub use matcher::{fill_masks, mask_set, MaskError, Matcher, MatcherError};

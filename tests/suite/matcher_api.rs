@@ -126,3 +126,52 @@ fn batch_fill_equals_single_fills() {
     }
     assert!(fill_masks(&refs, &mut out[..row], row).is_err());
 }
+
+/// Fast-forward: at every step of a tool-call document, the forced bytes are a prefix of
+/// the rest of the document (the grammar leaves no choice there), and the forced tokens
+/// are what the tokenizer produces for the whole document: the next tokens of its
+/// canonical encoding, never a segmentation the model would not emit.
+#[test]
+fn forced_tokens_are_the_canonical_tokens_of_the_forced_text() {
+    use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
+    use std::sync::Arc;
+
+    let (_, vocab) = json_gpt2();
+    let grammar = r#"start: "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": " CITY ", \"unit\": " UNIT "}}</tool_call>"
+CITY: /"[A-Za-z ]+"/
+UNIT: "\"celsius\"" | "\"fahrenheit\""
+"#;
+    let g = compile_grammar(grammar, GrammarFormat::Lark).unwrap();
+    let tables = Arc::new(build_glr_tables(&g).unwrap());
+    let dwa = Arc::new(stackmask::compile::dwa_build::build_dwa(&tables, &vocab).unwrap());
+    let doc = r#"<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}</tool_call>"#;
+    let ids = vocab.encode(doc).unwrap();
+    let mut m = Matcher::new(tables, dwa);
+    assert_eq!(
+        m.forced_bytes(256),
+        br#"<tool_call>{"name": "get_weather", "arguments": {"city": ""#
+    );
+    assert_eq!(m.forced_bytes(5), b"<tool");
+    let mut done = 0usize;
+    let mut forced_total = 0;
+    for (i, &t) in ids.iter().enumerate() {
+        let rest = &doc.as_bytes()[done..];
+        let bytes = m.forced_bytes(256);
+        assert!(
+            rest.starts_with(&bytes),
+            "step {i}: forced {bytes:?} is not next"
+        );
+        let forced = m.forced_tokens(&vocab, 256);
+        assert_eq!(
+            forced,
+            ids[i..i + forced.len()],
+            "step {i}: not the canonical tokens"
+        );
+        forced_total += forced.len();
+        m.commit(&vocab, t).unwrap();
+        done += vocab.token_bytes(t).unwrap().len();
+    }
+    assert!(m.is_accepting() && m.forced_bytes(256).is_empty());
+    // The opening, `", "unit": "` and `}}</tool_call>` are forced.
+    assert!(forced_total >= 15, "{forced_total}");
+}

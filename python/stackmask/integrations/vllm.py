@@ -88,8 +88,8 @@ class StackmaskGrammar(_Grammar):
         self.num_processed_tokens = 0
 
     def find_jump_string(self) -> str | None:
-        """Jump-forward is not offered yet."""
-        return None
+        """The text the grammar forces next, or None when the next token is a choice."""
+        return self.matcher.find_jump_forward_string() or None
 
 
 class StackmaskBackend(_Backend):

@@ -1,0 +1,126 @@
+//! Fast-forward: the bytes the grammar forces next, and a token sequence for them that the
+//! tokenizer itself would produce. Servers append forced tokens without sampling (jump
+//! forward); forcing a token the model would never emit hurts output quality, so the
+//! token sequence is the tokenizer's own encoding of the forced text, minus the tokens at
+//! its end that the text after it could still merge with.
+
+use crate::ids::TokenId;
+use crate::vocab::Vocab;
+
+use super::Matcher;
+
+/// Default bound on forced bytes computed in one call (each byte tries all 256 bytes).
+pub const MAX_FORCED_BYTES: usize = 256;
+
+impl Matcher {
+    /// The longest byte string every continuation of the document starts with: empty when
+    /// the document may end here, when two different next bytes are possible, or after
+    /// EOS. At most `max_len` bytes. Read-only; each byte costs up to 256 trial commits,
+    /// so this belongs beside the mask, not instead of it.
+    pub fn forced_bytes(&self, max_len: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.is_terminated() {
+            return out;
+        }
+        let mut state = self.glr().clone();
+        while out.len() < max_len && !state.is_accepting() {
+            let mut only = None;
+            for b in 0..=255u8 {
+                let mut probe = state.clone();
+                if probe.commit_bytes(&[b]).is_ok() {
+                    if only.is_some() {
+                        return out;
+                    }
+                    only = Some((b, probe));
+                }
+            }
+            match only {
+                Some((b, next)) => {
+                    out.push(b);
+                    state = next;
+                }
+                // No byte continues: the document is stuck (a dead end one terminal
+                // later); nothing can be forced.
+                None => return out,
+            }
+        }
+        out
+    }
+
+    /// Tokens for [`Matcher::forced_bytes`] that the tokenizer would produce itself: the
+    /// canonical encoding of the forced text, without its last token (the text after the
+    /// forced part may merge with it), truncated to what this matcher accepts. Empty when
+    /// nothing is forced, when the vocabulary has no encoder, or when the encoding does
+    /// not spell the forced bytes exactly (e.g. an encoder that prepends a space).
+    pub fn forced_tokens(&self, vocab: &Vocab, max_len: usize) -> Vec<TokenId> {
+        let bytes = self.forced_bytes(max_len);
+        // Only whole characters can be encoded; a forced partial UTF-8 sequence at the
+        // end stays unforced.
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(s) => s,
+            Err(e) => match std::str::from_utf8(&bytes[..e.valid_up_to()]) {
+                Ok(s) => s,
+                Err(_) => return Vec::new(),
+            },
+        };
+        if text.is_empty() {
+            return Vec::new();
+        }
+        let Ok(mut ids) = vocab.encode(text) else {
+            return Vec::new();
+        };
+        if vocab.decode_bytes(&ids).ok().as_deref() != Some(text.as_bytes()) {
+            return Vec::new();
+        }
+        ids.pop();
+        let ok = self.validate_tokens(vocab, &ids);
+        ids.truncate(ok);
+        ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::compile::dwa_build::build_dwa;
+    use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat};
+    use crate::ids::TokenId;
+    use crate::runtime::Matcher;
+    use crate::vocab::Vocab;
+
+    fn matcher(grammar: &str, tokens: &[&str]) -> (Matcher, Vocab) {
+        let g = compile_grammar(grammar, GrammarFormat::Lark).unwrap();
+        let tables = Arc::new(build_glr_tables(&g).unwrap());
+        let mut toks: Vec<Option<Vec<u8>>> =
+            tokens.iter().map(|t| Some(t.as_bytes().to_vec())).collect();
+        toks.push(Some(b"<eos>".to_vec()));
+        let eos = TokenId::new(tokens.len());
+        let vocab = Vocab::from_byte_tokens("test", toks, &[eos]).unwrap();
+        let dwa = Arc::new(build_dwa(&tables, &vocab).unwrap());
+        (Matcher::new(tables, dwa), vocab)
+    }
+
+    #[test]
+    fn forced_bytes_stop_at_choices_and_at_possible_ends() {
+        let g = "start: \"{\\\"name\\\": \" NAME \"}\"\nNAME: /[a-z]+/\n";
+        let (mut m, _) = matcher(g, &["{", "\"", "name", ": ", "a", "}"]);
+        assert_eq!(m.forced_bytes(256), b"{\"name\": ");
+        assert_eq!(m.forced_bytes(3), b"{\"n");
+        m.commit_bytes(b"{\"name\": a").unwrap();
+        // `a` may grow or be followed by `}`: two next bytes, nothing forced.
+        assert_eq!(m.forced_bytes(256), b"");
+        m.commit_bytes(b"}").unwrap();
+        // The document may end here.
+        assert!(m.is_accepting());
+        assert_eq!(m.forced_bytes(256), b"");
+    }
+
+    #[test]
+    fn forced_bytes_are_a_prefix_of_every_completion() {
+        // Ambiguous and with a multi-byte character forced: `é` is two bytes.
+        let g = "start: \"é\" x\nx: \"ab\" \"c\" | \"ab\" \"d\" | \"ab\" \"c\" \"d\"\n";
+        let (m, _) = matcher(g, &["é", "ab", "c", "d"]);
+        assert_eq!(m.forced_bytes(256), "éab".as_bytes());
+    }
+}
