@@ -12,9 +12,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use stackmask::compile::dwa_build::build_dwa;
-use stackmask::compile::json_schema::{self, SchemaOptions};
-use stackmask::compile::{build_glr_tables, compile_grammar, Grammar, GrammarFormat};
+use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
+use stackmask::compile::json_schema::{self, SchemaError, SchemaOptions};
+use stackmask::compile::{build_glr_tables, compile_grammar, Grammar, GrammarError, GrammarFormat};
 use stackmask::ids::TokenId;
 use stackmask::runtime::{self, Matcher, VocabFingerprint};
 use stackmask::vocab::Vocab;
@@ -29,6 +29,26 @@ create_exception!(
 
 fn err(e: impl std::fmt::Display) -> PyErr {
     StackmaskError::new_err(e.to_string())
+}
+
+/// A `StackmaskError` with the error's class as attributes: `kind` (`unsupported`,
+/// `invalid`, `json`, `unsatisfiable`, `too_large`, `grammar`), and for refusals the
+/// `keyword` and its JSON `pointer` (None otherwise), so callers can count refusals.
+fn schema_err(py: Python<'_>, e: &SchemaError) -> PyErr {
+    let pe = StackmaskError::new_err(e.to_string());
+    let (keyword, pointer) = match e {
+        SchemaError::Unsupported {
+            keyword, pointer, ..
+        } => (Some(keyword.clone()), Some(pointer.clone())),
+        _ => (None, None),
+    };
+    let v = pe.value(py);
+    // Setting attributes on a fresh exception instance cannot fail short of memory
+    // exhaustion; the message alone still describes the error then.
+    let _ = v.setattr("kind", e.kind());
+    let _ = v.setattr("keyword", keyword);
+    let _ = v.setattr("pointer", pointer);
+    pe
 }
 
 /// Vocabularies created in this process, by fingerprint: `CompiledGrammar.deserialize`
@@ -215,16 +235,40 @@ pub struct GrammarCompiler {
     tokenizer: TokenizerInfo,
 }
 
+/// Bounds on compile work for untrusted grammars (`None`: the engine's defaults).
+#[derive(Clone, Copy, Default)]
+struct Limits {
+    max_lexer_states: Option<usize>,
+    max_automaton_states: Option<usize>,
+}
+
 impl GrammarCompiler {
-    fn finish(&self, py: Python<'_>, grammar: Grammar) -> PyResult<CompiledGrammar> {
+    /// Grammar IR → tables → automaton, with the GIL released.
+    fn build(
+        &self,
+        py: Python<'_>,
+        grammar: Grammar,
+        limits: Limits,
+    ) -> Result<CompiledGrammar, GrammarError> {
         let vocab = self.tokenizer.vocab.clone();
-        let inner = py
-            .detach(move || -> Result<runtime::CompiledGrammar, String> {
-                let tables = Arc::new(build_glr_tables(&grammar).map_err(|e| e.to_string())?);
-                let dwa = Arc::new(build_dwa(&tables, &vocab).map_err(|e| e.to_string())?);
-                Ok(runtime::CompiledGrammar::new(tables, dwa, &vocab))
-            })
-            .map_err(err)?;
+        let inner = py.detach(move || -> Result<runtime::CompiledGrammar, GrammarError> {
+            let tables = Arc::new(build_glr_tables(&grammar)?);
+            if let Some(max) = limits.max_lexer_states {
+                if tables.lexer.num_states() > max {
+                    return Err(GrammarError::TooLarge {
+                        span: Default::default(),
+                        what: format!("lexer ({} states)", tables.lexer.num_states()),
+                        limit: max,
+                    });
+                }
+            }
+            let mut dwa_limits = DwaLimits::default();
+            if let Some(max) = limits.max_automaton_states {
+                dwa_limits.max_states = max;
+            }
+            let dwa = Arc::new(build_dwa_limited(&tables, &vocab, dwa_limits)?);
+            Ok(runtime::CompiledGrammar::new(tables, dwa, &vocab))
+        })?;
         Ok(CompiledGrammar {
             inner,
             tokenizer: self.tokenizer.clone(),
@@ -233,7 +277,8 @@ impl GrammarCompiler {
 
     fn text(&self, py: Python<'_>, text: &str, format: GrammarFormat) -> PyResult<CompiledGrammar> {
         let g = compile_grammar(text, format).map_err(|e| err(format!("grammar:{e}")))?;
-        self.finish(py, g)
+        self.build(py, g, Limits::default())
+            .map_err(|e| err(format!("grammar:{e}")))
     }
 }
 
@@ -247,19 +292,28 @@ impl GrammarCompiler {
     }
 
     /// Compiles a JSON Schema (a JSON string). Keywords that cannot be enforced exactly
-    /// raise, naming the keyword and its JSON pointer, unless `lenient` (then they are
-    /// dropped). `compact` allows no whitespace between tokens.
-    #[pyo3(signature = (schema, *, lenient=false, compact=false))]
+    /// raise, naming the keyword and its JSON pointer (also as the exception's `keyword`
+    /// and `pointer`; `kind` classifies every error), unless `lenient` (then they are
+    /// dropped). `compact` allows no whitespace between tokens. `max_lexer_states` and
+    /// `max_automaton_states` bound the compile work for untrusted schemas (`too_large`).
+    #[pyo3(signature = (schema, *, lenient=false, compact=false, max_lexer_states=None, max_automaton_states=None))]
     fn compile_json_schema(
         &self,
         py: Python<'_>,
         schema: &str,
         lenient: bool,
         compact: bool,
+        max_lexer_states: Option<usize>,
+        max_automaton_states: Option<usize>,
     ) -> PyResult<CompiledGrammar> {
         let opts = SchemaOptions { compact, lenient };
-        let lowered = json_schema::compile(schema, &opts).map_err(err)?;
-        self.finish(py, lowered.grammar)
+        let lowered = json_schema::compile(schema, &opts).map_err(|e| schema_err(py, &e))?;
+        let limits = Limits {
+            max_lexer_states,
+            max_automaton_states,
+        };
+        self.build(py, lowered.grammar, limits)
+            .map_err(|e| schema_err(py, &SchemaError::Grammar(Box::new(e))))
     }
 
     /// Compiles any JSON value (the built-in JSON grammar).

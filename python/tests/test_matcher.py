@@ -190,8 +190,13 @@ def test_bad_tokens_and_grammars_raise_clear_errors(gpt2, compiler, schema_gramm
         m.validate_tokens([1, 2, 10**6])
     with pytest.raises(stackmask.StackmaskError, match=r"2:\d+"):
         compiler.compile_lark('start: "a"\nbad rule here\n')
-    with pytest.raises(stackmask.StackmaskError, match="uniqueItems"):
+    with pytest.raises(stackmask.StackmaskError, match="uniqueItems") as refused:
         compiler.compile_json_schema('{"type": "array", "uniqueItems": true}')
+    assert refused.value.kind == "unsupported"
+    assert refused.value.keyword == "uniqueItems" and refused.value.pointer == ""
+    with pytest.raises(stackmask.StackmaskError) as big:
+        compiler.compile_json_schema('{"type": "string", "format": "date"}', max_lexer_states=5)
+    assert big.value.kind == "too_large" and big.value.keyword is None
     with pytest.raises(stackmask.StackmaskError):
         compiler.compile_json_schema("{not json")
     lenient = compiler.compile_json_schema(
