@@ -4,6 +4,49 @@
 //! servers exchange (bit `t % 32` of word `t / 32`).
 //!
 //! The only module that imports both `glr` and `dwa`; it parses no grammar text.
+//!
+//! # Example: the decode loop
+//!
+//! ```
+//! use std::sync::Arc;
+//! use stackmask::compile::{build_glr_tables, compile_grammar, dwa_build::build_dwa};
+//! use stackmask::compile::{GrammarFormat, BUILTIN_JSON};
+//! use stackmask::ids::TokenId;
+//! use stackmask::runtime::{CompiledGrammar, Matcher};
+//! use stackmask::vocab::Vocab;
+//!
+//! // Offline: grammar × vocabulary → tables + mask automaton (here a toy vocabulary;
+//! // `Vocab::load("tokenizer.json")` loads a real one).
+//! let tokens = ["{", "}", "\"", "a", ":", " ", "1", "<eos>"];
+//! let vocab = Vocab::from_byte_tokens(
+//!     "toy",
+//!     tokens.iter().map(|t| Some(t.as_bytes().to_vec())).collect(),
+//!     &[TokenId::new(7)],
+//! )?;
+//! let grammar = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark)?;
+//! let tables = Arc::new(build_glr_tables(&grammar)?);
+//! let dwa = Arc::new(build_dwa(&tables, &vocab)?);
+//! let compiled = CompiledGrammar::new(tables, dwa, &vocab);
+//! let bytes = compiled.to_bytes(); // an artifact to cache; `from_bytes` validates it
+//! let compiled = CompiledGrammar::from_bytes(&bytes)?;
+//!
+//! // Per sequence: fill the mask, sample, commit; roll back any number of steps.
+//! let mut m = Matcher::from_compiled(&compiled);
+//! let mut mask = vec![0u32; vocab.len().div_ceil(32)];
+//! let allowed = |mask: &[u32], t: usize| mask[t / 32] >> (t % 32) & 1 == 1;
+//! for t in [0, 2, 3, 2, 4, 5, 6, 1] {
+//!     // {"a": 1}
+//!     m.fill_mask(&mut mask)?;
+//!     assert!(allowed(&mask, t));
+//!     m.commit(&vocab, TokenId::new(t))?;
+//! }
+//! m.fill_mask(&mut mask)?;
+//! assert!(allowed(&mask, 7) && !allowed(&mask, 0)); // only EOS (or more space) now
+//! assert_eq!(m.validate_tokens(&vocab, &[TokenId::new(5), TokenId::new(1)]), 1);
+//! m.rollback(3)?; // back to `{"a":`
+//! assert!(m.commit(&vocab, TokenId::new(1)).is_err()); // `}` is not allowed there
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod artifact;
 mod forced;
