@@ -436,6 +436,12 @@ impl GrammarMatcher {
         self.matcher.is_accepting()
     }
 
+    /// Whether no token at all (EOS included) is allowed: the sequence cannot go on or
+    /// end (a viable prefix without completion); end it rather than sample. Costs a mask.
+    fn is_rejected(&self) -> bool {
+        self.matcher.is_rejected()
+    }
+
     /// Tokens accepted and not rolled back.
     #[getter]
     fn num_accepted_tokens(&self) -> usize {

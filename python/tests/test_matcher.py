@@ -233,3 +233,12 @@ def test_forced_tokens_are_canonical_and_leave_the_state_alone(gpt2, compiler):
     assert m.accept_tokens(forced)
     assert m.accept_tokens(ids[len(forced):])
     assert m.find_forced_tokens() == [] and m.is_accepting()
+
+
+def test_is_rejected_on_a_viable_prefix_without_completion(gpt2, compiler):
+    m = stackmask.GrammarMatcher(compiler.compile_lark('start: "x" "a" "b" | "y" "ab"\n'))
+    assert not m.is_rejected()
+    assert m.accept_tokens(gpt2.encode("x"))
+    assert m.is_rejected() and allowed(m, gpt2.vocab_size) == set()
+    m.rollback(1)
+    assert m.accept_tokens(gpt2.encode("yab")) and not m.is_rejected()

@@ -216,6 +216,15 @@ impl Matcher {
         self.glr.is_accepting()
     }
 
+    /// Whether no token at all (EOS included) is allowed: the document can neither go on
+    /// nor end. Commits keep the prefix viable one terminal ahead, so this happens only
+    /// where a viable prefix has no completion (it would die on the next terminal); a
+    /// server should end such a sequence instead of sampling from an empty mask. Costs
+    /// one mask.
+    pub fn is_rejected(&self) -> bool {
+        !self.terminated && !self.is_accepting() && self.mask_set().is_empty()
+    }
+
     /// The recognizer state.
     pub fn glr(&self) -> &GlrState {
         &self.glr

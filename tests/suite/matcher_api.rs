@@ -175,3 +175,37 @@ UNIT: "\"celsius\"" | "\"fahrenheit\""
     // The opening, `", "unit": "` and `}}</tool_call>` are forced.
     assert!(forced_total >= 15, "{forced_total}");
 }
+
+/// `is_rejected`: false wherever some token (or EOS) continues, true on a prefix that is
+/// viable one terminal ahead but has no completion (tests/corpus/lookahead_one: after `x`
+/// the terminal `a` may start, but `a` `b` never lexes because `ab` munches).
+#[test]
+fn is_rejected_marks_viable_prefixes_without_completion() {
+    use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
+    use std::sync::Arc;
+
+    let g = compile_grammar(
+        "start: \"x\" \"a\" \"b\" | \"y\" \"ab\"\n",
+        GrammarFormat::Lark,
+    )
+    .unwrap();
+    let tables = Arc::new(build_glr_tables(&g).unwrap());
+    let toks = ["x", "y", "a", "b", "ab", "<eos>"];
+    let vocab = Vocab::from_byte_tokens(
+        "toy",
+        toks.iter().map(|t| Some(t.as_bytes().to_vec())).collect(),
+        &[TokenId::new(5)],
+    )
+    .unwrap();
+    let dwa = Arc::new(stackmask::compile::dwa_build::build_dwa(&tables, &vocab).unwrap());
+    let mut m = Matcher::new(tables, dwa);
+    assert!(!m.is_rejected());
+    m.commit(&vocab, TokenId::new(0)).unwrap();
+    assert!(m.is_rejected(), "after `x` nothing can follow");
+    m.rollback(1).unwrap();
+    for t in [1, 4, 5] {
+        m.commit(&vocab, TokenId::new(t)).unwrap();
+        assert!(!m.is_rejected(), "after token {t}");
+    }
+    assert!(m.is_terminated());
+}
