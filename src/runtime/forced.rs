@@ -9,26 +9,39 @@ use crate::vocab::Vocab;
 
 use super::Matcher;
 
-/// Default bound on forced bytes computed in one call (each byte tries all 256 bytes).
+/// Default bound on forced bytes computed in one call (each byte probes one byte per
+/// lexer byte class).
 pub const MAX_FORCED_BYTES: usize = 256;
 
 impl Matcher {
     /// The longest byte string every continuation of the document starts with: empty when
     /// the document may end here, when two different next bytes are possible, or after
-    /// EOS. At most `max_len` bytes. Read-only; each byte costs up to 256 trial commits,
-    /// so this belongs beside the mask, not instead of it.
+    /// EOS. At most `max_len` bytes. Read-only; each byte costs one trial commit per lexer
+    /// byte class.
     pub fn forced_bytes(&self, max_len: usize) -> Vec<u8> {
         let mut out = Vec::new();
         if self.is_terminated() {
             return out;
         }
         let mut state = self.glr().clone();
+        // Bytes of one lexer byte class lead to the same lexer states, so the recognizer
+        // treats them alike: probing one byte per class decides them all, and a viable
+        // class of several bytes is already a choice.
+        let lexer = &state.tables().lexer;
+        let mut class_size = vec![0usize; lexer.num_classes()];
+        let mut reps: Vec<Option<u8>> = vec![None; lexer.num_classes()];
+        for b in 0..=255u8 {
+            let c = lexer.class(b) as usize;
+            class_size[c] += 1;
+            reps[c].get_or_insert(b);
+        }
         while out.len() < max_len && !state.is_accepting() {
             let mut only = None;
-            for b in 0..=255u8 {
+            for (c, rep) in reps.iter().enumerate() {
+                let Some(b) = *rep else { continue };
                 let mut probe = state.clone();
                 if probe.commit_bytes(&[b]).is_ok() {
-                    if only.is_some() {
+                    if only.is_some() || class_size[c] > 1 {
                         return out;
                     }
                     only = Some((b, probe));
