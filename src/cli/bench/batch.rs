@@ -9,10 +9,9 @@ use stackmask::compile::dwa_build::build_dwa;
 use stackmask::runtime::{fill_masks, Matcher};
 
 use super::super::check::tokens_of;
-use super::super::load::{self, GrammarArgs, TokenizerArgs};
 use super::super::stats::Dist;
 use super::matrix::Workload;
-use super::workload::missing_files;
+use super::workload::{load_inputs, missing_files};
 
 /// One batch size's figures.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,16 +34,7 @@ pub fn run(w: &Workload, sizes: &[usize], calls: usize) -> Result<Vec<BatchRow>,
     if !missing.is_empty() {
         return Err(format!("missing {}", missing.join(", ")));
     }
-    let vocab = load::vocab(&TokenizerArgs {
-        tokenizer: w.tokenizer.clone(),
-        eos: Vec::new(),
-    })?;
-    let loaded = load::grammar(&GrammarArgs {
-        grammar: w.grammar.clone(),
-        format: None,
-        lenient: false,
-        compact: false,
-    })?;
+    let (vocab, loaded) = load_inputs(w)?;
     let dwa = Arc::new(build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?);
     let text =
         std::fs::read(&w.document).map_err(|e| format!("cannot read {}: {e}", w.document))?;

@@ -9,6 +9,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use stackmask::compile::dwa_build::build_dwa;
 use stackmask::runtime::{CompiledGrammar, Matcher};
+use stackmask::vocab::Vocab;
 
 use super::super::check::tokens_of;
 use super::super::load::{self, Format, GrammarArgs, TokenizerArgs};
@@ -121,7 +122,8 @@ pub fn run(w: &Workload, repeats: usize) -> Row {
     }
 }
 
-fn measure(w: &Workload, repeats: usize) -> Result<Row, String> {
+/// A workload's tokenizer and its grammar compiled to tables (timed in `compile_ms`).
+pub fn load_inputs(w: &Workload) -> Result<(Vocab, load::Loaded), String> {
     let vocab = load::vocab(&TokenizerArgs {
         tokenizer: w.tokenizer.clone(),
         eos: Vec::new(),
@@ -132,6 +134,11 @@ fn measure(w: &Workload, repeats: usize) -> Result<Row, String> {
         lenient: false,
         compact: false,
     })?;
+    Ok((vocab, loaded))
+}
+
+fn measure(w: &Workload, repeats: usize) -> Result<Row, String> {
+    let (vocab, loaded) = load_inputs(w)?;
     let t0 = Instant::now();
     let dwa = build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?;
     let automaton_ms = t0.elapsed().as_secs_f64() * 1e3;
