@@ -109,22 +109,29 @@ fn batch_fill_equals_single_fills() {
         m.commit(&v, t).unwrap();
         ms.push(m.clone());
     }
+    // Small batches are filled on the caller's thread, large ones on the pool: both.
+    assert!(
+        ms.len() >= 16,
+        "the document gives a batch large enough for the pool"
+    );
     let row = v.len().div_ceil(32) + 3;
-    let mut out = vec![u32::MAX; row * ms.len()];
-    let refs: Vec<&Matcher> = ms.iter().collect();
-    fill_masks(&refs, &mut out, row).unwrap();
-    for (i, mm) in ms.iter().enumerate() {
-        let single = mask(mm, &v);
-        assert_eq!(
-            &out[i * row..i * row + single.len()],
-            &single[..],
-            "row {i}"
-        );
-        assert!(out[i * row + single.len()..(i + 1) * row]
-            .iter()
-            .all(|&w| w == 0));
+    for n in [1, 5, ms.len()] {
+        let mut out = vec![u32::MAX; row * n];
+        let refs: Vec<&Matcher> = ms[..n].iter().collect();
+        fill_masks(&refs, &mut out, row).unwrap();
+        for (i, mm) in ms[..n].iter().enumerate() {
+            let single = mask(mm, &v);
+            assert_eq!(
+                &out[i * row..i * row + single.len()],
+                &single[..],
+                "batch {n}, row {i}"
+            );
+            assert!(out[i * row + single.len()..(i + 1) * row]
+                .iter()
+                .all(|&w| w == 0));
+        }
+        assert!(fill_masks(&refs, &mut out[..row * n - 1], row).is_err());
     }
-    assert!(fill_masks(&refs, &mut out[..row], row).is_err());
 }
 
 /// Fast-forward: at every step of a tool-call document, the forced bytes are a prefix of
