@@ -36,7 +36,7 @@ use smallvec::SmallVec;
 
 use super::dwa_determinize::{determinize, Nfa, NfaEdge};
 use super::error::GrammarError;
-use super::terminal_trie::{build_trie, sorted_tokens, start_positions, EmitId, EmitTable};
+use super::terminal_trie::{build_tries, sorted_tokens, start_positions, EmitId, EmitTable};
 use super::token_classes::{classify, ClassList, ClassedTrie, Shape};
 use super::weight_table::WeightTable;
 use crate::dwa::{ClassTokens, Dwa, StartPos, NO_EDGE};
@@ -571,16 +571,20 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>) {
     (sets, base)
 }
 
-/// The tokens whose first byte does not extend the lexeme of state `q`.
-fn uninhibited(lexer: &LexerDfa, vocab: &Vocab, q: crate::ids::LexStateId) -> RoaringBitmap {
-    let ok: Vec<bool> = (0..=255u8)
-        .map(|b| lexer.is_dead(lexer.next(q, b)))
-        .collect();
-    vocab
-        .normal_tokens()
-        .filter(|(_, b)| b.first().is_some_and(|&f| ok[f as usize]))
-        .map(|(t, _)| t.as_u32())
-        .collect()
+/// The tokens whose first byte does not extend the lexeme of state `q`, from the normal
+/// tokens grouped by first byte.
+fn uninhibited(
+    lexer: &LexerDfa,
+    by_first_byte: &[RoaringBitmap],
+    q: crate::ids::LexStateId,
+) -> RoaringBitmap {
+    let mut out = RoaringBitmap::new();
+    for (b, toks) in by_first_byte.iter().enumerate() {
+        if lexer.is_dead(lexer.next(q, b as u8)) {
+            out |= toks;
+        }
+    }
+    out
 }
 
 /// Builds the mask automaton of a grammar's tables for a vocabulary.
@@ -605,9 +609,9 @@ pub fn build_dwa_limited(
         .copied()
         .filter(|p| matches!(p, LexPos::Pending(_) | LexPos::Boundary(LexerDfa::DEAD)))
         .collect();
-    let classed: Vec<ClassedTrie> = own_trie
+    let classed: Vec<ClassedTrie> = build_tries(lexer, &emits, &tokens, &own_trie)
         .par_iter()
-        .map(|&p| classify(&build_trie(lexer, &emits, &tokens, p), vocab.len()))
+        .map(classify)
         .collect();
     let mut shape_index: HashMap<&Shape, u32> = HashMap::new();
     let mut shape_list: Vec<&Shape> = Vec::new();
@@ -721,19 +725,28 @@ pub fn build_dwa_limited(
         .iter()
         .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
         .expect("the plain boundary is always a start position");
-    for (i, c) in classed.iter().enumerate() {
+    let own_tables: Vec<ClassTokens> = classed
+        .par_iter()
+        .enumerate()
+        .map(|(i, c)| ClassTokens::new(base[trie_shape[i] as usize], &c.tokens))
+        .collect();
+    for (i, (c, t)) in classed.iter().zip(own_tables).enumerate() {
         start_pos.push(StartPos {
             pos: c.start,
             shape: trie_shape[i],
             table: tables_out.len() as u32,
         });
-        tables_out.push(ClassTokens::new(base[trie_shape[i] as usize], &c.tokens));
+        tables_out.push(t);
+    }
+    let mut by_first_byte = vec![RoaringBitmap::new(); 256];
+    for (bytes, t) in &tokens {
+        by_first_byte[bytes[0] as usize].insert(t.as_u32());
     }
     let inhibited: Vec<(LexPos, ClassTokens)> = positions
         .par_iter()
         .filter_map(|p| match *p {
             LexPos::Boundary(q) if q != LexerDfa::DEAD => {
-                let keep = uninhibited(lexer, vocab, q);
+                let keep = uninhibited(lexer, &by_first_byte, q);
                 let toks: Vec<RoaringBitmap> =
                     classed[dead].tokens.iter().map(|t| t & &keep).collect();
                 Some((*p, ClassTokens::new(base[trie_shape[dead] as usize], &toks)))

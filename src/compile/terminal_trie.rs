@@ -10,6 +10,11 @@
 //! keyed by the lexer position after the token. Tokens are walked in byte order so common
 //! prefixes are lexed once; tokens are never lexed into terminal sequences the lexer
 //! cannot produce, so only realizable sequences exist.
+//!
+//! A token's outcomes depend only on the state its first byte leads to, so the tokens
+//! sharing a first byte are lexed once per state they can enter and grafted into every
+//! position's trie ([`build_tries`]): schemas whose key literals overlap the generic
+//! string have dozens of positions that differ from it on one byte.
 
 use hashbrown::HashMap;
 use rayon::prelude::*;
@@ -140,15 +145,21 @@ struct Walk {
     node: u32,
 }
 
-struct Builder<'a> {
-    lexer: &'a LexerDfa,
-    emits: &'a EmitTable,
+#[derive(Default)]
+struct Builder {
     nodes: Vec<TrieNode>,
     child_index: HashMap<(u32, EmitId), u32>,
     finals_index: HashMap<(u32, LexPos), usize>,
 }
 
-impl Builder<'_> {
+impl Builder {
+    fn new() -> Self {
+        Self {
+            nodes: vec![TrieNode::default()],
+            ..Default::default()
+        }
+    }
+
     fn child(&mut self, node: u32, e: EmitId) -> u32 {
         if let Some(&c) = self.child_index.get(&(node, e)) {
             return c;
@@ -160,7 +171,7 @@ impl Builder<'_> {
         c
     }
 
-    fn add_final(&mut self, node: u32, pos: LexPos, t: TokenId) {
+    fn final_set(&mut self, node: u32, pos: LexPos) -> &mut RoaringBitmap {
         let i = match self.finals_index.get(&(node, pos)) {
             Some(&i) => i,
             None => {
@@ -170,45 +181,129 @@ impl Builder<'_> {
                 f.len() - 1
             }
         };
-        self.nodes[node as usize].finals[i].1.insert(t.as_u32());
+        &mut self.nodes[node as usize].finals[i].1
     }
 
-    /// One byte; `first` says whether it is the token's first byte from `start`.
-    fn step(&mut self, w: Walk, b: u8, first: Option<LexPos>) -> Option<Walk> {
-        let lx = self.lexer;
-        match first {
-            Some(LexPos::Boundary(p)) if !lx.is_dead(lx.next(p, b)) => return None,
-            Some(LexPos::Pending(q)) if lx.is_dead(lx.next(q, b)) => return None,
-            _ => {}
+    /// Adds a walked block's nodes and finals below the root (see [`build_tries`]):
+    /// nodes in the block's creation order, so numbering matches walking its tokens here.
+    fn graft(&mut self, block: &[TrieNode]) {
+        let mut map = vec![0u32; block.len()];
+        let mut parent: Vec<(u32, EmitId)> = vec![(0, EmitId(0)); block.len()];
+        for (i, n) in block.iter().enumerate() {
+            for &(e, c) in &n.children {
+                parent[c as usize] = (i as u32, e);
+            }
         }
-        let n = lx.next(w.q, b);
-        if !lx.is_dead(n) {
+        for c in 1..block.len() {
+            let (p, e) = parent[c];
+            // Children are created after their parent, so `map[p]` is already set.
+            map[c] = self.child(map[p as usize], e);
+        }
+        for (i, n) in block.iter().enumerate() {
+            for (pos, set) in &n.finals {
+                *self.final_set(map[i], *pos) |= set;
+            }
+        }
+    }
+
+    fn finish(mut self, start: LexPos) -> TerminalTrie {
+        for n in &mut self.nodes {
+            n.children.sort();
+        }
+        TerminalTrie {
+            start,
+            nodes: self.nodes,
+        }
+    }
+}
+
+/// Lexes one block of tokens sharing their first byte, which has taken the lexer from
+/// the start of the token to state `after_first` (not dead): the outcomes, relative to
+/// the token's start, depend on nothing else.
+fn walk_block(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    block: &[(&[u8], TokenId)],
+    after_first: LexStateId,
+) -> Vec<TrieNode> {
+    let mut b = Builder::new();
+    let step = |b: &mut Builder, w: Walk, byte: u8| -> Option<Walk> {
+        let n = lexer.next(w.q, byte);
+        if !lexer.is_dead(n) {
             return Some(Walk { q: n, node: w.node });
         }
         if w.q == LexerDfa::START {
             return None;
         }
-        let e = self.emits.of_state(w.q)?;
-        let node = self.child(w.node, e);
-        let q = lx.next(LexerDfa::START, b);
-        (!lx.is_dead(q)).then_some(Walk { q, node })
+        let e = emits.of_state(w.q)?;
+        let node = b.child(w.node, e);
+        let q = lexer.next(LexerDfa::START, byte);
+        (!lexer.is_dead(q)).then_some(Walk { q, node })
+    };
+    let mut stack: Vec<Option<Walk>> = vec![
+        None,
+        Some(Walk {
+            q: after_first,
+            node: 0,
+        }),
+    ];
+    let mut prev: &[u8] = block.first().map_or(&[], |(t, _)| &t[..1]);
+    let mut i = 0;
+    while i < block.len() {
+        let (bytes, id) = block[i];
+        // Every token of the block shares the first byte, so `lcp >= 1`.
+        let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+        stack.truncate(lcp + 1);
+        let mut dead_at = None;
+        for d in lcp..bytes.len() {
+            let next = stack[d].and_then(|w| step(&mut b, w, bytes[d]));
+            stack.push(next);
+            if next.is_none() && stack[d].is_some() {
+                dead_at = Some(d + 1);
+            }
+        }
+        if let Some(w) = stack[bytes.len()] {
+            if lexer.can_extend(w.q) {
+                b.final_set(w.node, LexPos::Pending(w.q))
+                    .insert(id.as_u32());
+            }
+            if let Some(e) = emits.of_state(w.q) {
+                let inhibitor = if lexer.can_extend(w.q) {
+                    w.q
+                } else {
+                    LexerDfa::DEAD
+                };
+                let c = b.child(w.node, e);
+                b.final_set(c, LexPos::Boundary(inhibitor))
+                    .insert(id.as_u32());
+            }
+        }
+        prev = bytes;
+        i += 1;
+        // Tokens are in byte order: every later token sharing the prefix that just died
+        // is dead too, so the whole run is skipped.
+        if let Some(k) = dead_at {
+            let dead = &bytes[..k];
+            i += block[i..].partition_point(|(t, _)| t.starts_with(dead));
+        }
     }
+    b.nodes
+}
 
-    fn finish(&mut self, w: Walk, t: TokenId) {
-        let lx = self.lexer;
-        if lx.can_extend(w.q) {
-            self.add_final(w.node, LexPos::Pending(w.q), t);
+/// The lexer state a token's first byte `b` leads to from `start`, or `None` if no
+/// token starting with `b` is viable there (a pending lexeme cannot take `b`; a boundary
+/// inhibited by a lexeme that could take `b`; no lexeme starts with `b`).
+fn after_first_byte(lexer: &LexerDfa, start: LexPos, b: u8) -> Option<LexStateId> {
+    let n = match start {
+        LexPos::Pending(q) => lexer.next(q, b),
+        LexPos::Boundary(p) => {
+            if !lexer.is_dead(lexer.next(p, b)) {
+                return None;
+            }
+            lexer.next(LexerDfa::START, b)
         }
-        if let Some(e) = self.emits.of_state(w.q) {
-            let inhibitor = if lx.can_extend(w.q) {
-                w.q
-            } else {
-                LexerDfa::DEAD
-            };
-            let c = self.child(w.node, e);
-            self.add_final(c, LexPos::Boundary(inhibitor), t);
-        }
-    }
+    };
+    (!lexer.is_dead(n)).then_some(n)
 }
 
 /// Builds the terminal trie of tokens starting at `start`.
@@ -218,52 +313,72 @@ pub fn build_trie(
     tokens: &[(&[u8], TokenId)],
     start: LexPos,
 ) -> TerminalTrie {
-    let mut b = Builder {
-        lexer,
-        emits,
-        nodes: vec![TrieNode::default()],
-        child_index: HashMap::new(),
-        finals_index: HashMap::new(),
-    };
-    let q0 = match start {
-        LexPos::Boundary(_) => LexerDfa::START,
-        LexPos::Pending(q) => q,
-    };
-    let mut stack: Vec<Option<Walk>> = vec![Some(Walk { q: q0, node: 0 })];
-    let mut prev: &[u8] = &[];
+    build_tries(lexer, emits, tokens, &[start])
+        .pop()
+        .expect("one trie per position")
+}
+
+/// Builds the terminal tries of many start positions, sharing work between them.
+///
+/// Why this is fast: a token's outcomes from a position depend only on the lexer state
+/// its first byte leads to, and most positions send most bytes to the same few states (a
+/// key literal's prefix, also inside the generic string, leaves the literal on every
+/// byte but one). So each block of tokens sharing a first byte is lexed once per state
+/// it is entered in, and a position's trie is the graft of its 256 blocks.
+pub fn build_tries(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    tokens: &[(&[u8], TokenId)],
+    positions: &[LexPos],
+) -> Vec<TerminalTrie> {
+    // Token ranges by first byte (tokens are in byte order and never empty).
+    let mut blocks = [(0usize, 0usize); 256];
     let mut i = 0;
     while i < tokens.len() {
-        let (bytes, id) = tokens[i];
-        let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
-        stack.truncate(lcp + 1);
-        let mut dead_at = None;
-        for d in lcp..bytes.len() {
-            let next = stack[d].and_then(|w| b.step(w, bytes[d], (d == 0).then_some(start)));
-            stack.push(next);
-            if next.is_none() && stack[d].is_some() {
-                dead_at = Some(d + 1);
+        let b = tokens[i].0[0];
+        let end = i + tokens[i..].partition_point(|(t, _)| t[0] == b);
+        blocks[b as usize] = (i, end);
+        i = end;
+    }
+    let mut keys: Vec<(u8, LexStateId)> = positions
+        .iter()
+        .flat_map(|&p| {
+            (0..=255u8).filter_map(move |b| {
+                let (lo, hi) = blocks[b as usize];
+                (lo < hi)
+                    .then(|| after_first_byte(lexer, p, b))
+                    .flatten()
+                    .map(|n| (b, n))
+            })
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let walked: Vec<Vec<TrieNode>> = keys
+        .par_iter()
+        .map(|&(b, n)| {
+            let (lo, hi) = blocks[b as usize];
+            walk_block(lexer, emits, &tokens[lo..hi], n)
+        })
+        .collect();
+    positions
+        .par_iter()
+        .map(|&p| {
+            let mut t = Builder::new();
+            for b in 0..=255u8 {
+                let (lo, hi) = blocks[b as usize];
+                if lo == hi {
+                    continue;
+                }
+                if let Some(n) = after_first_byte(lexer, p, b) {
+                    // Every (byte, state) a position needs was collected above.
+                    let k = keys.binary_search(&(b, n)).expect("block walked");
+                    t.graft(&walked[k]);
+                }
             }
-        }
-        if let Some(w) = stack[bytes.len()] {
-            b.finish(w, id);
-        }
-        prev = bytes;
-        i += 1;
-        // Tokens are in byte order: every later token sharing the prefix that just died
-        // is dead too, so the whole block is skipped (most of the vocabulary, from most
-        // positions).
-        if let Some(k) = dead_at {
-            let dead = &bytes[..k];
-            i += tokens[i..].partition_point(|(t, _)| t.starts_with(dead));
-        }
-    }
-    for n in &mut b.nodes {
-        n.children.sort();
-    }
-    TerminalTrie {
-        start,
-        nodes: b.nodes,
-    }
+            t.finish(p)
+        })
+        .collect()
 }
 
 /// Every lexer position a configuration can be in: the boundary with no inhibitor, the
@@ -286,9 +401,6 @@ pub fn start_positions(lexer: &LexerDfa) -> Vec<LexPos> {
 pub fn build_all(lexer: &LexerDfa, vocab: &Vocab) -> (EmitTable, Vec<TerminalTrie>) {
     let emits = EmitTable::new(lexer);
     let tokens = sorted_tokens(vocab);
-    let tries = start_positions(lexer)
-        .into_par_iter()
-        .map(|p| build_trie(lexer, &emits, &tokens, p))
-        .collect();
+    let tries = build_tries(lexer, &emits, &tokens, &start_positions(lexer));
     (emits, tries)
 }

@@ -19,7 +19,7 @@ use hashbrown::HashMap;
 use roaring::RoaringBitmap;
 
 use super::terminal_trie::{EmitId, TerminalTrie};
-use crate::lexer::LexPos;
+use crate::lexer::{LexPos, LexerDfa};
 
 /// The class structure of one start position (its *shape*) and its class → token map.
 #[derive(Debug, Clone)]
@@ -73,7 +73,7 @@ impl ClassList {
 }
 
 /// Splits a trie's tokens into classes and records its shape.
-pub fn classify(trie: &TerminalTrie, vocab_len: usize) -> ClassedTrie {
+pub fn classify(trie: &TerminalTrie) -> ClassedTrie {
     let n = trie.nodes.len();
     // Preorder, depth, incoming emission, and subtree end of every node.
     let mut pre_order: Vec<u32> = Vec::with_capacity(n);
@@ -109,31 +109,57 @@ pub fn classify(trie: &TerminalTrie, vocab_len: usize) -> ClassedTrie {
         }
     }
     first_group_at_rank.push(groups.len() as u32);
-    // Signature of each token: its (at most two) group ordinals, packed; 0 = none.
-    let mut sig = vec![0u64; vocab_len];
+    // A token's outcomes are one or two groups: it ends at node `v`, pending in state
+    // `q`, and — when `q`'s lexeme is complete — also closed, at `v`'s child for `q`'s
+    // emission as `Boundary(q)` (`q` is then the inhibitor). Those two groups hold the
+    // same tokens, so each class is a group or such a pair, found without touching
+    // tokens. `sigs`: the class's group ordinals (+1), the later (deeper) one last.
+    let mut parent = vec![0u32; n];
+    for (v, node) in trie.nodes.iter().enumerate() {
+        for &(_, c) in &node.children {
+            parent[c as usize] = v as u32;
+        }
+    }
+    let group_of = |v: u32, pos: LexPos| -> Option<u32> {
+        let f = &trie.nodes[v as usize].finals;
+        let gi = f.iter().position(|(p, _)| *p == pos)?;
+        Some(first_group_at_rank[rank[v as usize] as usize] + gi as u32)
+    };
+    let mut sigs: Vec<u64> = Vec::with_capacity(groups.len());
     for (g, &(v, gi)) in groups.iter().enumerate() {
-        for t in &trie.nodes[v as usize].finals[gi].1 {
-            let s = &mut sig[t as usize];
-            let g = g as u64 + 1;
-            // Groups come in increasing order, so the later one is the deeper one.
-            *s = if *s == 0 { g } else { (*s << 32) | g };
+        let (pos, set) = &trie.nodes[v as usize].finals[gi];
+        let g = g as u64 + 1;
+        match *pos {
+            LexPos::Boundary(q) if q != LexerDfa::DEAD => {
+                // Built only for tokens also pending in `q` at the parent.
+                let p = group_of(parent[v as usize], LexPos::Pending(q))
+                    .expect("a closed growing lexeme is also pending at the parent");
+                debug_assert_eq!(
+                    &trie.nodes[groups[p as usize].0 as usize].finals[groups[p as usize].1].1,
+                    set
+                );
+                sigs.push(((p as u64 + 1) << 32) | g);
+            }
+            LexPos::Pending(q)
+                if trie.nodes[v as usize].children.iter().any(|&(_, c)| {
+                    trie.nodes[c as usize]
+                        .finals
+                        .iter()
+                        .any(|(p, _)| *p == LexPos::Boundary(q))
+                }) => {} // listed with its closed partner
+            _ => sigs.push(g),
         }
     }
     let last_group = |s: u64| (s & 0xffff_ffff) as u32 - 1;
-    let mut sigs: Vec<u64> = sig.iter().copied().filter(|&s| s != 0).collect();
-    sigs.sort_by_key(|&s| (last_group(s), s));
-    sigs.dedup();
-    let class_of: HashMap<u64, u32> = sigs
+    // Groups are in preorder and each class is listed at its last group: already sorted.
+    debug_assert!(sigs.windows(2).all(|w| last_group(w[0]) < last_group(w[1])));
+    let tokens: Vec<RoaringBitmap> = sigs
         .iter()
-        .enumerate()
-        .map(|(i, &s)| (s, i as u32))
+        .map(|&s| {
+            let (v, gi) = groups[last_group(s) as usize];
+            trie.nodes[v as usize].finals[gi].1.clone()
+        })
         .collect();
-    let mut tokens = vec![RoaringBitmap::new(); sigs.len()];
-    for (t, &s) in sig.iter().enumerate() {
-        if s != 0 {
-            tokens[class_of[&s] as usize].insert(t as u32);
-        }
-    }
     // Classes below a node: those whose deepest group lies in its preorder range.
     let last: Vec<u32> = sigs.iter().map(|&s| last_group(s)).collect();
     let class_range = |v: usize| -> Option<(u32, u32)> {
@@ -232,7 +258,7 @@ mod tests {
         .unwrap();
         let (_, tries) = build_all(&tables.lexer, &vocab);
         for trie in &tries {
-            let ct = classify(trie, vocab.len());
+            let ct = classify(trie);
             let mut seen = RoaringBitmap::new();
             for toks in &ct.tokens {
                 assert!(!toks.is_empty());
