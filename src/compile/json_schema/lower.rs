@@ -467,7 +467,15 @@ impl<'a> Lowerer<'a> {
                     }
                     types = Some(keep);
                 }
-                Negation::Absent(name) => forbidden.push(name),
+                Negation::Absent(name) => {
+                    // `required` holds vacuously for non-objects, so its negation admits
+                    // objects only.
+                    let all = types
+                        .take()
+                        .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
+                    types = Some(all.into_iter().filter(|t| t == "object").collect());
+                    forbidden.push(name);
+                }
                 Negation::Unsupported => {}
             }
         }
@@ -496,13 +504,13 @@ impl<'a> Lowerer<'a> {
             }
         }
         if let Some(v) = m.get("const") {
-            return self.enumerated(std::slice::from_ref(v), m, &types, pointer);
+            return self.enumerated(std::slice::from_ref(v), m, &types, &forbidden, pointer);
         }
         if let Some(v) = m.get("enum") {
             let Some(values) = v.as_array() else {
                 return Err(invalid("enum", pointer, "must be an array"));
             };
-            return self.enumerated(values, m, &types, pointer);
+            return self.enumerated(values, m, &types, &forbidden, pointer);
         }
         if types.is_none() {
             types = Some(TYPES.iter().map(|s| s.to_string()).collect());
@@ -533,12 +541,18 @@ impl<'a> Lowerer<'a> {
         values: &[Value],
         m: &Map<String, Value>,
         types: &Option<Vec<String>>,
+        forbidden: &[String],
         pointer: &str,
     ) -> Result<Ebnf, SchemaError> {
         let mut alts = Vec::new();
         for v in values {
             let t = json_type_of(v);
             if !type_allows(types, t) {
+                continue;
+            }
+            if v.as_object()
+                .is_some_and(|o| forbidden.iter().any(|f| o.contains_key(f)))
+            {
                 continue;
             }
             if !self.value_ok(v, m, pointer)? {
