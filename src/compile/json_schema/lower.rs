@@ -18,7 +18,7 @@ use super::format::{format, Format};
 use super::number::{
     decimal_range, integer_range, value_spellings, Bound, ANY_INTEGER, ANY_NUMBER,
 };
-use super::resolve::{conjoin, is_trivial, type_set, Flat, Resolver, ASSERTIONS};
+use super::resolve::{conjoin, is_trivial, json_equal, type_set, Flat, Resolver, ASSERTIONS};
 use super::string::{
     any_char, char_len, literal_regex, parse_pattern, parse_value_regex, quoted_regex,
     ValueMatcher, ANY_STRING,
@@ -1430,7 +1430,7 @@ fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>, resolver: &Resolver<
         }
     };
     if let (Some(x), Some(y)) = (values(a), values(b)) {
-        return !x.iter().any(|v| y.contains(v));
+        return !x.iter().any(|v| y.iter().any(|w| json_equal(v, w)));
     }
     if shared.iter().any(|t| *t != "object") {
         return false;

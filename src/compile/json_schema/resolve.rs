@@ -91,6 +91,38 @@ fn unsupported(keyword: &str, pointer: &str, reason: impl Into<String>) -> Schem
     }
 }
 
+/// JSON Schema's equality of instances: numbers by mathematical value (`1` equals
+/// `1.0`), containers member by member, everything else structurally.
+pub(super) fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let int = |n: &serde_json::Number| {
+                n.as_i64()
+                    .map(i128::from)
+                    .or_else(|| n.as_u64().map(i128::from))
+            };
+            // An integral float equals an integer only when it is exactly that integer
+            // (comparing both as f64 would equate neighbours above 2^53).
+            let float_int = |f: f64, i: i128| f.fract() == 0.0 && f.abs() < 1e38 && f as i128 == i;
+            match (int(x), int(y), x.as_f64(), y.as_f64()) {
+                (Some(i), Some(j), _, _) => i == j,
+                (Some(i), None, _, Some(f)) | (None, Some(i), Some(f), _) => float_int(f, i),
+                (None, None, Some(f), Some(g)) => f == g,
+                _ => false,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
 fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let hex = |b: u8| (b as char).to_digit(16);
@@ -506,7 +538,10 @@ fn merge(
                     _ => v.as_array().cloned().unwrap_or_default(),
                 };
                 let (x, y) = (list(&k, &old), list(&k, &v));
-                let both: Vec<Value> = x.into_iter().filter(|e| y.contains(e)).collect();
+                let both: Vec<Value> = x
+                    .into_iter()
+                    .filter(|e| y.iter().any(|f| json_equal(e, f)))
+                    .collect();
                 if k == "const" && both.len() == 1 {
                     both[0].clone()
                 } else {
