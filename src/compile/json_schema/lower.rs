@@ -54,15 +54,24 @@ enum StringRule {
 }
 
 /// The forms of `not` that are compiled.
-enum Negation {
+#[derive(Default)]
+struct Negation {
     /// `not {}`: nothing is valid.
-    Nothing,
+    nothing: bool,
     /// `not {type: …}`: these types are excluded.
-    Types(Vec<String>),
-    /// `not {required: [x]}`: property x must be absent.
-    Absent(String),
-    /// Refused (or dropped in lenient mode).
-    Unsupported,
+    excluded: Vec<String>,
+    /// `not {required: [x]}`: objects only, without `x` (one name per such `not`).
+    absent: Vec<String>,
+}
+
+impl Negation {
+    /// ¬A ∧ ¬B, for `not {anyOf: [A, B]}` and for two `not`s met in an `allOf`.
+    fn and(mut self, o: Negation) -> Negation {
+        self.nothing |= o.nothing;
+        self.excluded.extend(o.excluded);
+        self.absent.extend(o.absent);
+        self
+    }
 }
 
 struct Fixed {
@@ -392,11 +401,14 @@ impl<'a> Lowerer<'a> {
                 continue;
             };
             let mut branches = Vec::new();
+            // For `oneOf`: each alternative's complement, when it has a compiled form.
+            let mut complements: Vec<Option<Vec<(Value, String)>>> = Vec::new();
             for (alt, ap) in &alts {
                 let af = self.resolver.flatten(alt, ap)?;
                 if af.never {
                     continue;
                 }
+                complements.push(complement(&af, ap));
                 // The alternative's keywords first: its properties usually come first in
                 // instances (a discriminating `type`, the variant's own fields).
                 let base = self.resolver.merge(af.base, f.base.clone(), ap)?;
@@ -409,16 +421,28 @@ impl<'a> Lowerer<'a> {
                 });
             }
             if kw == "oneOf" && branches.len() > 1 {
-                for i in 0..branches.len() {
-                    for j in i + 1..branches.len() {
-                        if !disjoint(&branches[i].base, &branches[j].base, &self.resolver) {
-                            self.refuse(
-                                "oneOf",
-                                pointer,
-                                "alternatives that are not provably disjoint (exactly-one cannot be enforced)",
-                            )?;
+                let overlapping = (0..branches.len()).any(|i| {
+                    (i + 1..branches.len())
+                        .any(|j| !disjoint(&branches[i].base, &branches[j].base, &self.resolver))
+                });
+                if overlapping && complements.iter().all(Option::is_some) {
+                    // Exactly one: alternative i and the complement of every other one
+                    // (the branches are then disjoint by construction).
+                    for (i, b) in branches.iter_mut().enumerate() {
+                        for (j, c) in complements.iter().enumerate() {
+                            if i != j {
+                                // All complements are known to exist here.
+                                let c = c.clone().expect("checked above");
+                                b.disjunctions.push(("anyOf", c));
+                            }
                         }
                     }
+                } else if overlapping {
+                    self.refuse(
+                        "oneOf",
+                        pointer,
+                        "alternatives that are not provably disjoint (exactly-one cannot be enforced)",
+                    )?;
                 }
             }
             if done.len() + todo.len() + branches.len() > MAX_EXPANSIONS {
@@ -444,39 +468,40 @@ impl<'a> Lowerer<'a> {
         let mut types = type_set(m.get("type"));
         let mut forbidden: Vec<String> = Vec::new();
         if let Some(n) = m.get("not") {
-            match self.negation(n, pointer)? {
-                Negation::Nothing => return Ok(nothing()),
-                Negation::Types(ts) => {
-                    let all = types
-                        .take()
-                        .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
-                    let mut keep: Vec<String> = Vec::new();
-                    for t in all {
-                        if ts.contains(&t) || (t == "integer" && ts.iter().any(|x| x == "number")) {
-                            continue;
-                        }
-                        if t == "number" && ts.iter().any(|x| x == "integer") {
-                            // Numbers that are not integers: not a language we compile.
-                            self.refuse(
-                                "not",
-                                pointer,
-                                "`not: integer` under a number type is not compiled",
-                            )?;
-                        }
-                        keep.push(t);
+            let neg = self.negation(n, pointer)?;
+            if neg.nothing {
+                return Ok(nothing());
+            }
+            let ts = neg.excluded;
+            if !ts.is_empty() {
+                let all = types
+                    .take()
+                    .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
+                let mut keep: Vec<String> = Vec::new();
+                for t in all {
+                    if ts.contains(&t) || (t == "integer" && ts.iter().any(|x| x == "number")) {
+                        continue;
                     }
-                    types = Some(keep);
+                    if t == "number" && ts.iter().any(|x| x == "integer") {
+                        // Numbers that are not integers: not a language we compile.
+                        self.refuse(
+                            "not",
+                            pointer,
+                            "`not: integer` under a number type is not compiled",
+                        )?;
+                    }
+                    keep.push(t);
                 }
-                Negation::Absent(name) => {
-                    // `required` holds vacuously for non-objects, so its negation admits
-                    // objects only.
-                    let all = types
-                        .take()
-                        .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
-                    types = Some(all.into_iter().filter(|t| t == "object").collect());
-                    forbidden.push(name);
-                }
-                Negation::Unsupported => {}
+                types = Some(keep);
+            }
+            if !neg.absent.is_empty() {
+                // `required` holds vacuously for non-objects, so its negation admits
+                // objects only.
+                let all = types
+                    .take()
+                    .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
+                types = Some(all.into_iter().filter(|t| t == "object").collect());
+                forbidden.extend(neg.absent);
             }
         }
         for k in m.keys() {
@@ -1023,39 +1048,61 @@ impl<'a> Lowerer<'a> {
         Ok(Ebnf::Seq(vec![e_sym(lk), body, e_sym(rk)]))
     }
 
-    /// What a `not` subschema excludes, in the forms compiled exactly.
+    /// What a `not` subschema excludes, in the forms compiled exactly: a conjunction of
+    /// excluded types and absent names (so `anyOf` members negate one by one).
     fn negation(&mut self, n: &Value, pointer: &str) -> Result<Negation, SchemaError> {
         if is_trivial(n) {
-            return Ok(Negation::Nothing);
+            return Ok(Negation {
+                nothing: true,
+                ..Default::default()
+            });
         }
         if *n == Value::Bool(false) {
-            return Ok(Negation::Types(Vec::new()));
+            return Ok(Negation::default());
         }
         let flat = self.resolver.flatten(n, &format!("{pointer}/not"))?;
         if flat.never {
-            return Ok(Negation::Types(Vec::new()));
+            return Ok(Negation::default());
+        }
+        if flat.base.is_empty() {
+            if let [("anyOf", alts)] = flat.disjunctions.as_slice() {
+                let mut out = Negation::default();
+                for (alt, ap) in alts {
+                    out = out.and(self.negation(alt, ap)?);
+                }
+                return Ok(out);
+            }
         }
         if flat.disjunctions.is_empty() {
-            let keys: Vec<&str> = flat.base.keys().map(String::as_str).collect();
+            let keys: Vec<&str> = flat
+                .base
+                .keys()
+                .map(String::as_str)
+                .filter(|k| ASSERTIONS.contains(k))
+                .collect();
             if keys == ["type"] {
-                return Ok(Negation::Types(
-                    type_set(flat.base.get("type")).unwrap_or_default(),
-                ));
+                return Ok(Negation {
+                    excluded: type_set(flat.base.get("type")).unwrap_or_default(),
+                    ..Default::default()
+                });
             }
             if keys == ["required"] {
                 if let Some([Value::String(name)]) =
                     flat.base["required"].as_array().map(Vec::as_slice)
                 {
-                    return Ok(Negation::Absent(name.clone()));
+                    return Ok(Negation {
+                        absent: vec![name.clone()],
+                        ..Default::default()
+                    });
                 }
             }
         }
         self.refuse(
             "not",
             pointer,
-            "only `not` of a type or of one required property is compiled",
+            "only `not` of types, of one required property, or of an anyOf of those is compiled",
         )?;
-        Ok(Negation::Unsupported)
+        Ok(Negation::default())
     }
 
     fn object(
@@ -1470,6 +1517,34 @@ fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>, resolver: &Resolver<
             && !p.contains_key(name)
     };
     ra.iter().any(|k| forbids(b, &pb, k)) || rb.iter().any(|k| forbids(a, &pa, k))
+}
+
+/// The complement of a flattened alternative as schemas whose union it is, for the
+/// forms `not` compiles: a `type` list and `required` names (objects lacking one of them;
+/// `required` holds for every non-object, so those are not in the complement).
+fn complement(f: &Flat, pointer: &str) -> Option<Vec<(Value, String)>> {
+    if !f.disjunctions.is_empty() || f.base.is_empty() {
+        return None;
+    }
+    let at = format!("{pointer}/not");
+    let mut out = Vec::new();
+    for (k, v) in &f.base {
+        match k.as_str() {
+            "type" => out.push((serde_json::json!({ "not": { "type": v } }), at.clone())),
+            "required" => {
+                for name in v.as_array()? {
+                    let name = name.as_str()?;
+                    out.push((
+                        serde_json::json!({ "not": { "required": [name] } }),
+                        at.clone(),
+                    ));
+                }
+            }
+            _ if !ASSERTIONS.contains(&k.as_str()) => {}
+            _ => return None,
+        }
+    }
+    Some(out)
 }
 
 /// Lowers a parsed schema.

@@ -165,6 +165,20 @@ pub fn conjoin(a: &Value, b: &Value) -> Value {
     serde_json::json!({ "allOf": [a, b] })
 }
 
+/// The disjunction of two schemas, simplified where one side decides it.
+fn disjoin(a: &Value, b: &Value) -> Value {
+    if is_trivial(a) || is_trivial(b) {
+        return Value::Bool(true);
+    }
+    if *a == Value::Bool(false) || a == b {
+        return b.clone();
+    }
+    if *b == Value::Bool(false) {
+        return a.clone();
+    }
+    serde_json::json!({ "anyOf": [a, b] })
+}
+
 impl<'a> Resolver<'a> {
     /// A resolver for references inside `root` (`lenient`: drop what cannot be enforced).
     pub fn new(root: &'a Value, lenient: bool) -> Self {
@@ -566,7 +580,9 @@ fn merge(
                     }
                 }
             }
-            "items" | "additionalItems" | "propertyNames" | "contains" | "not" => {
+            // ¬A ∧ ¬B = ¬(A ∨ B).
+            "not" => disjoin(&old, &v),
+            "items" | "additionalItems" | "propertyNames" | "contains" => {
                 if old.is_array() || v.is_array() {
                     return Err(unsupported(&k, pointer, "two tuple forms in allOf"));
                 }
