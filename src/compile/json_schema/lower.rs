@@ -528,13 +528,18 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        if let Some(v) = m.get("const") {
-            return self.enumerated(std::slice::from_ref(v), m, &types, &forbidden, pointer);
+        let listed = match m.get("enum") {
+            Some(Value::Array(values)) => Some(values.as_slice()),
+            Some(_) => return Err(invalid("enum", pointer, "must be an array")),
+            None => None,
+        };
+        if let Some(c) = m.get("const") {
+            // Both may meet in a merged allOf / anyOf branch: the const, if enumerated.
+            let ok = listed.is_none_or(|vs| vs.iter().any(|v| json_equal(v, c)));
+            let values = if ok { std::slice::from_ref(c) } else { &[] };
+            return self.enumerated(values, m, &types, &forbidden, pointer);
         }
-        if let Some(v) = m.get("enum") {
-            let Some(values) = v.as_array() else {
-                return Err(invalid("enum", pointer, "must be an array"));
-            };
+        if let Some(values) = listed {
             return self.enumerated(values, m, &types, &forbidden, pointer);
         }
         if types.is_none() {

@@ -165,6 +165,23 @@ pub fn conjoin(a: &Value, b: &Value) -> Value {
     serde_json::json!({ "allOf": [a, b] })
 }
 
+/// Before two maps merge: `items` of a map without `prefixItems` constrains every
+/// element, but beside `prefixItems` it constrains only the later ones, so the other
+/// side's tuple positions take it too.
+fn distribute_items(target: &mut Map<String, Value>, other: &Map<String, Value>) {
+    let Some(items) = other.get("items").filter(|i| !i.is_array()) else {
+        return;
+    };
+    if other.contains_key("prefixItems") {
+        return;
+    }
+    if let Some(Value::Array(prefix)) = target.get_mut("prefixItems") {
+        for p in prefix.iter_mut() {
+            *p = conjoin(p, items);
+        }
+    }
+}
+
 /// The disjunction of two schemas, simplified where one side decides it.
 fn disjoin(a: &Value, b: &Value) -> Value {
     if is_trivial(a) || is_trivial(b) {
@@ -468,7 +485,7 @@ fn num(v: &Value) -> Option<f64> {
 /// Conjunction of two flat keyword maps (strict).
 fn merge(
     mut a: Map<String, Value>,
-    b: Map<String, Value>,
+    mut b: Map<String, Value>,
     pointer: &str,
 ) -> Result<Map<String, Value>, SchemaError> {
     if b.is_empty() {
@@ -477,6 +494,8 @@ fn merge(
     if a.is_empty() {
         return Ok(b);
     }
+    distribute_items(&mut a, &b);
+    distribute_items(&mut b, &a);
     let object_kw = |m: &Map<String, Value>| {
         m.contains_key("properties")
             || m.contains_key("additionalProperties")
