@@ -38,6 +38,8 @@ use crate::ids::{NonterminalId, TerminalId};
 pub const MAX_COUNTED_LENGTH: u64 = 16;
 /// Largest `minItems`/`maxItems` compiled exactly (each counted item is a nonterminal).
 pub const MAX_COUNTED_ITEMS: u64 = 256;
+/// Deepest nesting of `anyOf` inside `not` that is negated member by member.
+const MAX_NEGATION_DEPTH: usize = 16;
 /// Most alternatives `anyOf`/`oneOf` may distribute into at one schema node.
 const MAX_EXPANSIONS: usize = 256;
 
@@ -423,7 +425,7 @@ impl<'a> Lowerer<'a> {
             if kw == "oneOf" && branches.len() > 1 {
                 let overlapping = (0..branches.len()).any(|i| {
                     (i + 1..branches.len())
-                        .any(|j| !disjoint(&branches[i].base, &branches[j].base, &self.resolver))
+                        .any(|j| !disjoint(&branches[i].base, &branches[j].base, &self.resolver, 0))
                 });
                 if overlapping && complements.iter().all(Option::is_some) {
                     // Exactly one: alternative i and the complement of every other one
@@ -1056,6 +1058,21 @@ impl<'a> Lowerer<'a> {
     /// What a `not` subschema excludes, in the forms compiled exactly: a conjunction of
     /// excluded types and absent names (so `anyOf` members negate one by one).
     fn negation(&mut self, n: &Value, pointer: &str) -> Result<Negation, SchemaError> {
+        self.negation_at(n, pointer, 0)
+    }
+
+    /// [`Self::negation`] `depth` anyOf levels down (a reference cycle through `anyOf`
+    /// would otherwise recurse forever).
+    fn negation_at(
+        &mut self,
+        n: &Value,
+        pointer: &str,
+        depth: usize,
+    ) -> Result<Negation, SchemaError> {
+        if depth > MAX_NEGATION_DEPTH {
+            self.refuse("not", pointer, "`not` of a recursive anyOf is not compiled")?;
+            return Ok(Negation::default());
+        }
         if is_trivial(n) {
             return Ok(Negation {
                 nothing: true,
@@ -1073,7 +1090,7 @@ impl<'a> Lowerer<'a> {
             if let [("anyOf", alts)] = flat.disjunctions.as_slice() {
                 let mut out = Negation::default();
                 for (alt, ap) in alts {
-                    out = out.and(self.negation(alt, ap)?);
+                    out = out.and(self.negation_at(alt, ap, depth + 1)?);
                 }
                 return Ok(out);
             }
@@ -1451,7 +1468,16 @@ fn key_ref(node: &Value) -> Option<String> {
 }
 
 /// Whether two flat schemas provably accept no common value.
-fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>, resolver: &Resolver<'_>) -> bool {
+fn disjoint(
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    resolver: &Resolver<'_>,
+    depth: usize,
+) -> bool {
+    // Recursive definitions can nest required properties forever; past this, not proven.
+    if depth > 16 {
+        return false;
+    }
     let types_of = |m: &Map<String, Value>| -> Vec<String> {
         let listed: Option<Vec<Value>> = match (m.get("const"), m.get("enum")) {
             (Some(c), _) => Some(vec![c.clone()]),
@@ -1511,7 +1537,7 @@ fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>, resolver: &Resolver<
     };
     for k in ra.iter().filter(|k| rb.contains(k)) {
         if let (Some(x), Some(y)) = (pa.get(k), pb.get(k)) {
-            if disjoint(&resolved(x), &resolved(y), resolver) {
+            if disjoint(&resolved(x), &resolved(y), resolver, depth + 1) {
                 return true;
             }
         }

@@ -63,6 +63,9 @@ pub const ASSERTIONS: &[&str] = &[
 
 /// How deep `$ref`/`allOf` inlining may nest before it is taken to be a cycle.
 const MAX_INLINE_DEPTH: usize = 24;
+/// Most schemas one flattening may inline: `allOf` members that reference the same
+/// definitions several times would otherwise expand exponentially within the depth limit.
+const MAX_INLINED: usize = 4096;
 
 /// A node split into its own keywords and the disjunctions left to distribute.
 #[derive(Debug, Clone)]
@@ -81,6 +84,8 @@ pub struct Resolver<'a> {
     lenient: bool,
     /// Keywords dropped in lenient mode while resolving and merging.
     dropped: std::cell::RefCell<Vec<super::Dropped>>,
+    /// Schemas the current flattening may still inline (see [`MAX_INLINED`]).
+    budget: std::cell::Cell<usize>,
 }
 
 fn unsupported(keyword: &str, pointer: &str, reason: impl Into<String>) -> SchemaError {
@@ -203,6 +208,7 @@ impl<'a> Resolver<'a> {
             root,
             lenient,
             dropped: Default::default(),
+            budget: std::cell::Cell::new(MAX_INLINED),
         }
     }
 
@@ -292,6 +298,7 @@ impl<'a> Resolver<'a> {
             disjunctions: Vec::new(),
             never: false,
         };
+        self.budget.set(MAX_INLINED);
         self.flatten_into(node, pointer, &mut flat, 0)?;
         Ok(flat)
     }
@@ -310,6 +317,16 @@ impl<'a> Resolver<'a> {
                 "a reference cycle through allOf/$ref with no object or array in between",
             ));
         }
+        let Some(left) = self.budget.get().checked_sub(1) else {
+            // In lenient mode the rest of the conjunction is dropped (the budget stays
+            // spent, so every further call returns here at once).
+            return self.refuse(unsupported(
+                "allOf",
+                pointer,
+                format!("inlining $ref / allOf expands past {MAX_INLINED} schemas"),
+            ));
+        };
+        self.budget.set(left);
         let m = match node {
             Value::Bool(true) => return Ok(()),
             Value::Bool(false) => {
