@@ -125,31 +125,32 @@ pub fn classify(trie: &TerminalTrie) -> ClassedTrie {
         let gi = f.iter().position(|(p, _)| *p == pos)?;
         Some(first_group_at_rank[rank[v as usize] as usize] + gi as u32)
     };
-    let mut sigs: Vec<u64> = Vec::with_capacity(groups.len());
+    // The pending partner of every closed group (`Boundary(q)`, q growing), found once.
+    let mut partner: Vec<Option<u32>> = vec![None; groups.len()];
+    let mut paired = vec![false; groups.len()];
     for (g, &(v, gi)) in groups.iter().enumerate() {
-        let (pos, set) = &trie.nodes[v as usize].finals[gi];
-        let g = g as u64 + 1;
-        match *pos {
-            LexPos::Boundary(q) if q != LexerDfa::DEAD => {
+        if let LexPos::Boundary(q) = trie.nodes[v as usize].finals[gi].0 {
+            if q != LexerDfa::DEAD {
                 // Built only for tokens also pending in `q` at the parent.
                 let p = group_of(parent[v as usize], LexPos::Pending(q))
                     .expect("a closed growing lexeme is also pending at the parent");
                 debug_assert_eq!(
                     &trie.nodes[groups[p as usize].0 as usize].finals[groups[p as usize].1].1,
-                    set
+                    &trie.nodes[v as usize].finals[gi].1
                 );
-                sigs.push(((p as u64 + 1) << 32) | g);
+                partner[g] = Some(p);
+                paired[p as usize] = true;
             }
-            LexPos::Pending(q)
-                if trie.nodes[v as usize].children.iter().any(|&(_, c)| {
-                    trie.nodes[c as usize]
-                        .finals
-                        .iter()
-                        .any(|(p, _)| *p == LexPos::Boundary(q))
-                }) => {} // listed with its closed partner
-            _ => sigs.push(g),
         }
     }
+    // Each class is listed at its last (deeper) group; a paired pending group is not last.
+    let sigs: Vec<u64> = (0..groups.len())
+        .filter(|&g| !paired[g])
+        .map(|g| match partner[g] {
+            Some(p) => ((p as u64 + 1) << 32) | (g as u64 + 1),
+            None => g as u64 + 1,
+        })
+        .collect();
     let last_group = |s: u64| (s & 0xffff_ffff) as u32 - 1;
     // Groups are in preorder and each class is listed at its last group: already sorted.
     debug_assert!(sigs.windows(2).all(|w| last_group(w[0]) < last_group(w[1])));
