@@ -21,7 +21,7 @@ use super::number::{
 use super::resolve::{conjoin, is_trivial, json_equal, type_set, Flat, Resolver, ASSERTIONS};
 use super::string::{
     any_char, char_len, literal_regex, parse_pattern, parse_value_regex, quoted_regex,
-    ValueMatcher, ANY_STRING,
+    split_pattern, PatternSplit, ValueMatcher, ANY_STRING,
 };
 use super::{Dropped, LoweredSchema, SchemaError, SchemaOptions};
 use crate::compile::ebnf::{BnfBuilder, Ebnf};
@@ -1127,6 +1127,27 @@ impl<'a> Lowerer<'a> {
         Ok(Negation::default())
     }
 
+    /// The nonterminal for property names in the value language `h`, except `names`
+    /// (declared names are lexed as their literals and belong to their own pairs).
+    fn key_nt(
+        &mut self,
+        h: &Hir,
+        names: &[String],
+        pointer: &str,
+    ) -> Result<NonterminalId, SchemaError> {
+        let re = quoted_regex(h).map_err(|e| SchemaError::Unsupported {
+            keyword: "patternProperties".into(),
+            pointer: pointer.to_string(),
+            reason: e,
+        })?;
+        let t = self.terminal(&format!("KEY<{pointer}>"), &re, 0, false);
+        let mm = ValueMatcher::new(h).map_err(|e| invalid("patternProperties", pointer, &e))?;
+        let key = format!("{re}\u{0}except:{}", names.join("\u{0}"));
+        let kn = self.string_nt(key, StringRule::Constrained(t, mm));
+        self.exclusions.push((kn, names.to_vec()));
+        Ok(kn)
+    }
+
     fn object(
         &mut self,
         m: &Map<String, Value>,
@@ -1163,26 +1184,14 @@ impl<'a> Lowerer<'a> {
             Some(_) => return Err(invalid("patternProperties", pointer, "must be an object")),
         };
         let addl_false = addl == Value::Bool(false);
-        if !patterns.is_empty() && !addl_false {
-            if patterns.iter().all(|(_, s)| is_trivial(s)) && is_trivial(&addl) {
-                patterns.clear();
-            } else {
-                self.refuse(
-                    "patternProperties",
-                    pointer,
-                    "patternProperties is compiled only with additionalProperties: false",
-                )?;
-                patterns.clear();
-            }
+        if !patterns.is_empty()
+            && !addl_false
+            && patterns.iter().all(|(_, s)| is_trivial(s))
+            && is_trivial(&addl)
+        {
+            patterns.clear();
         }
-        if patterns.len() > 1 && patterns.iter().any(|(_, s)| *s != patterns[0].1) {
-            self.refuse(
-                "patternProperties",
-                pointer,
-                "several patterns with different schemas (a name matching two must satisfy both)",
-            )?;
-            patterns.truncate(1);
-        }
+        // Every pattern (as a value language) decides which schemas a declared name gets.
         let mut pattern_hirs = Vec::new();
         for (p, _) in &patterns {
             match parse_pattern(p).and_then(|h| ValueMatcher::new(&h).map(|mm| (h, mm))) {
@@ -1193,6 +1202,70 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
+        // `^name$` patterns name one property each: they join the declared ones. The
+        // others give the names that are not declared their schema.
+        let mut pattern_names: Vec<String> = Vec::new();
+        let mut open_patterns: Vec<usize> = Vec::new();
+        for (i, (p, _)) in patterns.iter().enumerate() {
+            match split_pattern(p) {
+                Some(PatternSplit::Name(name)) => pattern_names.push(name),
+                _ => open_patterns.push(i),
+            }
+        }
+        // Beside additional properties, the names no pattern matches need their own
+        // terminal: written out as the complement of the one open pattern.
+        let mut complement: Option<PatternSplit> = None;
+        if !addl_false && !open_patterns.is_empty() {
+            let p = &patterns[open_patterns[0]].0;
+            match (open_patterns.len(), split_pattern(p)) {
+                (1, Some(split)) => complement = Some(split),
+                (1, None) => {
+                    self.refuse(
+                        "patternProperties",
+                        pointer,
+                        &format!(
+                            "beside additionalProperties, /{p}/ is not compiled (only ^name$ and \
+                             class repetitions such as ^[a-z_]+$ or .+)"
+                        ),
+                    )?;
+                    open_patterns.clear();
+                }
+                _ => {
+                    self.refuse(
+                        "patternProperties",
+                        pointer,
+                        "several patterns beside additionalProperties are not compiled",
+                    )?;
+                    open_patterns.clear();
+                }
+            }
+        }
+        if open_patterns.len() > 1
+            && open_patterns
+                .iter()
+                .any(|&i| patterns[i].1 != patterns[open_patterns[0]].1)
+        {
+            self.refuse(
+                "patternProperties",
+                pointer,
+                "several patterns with different schemas (a name matching two must satisfy both)",
+            )?;
+            open_patterns.truncate(1);
+        }
+        // The schema of a name that is not in `properties`: every pattern it matches, or
+        // additionalProperties when none does.
+        let unlisted = |name: &str| -> Value {
+            let mut schema: Option<Value> = None;
+            for ((_, ps), (_, mm)) in patterns.iter().zip(&pattern_hirs) {
+                if mm.is_match(name) {
+                    schema = Some(match schema {
+                        None => ps.clone(),
+                        Some(s) => conjoin(&s, ps),
+                    });
+                }
+            }
+            schema.unwrap_or_else(|| addl.clone())
+        };
         // Declared properties in order: `properties`, then required names it lacks.
         let mut declared: Vec<(String, Value, String)> = Vec::new();
         for (k, v) in props {
@@ -1209,13 +1282,8 @@ impl<'a> Lowerer<'a> {
             ));
         }
         for r in &required {
-            if !props.contains_key(r) && !declared.iter().any(|d| &d.0 == r) {
-                let mut schema = addl.clone();
-                for ((_, ps), (_, mm)) in patterns.iter().zip(&pattern_hirs) {
-                    if mm.is_match(r) {
-                        schema = ps.clone();
-                    }
-                }
+            if !declared.iter().any(|d| &d.0 == r) {
+                let schema = unlisted(r);
                 declared.push((r.clone(), schema, format!("{pointer}/additionalProperties")));
             }
         }
@@ -1232,7 +1300,14 @@ impl<'a> Lowerer<'a> {
         }
         let n = declared.len();
         let nreq = declared.iter().filter(|d| required.contains(&d.0)).count() as u64;
-        let extra_allowed = !addl_false || !patterns.is_empty();
+        // `^name$` names that are neither in `properties` nor required are extra pairs,
+        // written in any order among the additional ones.
+        let extra_names: Vec<String> = pattern_names
+            .iter()
+            .filter(|n| !declared.iter().any(|d| &d.0 == *n))
+            .cloned()
+            .collect();
+        let extra_allowed = !addl_false || !open_patterns.is_empty() || !extra_names.is_empty();
         if let Some(minp) = count(m, "minProperties", pointer)? {
             if minp > nreq {
                 self.refuse(
@@ -1265,44 +1340,50 @@ impl<'a> Lowerer<'a> {
                 e_sym(v),
             ]));
         }
-        // The extra pairs: additional properties, or pattern properties.
-        let extra: Option<Ebnf> = if !patterns.is_empty() {
-            let (p, s) = &patterns[0];
+        // The extra pairs: `^name$` pattern properties, open pattern properties (and, beside
+        // additional properties, the names no pattern matches), or additional properties.
+        // Their keys exclude every name that has a pair of its own.
+        let mut excluded = names.clone();
+        excluded.extend(extra_names.iter().cloned());
+        let mut pairs = Vec::new();
+        for name in &extra_names {
+            let key = self.literal(name);
+            let v = self.schema(
+                &unlisted(name),
+                &format!("{pointer}/patternProperties"),
+            )?;
+            pairs.push(Ebnf::Seq(vec![e_sym(Symbol::T(key)), e_sym(colon), e_sym(v)]));
+        }
+        if !open_patterns.is_empty() {
+            let (p, s) = &patterns[open_patterns[0]];
             let v = self.schema(
                 s,
                 &format!("{pointer}/patternProperties/{}", escape_pointer(p)),
             )?;
             let mut key_alts = Vec::new();
-            for (h, _) in &pattern_hirs {
-                let re = quoted_regex(h).map_err(|e| SchemaError::Unsupported {
-                    keyword: "patternProperties".into(),
-                    pointer: pointer.to_string(),
-                    reason: e,
-                })?;
-                let t = self.terminal(&format!("KEY<{pointer}>"), &re, 0, false);
-                let mm =
-                    ValueMatcher::new(h).map_err(|e| invalid("patternProperties", pointer, &e))?;
-                // Literal keys are lexed as literals: the declared ones are excluded.
-                let key = format!("{re}\u{0}except:{}", names.join("\u{0}"));
-                let kn = self.string_nt(key, StringRule::Constrained(t, mm));
+            for &i in &open_patterns {
+                let kn = self.key_nt(&pattern_hirs[i].0, &excluded, pointer)?;
                 key_alts.push(e_sym(Symbol::N(kn)));
-                self.exclusions.push((kn, names.clone()));
             }
-            Some(Ebnf::Seq(vec![Ebnf::Alt(key_alts), e_sym(colon), e_sym(v)]))
+            pairs.push(Ebnf::Seq(vec![Ebnf::Alt(key_alts), e_sym(colon), e_sym(v)]));
+            if let Some(PatternSplit::Complement(h)) = &complement {
+                let kn = self.key_nt(h, &excluded, pointer)?;
+                let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
+                pairs.push(Ebnf::Seq(vec![e_sym(Symbol::N(kn)), e_sym(colon), e_sym(v)]));
+            }
         } else if !addl_false {
             let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
-            let key = if names.is_empty() {
+            let key = if excluded.is_empty() {
                 self.any_string()
             } else {
                 Symbol::N(self.string_nt(
-                    format!("except:{}", names.join("\u{0}")),
-                    StringRule::Except(names.clone()),
+                    format!("except:{}", excluded.join("\u{0}")),
+                    StringRule::Except(excluded.clone()),
                 ))
             };
-            Some(Ebnf::Seq(vec![e_sym(key), e_sym(colon), e_sym(v)]))
-        } else {
-            None
-        };
+            pairs.push(Ebnf::Seq(vec![e_sym(key), e_sym(colon), e_sym(v)]));
+        }
+        let extra = (!pairs.is_empty()).then(|| Ebnf::Alt(pairs));
         let tail = match &extra {
             Some(x) => {
                 let t = self.nonterminal(format!("{pointer}/extra*"));

@@ -502,6 +502,152 @@ pub fn parse_pattern(pattern: &str) -> Result<Hir, String> {
     Ok(Hir::alternation(branches))
 }
 
+/// What a `pattern` says about property names, for `patternProperties` beside
+/// additional properties: the names it does *not* match must be told apart from those it
+/// does, and regex complement is only written out for the shapes that occur.
+pub enum PatternSplit {
+    /// `^literal$`: exactly one name.
+    Name(String),
+    /// The pattern matches every string.
+    All,
+    /// The value language of the names the pattern does not match.
+    Complement(Hir),
+}
+
+/// Splits `pattern` (ECMA-262, search semantics) for `patternProperties`, or `None` when
+/// its complement is not one of the handled shapes: a single class repetition
+/// `C{m,n}` — or one character, or nothing — anchored at both ends, at one, or (for
+/// `m <= 1`) at neither.
+pub fn split_pattern(pattern: &str) -> Option<PatternSplit> {
+    let rust = ecma_to_rust(pattern).ok()?;
+    let h = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&rust)
+        .ok()?;
+    if matches!(h.kind(), HirKind::Alternation(_)) {
+        return None;
+    }
+    let (body, start, end) = strip_anchors(&h);
+    if has_look(&body) {
+        return None;
+    }
+    if start && end {
+        if let Some(name) = literal_text(&body) {
+            return Some(PatternSplit::Name(name));
+        }
+    }
+    if start != end {
+        if let Some(lit) = literal_text(&body).filter(|l| l.chars().count() > 1) {
+            return Some(PatternSplit::Complement(affix_complement(&lit, start)));
+        }
+    }
+    let (c, min, max) = class_repetition(&body)?;
+    let mut not_c = c.clone();
+    not_c.negate();
+    let not_c = Hir::class(Class::Unicode(not_c));
+    let c = Hir::class(Class::Unicode(c));
+    let any = || rep(any_char(), 0, None);
+    // Strings of fewer than `min` characters, all in C (short of the required run).
+    let short = (min > 0).then(|| rep(c.clone(), 0, Some(min - 1)));
+    let mut alts: Vec<Hir> = Vec::new();
+    match (start, end) {
+        (true, true) => {
+            alts.push(Hir::concat(vec![any(), not_c, any()]));
+            alts.extend(short);
+            if let Some(n) = max {
+                alts.push(rep(c, n + 1, None));
+            }
+        }
+        (true, false) if min > 0 => {
+            alts.extend(short.clone());
+            alts.push(Hir::concat(vec![short.unwrap_or_else(Hir::empty), not_c, any()]));
+        }
+        (false, true) if min > 0 => {
+            alts.extend(short.clone());
+            alts.push(Hir::concat(vec![any(), not_c, short.unwrap_or_else(Hir::empty)]));
+        }
+        // Anchored at one end (or neither) with no required character: every string.
+        (_, _) if min == 0 => return Some(PatternSplit::All),
+        (false, false) if min == 1 => alts.push(rep(not_c, 0, None)),
+        _ => return None,
+    }
+    Some(PatternSplit::Complement(Hir::alternation(alts)))
+}
+
+/// The strings that do not start (`prefix`) or end with `lit`: a proper prefix (suffix)
+/// of it, or one that departs from it at some character.
+fn affix_complement(lit: &str, prefix: bool) -> Hir {
+    let mut chars: Vec<char> = lit.chars().collect();
+    if !prefix {
+        chars.reverse();
+    }
+    let lit_hir = |cs: &[char]| {
+        let mut v: Vec<Hir> = cs.iter().map(|&c| Hir::literal(c.to_string().into_bytes())).collect();
+        if !prefix {
+            v.reverse();
+        }
+        Hir::concat(v)
+    };
+    let mut alts = Vec::new();
+    for j in 0..chars.len() {
+        let kept = lit_hir(&chars[..j]);
+        alts.push(kept.clone());
+        let mut other = ClassUnicode::new([ClassUnicodeRange::new(chars[j], chars[j])]);
+        other.negate();
+        let mut seq = vec![kept, Hir::class(Class::Unicode(other)), rep(any_char(), 0, None)];
+        if !prefix {
+            seq.reverse();
+        }
+        alts.push(Hir::concat(seq));
+    }
+    Hir::alternation(alts)
+}
+
+fn rep(sub: Hir, min: u32, max: Option<u32>) -> Hir {
+    Hir::repetition(Repetition {
+        min,
+        max,
+        greedy: true,
+        sub: Box::new(sub),
+    })
+}
+
+/// The text of a literal HIR (captures looked through), if it is one.
+fn literal_text(h: &Hir) -> Option<String> {
+    match h.kind() {
+        HirKind::Capture(c) => literal_text(&c.sub),
+        HirKind::Literal(l) => String::from_utf8(l.0.to_vec()).ok(),
+        HirKind::Empty => Some(String::new()),
+        HirKind::Concat(v) => v.iter().map(literal_text).collect(),
+        _ => None,
+    }
+}
+
+/// `C{min,max}` for a Unicode class C (one character is `C{1,1}`, nothing `C{0,0}`).
+fn class_repetition(h: &Hir) -> Option<(ClassUnicode, u32, Option<u32>)> {
+    match h.kind() {
+        HirKind::Capture(c) => class_repetition(&c.sub),
+        HirKind::Empty => Some((ClassUnicode::empty(), 0, Some(0))),
+        HirKind::Class(Class::Unicode(c)) => Some((c.clone(), 1, Some(1))),
+        HirKind::Literal(l) => {
+            let s = std::str::from_utf8(&l.0).ok()?;
+            let mut chars = s.chars();
+            let ch = chars.next()?;
+            chars
+                .next()
+                .is_none()
+                .then(|| (ClassUnicode::new([ClassUnicodeRange::new(ch, ch)]), 1, Some(1)))
+        }
+        HirKind::Repetition(r) => {
+            let (c, 1, Some(1)) = class_repetition(&r.sub)? else {
+                return None;
+            };
+            Some((c, r.min, r.max))
+        }
+        _ => None,
+    }
+}
+
 /// Parses a value-language regex written in `regex-syntax` syntax (the built-in formats).
 pub fn parse_value_regex(re: &str) -> Hir {
     // The callers pass fixed, tested regexes.
@@ -606,6 +752,45 @@ mod tests {
         assert!(r.is_match(r#""a::d""#) && r.is_match(r#""a:bcb:d""#));
         let r = lit("^(?:x+)?y$");
         assert!(r.is_match(r#""xxxy""#) && r.is_match(r#""y""#));
+    }
+
+    #[test]
+    fn pattern_splits_are_exact_complements() {
+        let alphabet = ["a", "b", "_", "x", "-", "\n", "é", "1", "L"];
+        let mut probes = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = probes
+                .iter()
+                .filter(|p| p.chars().count() == probes.last().unwrap().chars().count())
+                .flat_map(|p| alphabet.iter().map(move |c| format!("{p}{c}")))
+                .collect();
+            probes.extend(longer);
+        }
+        probes.push("x_Localised".into());
+        probes.push("_Localise".into());
+        let patterns = [
+            "^[a-z_]+$", ".*", "^.+$", ".+", "^.*$", ".", ".{1,}", "^[a-z1]*$", "a", "^x-",
+            "_L$", "^[ab]{2,3}$", "^a{2}", "b{0,}$", "(^[ab]$)", "^é+",
+        ];
+        for p in patterns {
+            let matched = ValueMatcher::new(&parse_pattern(p).unwrap()).unwrap();
+            match split_pattern(p) {
+                Some(PatternSplit::Complement(h)) => {
+                    let not = ValueMatcher::new(&h).unwrap();
+                    for v in &probes {
+                        assert_ne!(matched.is_match(v), not.is_match(v), "/{p}/ on {v:?}");
+                    }
+                }
+                Some(PatternSplit::All) => {
+                    assert!(probes.iter().all(|v| matched.is_match(v)), "/{p}/ is not universal")
+                }
+                _ => panic!("/{p}/ should split"),
+            }
+        }
+        assert!(matches!(split_pattern("^billing_id$"), Some(PatternSplit::Name(n)) if n == "billing_id"));
+        for p in ["ab", "^a|b", "\\d{2}", "^(a|b)c$", "^a+b$"] {
+            assert!(split_pattern(p).is_none(), "/{p}/ has no simple complement");
+        }
     }
 
     #[test]
