@@ -42,6 +42,8 @@ pub const MAX_COUNTED_ITEMS: u64 = 256;
 const MAX_NEGATION_DEPTH: usize = 16;
 /// Most alternatives `anyOf`/`oneOf` may distribute into at one schema node.
 const MAX_EXPANSIONS: usize = 256;
+/// Most disjunctions distributed at one schema node (bounds self-referencing ones).
+const MAX_DISTRIBUTION_STEPS: usize = 4096;
 
 const TYPES: [&str; 6] = ["null", "boolean", "object", "array", "number", "string"];
 
@@ -394,6 +396,9 @@ impl<'a> Lowerer<'a> {
         }
         let mut done: Vec<Map<String, Value>> = Vec::new();
         let mut todo = vec![flat];
+        // Distribution steps taken: an alternative that references its own definition
+        // (`x: {anyOf: [{$ref: x}]}`) brings back the disjunction it came from.
+        let mut steps = 0usize;
         while let Some(mut f) = todo.pop() {
             if f.never {
                 continue;
@@ -402,6 +407,15 @@ impl<'a> Lowerer<'a> {
                 done.push(f.base);
                 continue;
             };
+            steps += 1;
+            if steps > MAX_DISTRIBUTION_STEPS {
+                self.refuse(
+                    kw,
+                    pointer,
+                    "anyOf/oneOf alternatives that do not end (a definition referencing itself)",
+                )?;
+                break;
+            }
             let mut branches = Vec::new();
             // For `oneOf`: each alternative's complement, when it has a compiled form.
             let mut complements: Vec<Option<Vec<(Value, String)>>> = Vec::new();
