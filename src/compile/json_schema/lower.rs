@@ -14,6 +14,7 @@ use hashbrown::HashMap;
 use regex_syntax::hir::{Hir, Repetition};
 use serde_json::{Map, Value};
 
+use super::finite;
 use super::format::{format, Format};
 use super::number::{
     decimal_range, integer_range, value_spellings, Bound, ANY_INTEGER, ANY_NUMBER,
@@ -377,7 +378,16 @@ impl<'a> Lowerer<'a> {
             pointer.to_string()
         });
         self.memo.insert(key, n);
-        let body = if let Some(r) = key_ref(node) {
+        let finite = node
+            .as_object()
+            .and_then(finite::candidates)
+            .and_then(|values| finite::filter(self.resolver.root(), node, &values));
+        let body = if let Some(values) = finite {
+            // Only the listed values that satisfy the whole node (see `finite`); when the
+            // validator cannot decide, the keywords are lowered (or refused) as usual.
+            let only = serde_json::json!({ "enum": values });
+            e_sym(self.schema(&only, &format!("{pointer}/enum"))?)
+        } else if let Some(r) = key_ref(node) {
             let (t, tp) = self.resolver.target(&r, pointer)?;
             let t = t.clone();
             e_sym(self.schema(&t, &tp)?)
@@ -1362,11 +1372,12 @@ impl<'a> Lowerer<'a> {
         let mut pairs = Vec::new();
         for name in &extra_names {
             let key = self.literal(name);
-            let v = self.schema(
-                &unlisted(name),
-                &format!("{pointer}/patternProperties"),
-            )?;
-            pairs.push(Ebnf::Seq(vec![e_sym(Symbol::T(key)), e_sym(colon), e_sym(v)]));
+            let v = self.schema(&unlisted(name), &format!("{pointer}/patternProperties"))?;
+            pairs.push(Ebnf::Seq(vec![
+                e_sym(Symbol::T(key)),
+                e_sym(colon),
+                e_sym(v),
+            ]));
         }
         if !open_patterns.is_empty() {
             let (p, s) = &patterns[open_patterns[0]];
@@ -1383,7 +1394,11 @@ impl<'a> Lowerer<'a> {
             if let Some(PatternSplit::Complement(h)) = &complement {
                 let kn = self.key_nt(h, &excluded, pointer)?;
                 let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
-                pairs.push(Ebnf::Seq(vec![e_sym(Symbol::N(kn)), e_sym(colon), e_sym(v)]));
+                pairs.push(Ebnf::Seq(vec![
+                    e_sym(Symbol::N(kn)),
+                    e_sym(colon),
+                    e_sym(v),
+                ]));
             }
         } else if !addl_false {
             let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;

@@ -17,9 +17,12 @@
 //! [`SchemaOptions::compact`].
 //!
 //! Owns: `string` (value languages → JSON string literal regexes), `number` (ranges),
-//! `format`, `resolve` (`$ref`, `allOf` merging), `lower` (schema → IR). Depends on the
-//! IR, the EBNF expansion and pruning passes, `regex-syntax` and `serde_json`.
+//! `format`, `resolve` (`$ref`, `allOf` merging), `finite` (an `enum`/`const` beside
+//! other keywords: its values filtered by the `jsonschema` validator), `lower` (schema →
+//! IR). Depends on the IR, the EBNF expansion and pruning passes, `regex-syntax`,
+//! `serde_json` and `jsonschema`.
 
+mod finite;
 mod format;
 mod lower;
 mod number;

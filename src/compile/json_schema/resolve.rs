@@ -202,6 +202,11 @@ fn disjoin(a: &Value, b: &Value) -> Value {
 }
 
 impl<'a> Resolver<'a> {
+    /// The whole schema document local references resolve against.
+    pub fn root(&self) -> &'a Value {
+        self.root
+    }
+
     /// A resolver for references inside `root` (`lenient`: drop what cannot be enforced).
     pub fn new(root: &'a Value, lenient: bool) -> Self {
         Self {

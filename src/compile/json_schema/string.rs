@@ -560,11 +560,19 @@ pub fn split_pattern(pattern: &str) -> Option<PatternSplit> {
         }
         (true, false) if min > 0 => {
             alts.extend(short.clone());
-            alts.push(Hir::concat(vec![short.unwrap_or_else(Hir::empty), not_c, any()]));
+            alts.push(Hir::concat(vec![
+                short.unwrap_or_else(Hir::empty),
+                not_c,
+                any(),
+            ]));
         }
         (false, true) if min > 0 => {
             alts.extend(short.clone());
-            alts.push(Hir::concat(vec![any(), not_c, short.unwrap_or_else(Hir::empty)]));
+            alts.push(Hir::concat(vec![
+                any(),
+                not_c,
+                short.unwrap_or_else(Hir::empty),
+            ]));
         }
         // Anchored at one end (or neither) with no required character: every string.
         (_, _) if min == 0 => return Some(PatternSplit::All),
@@ -582,7 +590,10 @@ fn affix_complement(lit: &str, prefix: bool) -> Hir {
         chars.reverse();
     }
     let lit_hir = |cs: &[char]| {
-        let mut v: Vec<Hir> = cs.iter().map(|&c| Hir::literal(c.to_string().into_bytes())).collect();
+        let mut v: Vec<Hir> = cs
+            .iter()
+            .map(|&c| Hir::literal(c.to_string().into_bytes()))
+            .collect();
         if !prefix {
             v.reverse();
         }
@@ -594,7 +605,11 @@ fn affix_complement(lit: &str, prefix: bool) -> Hir {
         alts.push(kept.clone());
         let mut other = ClassUnicode::new([ClassUnicodeRange::new(chars[j], chars[j])]);
         other.negate();
-        let mut seq = vec![kept, Hir::class(Class::Unicode(other)), rep(any_char(), 0, None)];
+        let mut seq = vec![
+            kept,
+            Hir::class(Class::Unicode(other)),
+            rep(any_char(), 0, None),
+        ];
         if !prefix {
             seq.reverse();
         }
@@ -633,10 +648,13 @@ fn class_repetition(h: &Hir) -> Option<(ClassUnicode, u32, Option<u32>)> {
             let s = std::str::from_utf8(&l.0).ok()?;
             let mut chars = s.chars();
             let ch = chars.next()?;
-            chars
-                .next()
-                .is_none()
-                .then(|| (ClassUnicode::new([ClassUnicodeRange::new(ch, ch)]), 1, Some(1)))
+            chars.next().is_none().then(|| {
+                (
+                    ClassUnicode::new([ClassUnicodeRange::new(ch, ch)]),
+                    1,
+                    Some(1),
+                )
+            })
         }
         HirKind::Repetition(r) => {
             let (c, 1, Some(1)) = class_repetition(&r.sub)? else {
@@ -769,8 +787,22 @@ mod tests {
         probes.push("x_Localised".into());
         probes.push("_Localise".into());
         let patterns = [
-            "^[a-z_]+$", ".*", "^.+$", ".+", "^.*$", ".", ".{1,}", "^[a-z1]*$", "a", "^x-",
-            "_L$", "^[ab]{2,3}$", "^a{2}", "b{0,}$", "(^[ab]$)", "^é+",
+            "^[a-z_]+$",
+            ".*",
+            "^.+$",
+            ".+",
+            "^.*$",
+            ".",
+            ".{1,}",
+            "^[a-z1]*$",
+            "a",
+            "^x-",
+            "_L$",
+            "^[ab]{2,3}$",
+            "^a{2}",
+            "b{0,}$",
+            "(^[ab]$)",
+            "^é+",
         ];
         for p in patterns {
             let matched = ValueMatcher::new(&parse_pattern(p).unwrap()).unwrap();
@@ -782,12 +814,17 @@ mod tests {
                     }
                 }
                 Some(PatternSplit::All) => {
-                    assert!(probes.iter().all(|v| matched.is_match(v)), "/{p}/ is not universal")
+                    assert!(
+                        probes.iter().all(|v| matched.is_match(v)),
+                        "/{p}/ is not universal"
+                    )
                 }
                 _ => panic!("/{p}/ should split"),
             }
         }
-        assert!(matches!(split_pattern("^billing_id$"), Some(PatternSplit::Name(n)) if n == "billing_id"));
+        assert!(
+            matches!(split_pattern("^billing_id$"), Some(PatternSplit::Name(n)) if n == "billing_id")
+        );
         for p in ["ab", "^a|b", "\\d{2}", "^(a|b)c$", "^a+b$"] {
             assert!(split_pattern(p).is_none(), "/{p}/ has no simple complement");
         }
