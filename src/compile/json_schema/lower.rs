@@ -1412,7 +1412,7 @@ impl<'a> Lowerer<'a> {
             };
             pairs.push(Ebnf::Seq(vec![e_sym(key), e_sym(colon), e_sym(v)]));
         }
-        let extra = (!pairs.is_empty()).then(|| Ebnf::Alt(pairs));
+        let extra = (!pairs.is_empty()).then_some(Ebnf::Alt(pairs));
         let tail = match &extra {
             Some(x) => {
                 let t = self.nonterminal(format!("{pointer}/extra*"));
