@@ -159,7 +159,13 @@ def test_accepted_instances_are_valid(gpt2, compiler):
             m = stackmask.GrammarMatcher(g)
             if m.accept_tokens(gpt2.encode(doc)) and m.is_accepting():
                 accepted_count += 1
-                if not validator.is_valid(inst):
+                try:
+                    valid = validator.is_valid(inst)
+                except RecursionError:
+                    # A definition that only references itself (x: {anyOf: [{$ref: x}]})
+                    # has no meaning; the validator recurses forever on it.
+                    continue
+                if not valid:
                     failures.append(f"schema {text}\n  accepted invalid {doc}")
     assert not failures, "\n".join(failures[:20])
     # The generator must keep exercising the front end, not only its refusals.
