@@ -175,6 +175,34 @@ fn in_schema_order(root: &Value, s: &Value, v: &Value) -> bool {
                 }
             }
         }
+        // Values under patternProperties / additionalProperties follow their schema's
+        // order too (a pattern that does not parse as a Rust regex is assumed to match).
+        if let Value::Object(obj) = v {
+            let props = n.get("properties").and_then(Value::as_object);
+            for (k, x) in obj
+                .iter()
+                .filter(|(k, _)| props.is_none_or(|p| !p.contains_key(*k)))
+            {
+                let mut matched = false;
+                for (p, ps) in n
+                    .get("patternProperties")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    let hit = regex_automata::meta::Regex::new(p).map_or(true, |r| r.is_match(k));
+                    matched |= hit;
+                    if hit && !in_schema_order(root, ps, x) {
+                        return false;
+                    }
+                }
+                if let Some(ap) = n.get("additionalProperties").filter(|a| a.is_object()) {
+                    if !matched && !in_schema_order(root, ap, x) {
+                        return false;
+                    }
+                }
+            }
+        }
         if let (Value::Array(a), Some(items)) = (v, n.get("items").filter(|i| i.is_object())) {
             if !a.iter().all(|x| in_schema_order(root, items, x)) {
                 return false;

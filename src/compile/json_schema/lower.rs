@@ -1332,12 +1332,17 @@ impl<'a> Lowerer<'a> {
             .cloned()
             .collect();
         let extra_allowed = !addl_false || !open_patterns.is_empty() || !extra_names.is_empty();
+        // At least one property, none required: the body's "nothing written yet" state may
+        // not reach the closing brace.
+        let mut non_empty = false;
         if let Some(minp) = count(m, "minProperties", pointer)? {
-            if minp > nreq {
+            if minp == 1 && nreq == 0 {
+                non_empty = true;
+            } else if minp > nreq {
                 self.refuse(
                     "minProperties",
                     pointer,
-                    "a minimum above the required properties is not compiled",
+                    "a minimum above the required properties (other than one) is not compiled",
                 )?;
             }
         }
@@ -1439,7 +1444,12 @@ impl<'a> Lowerer<'a> {
             for after in [false, true] {
                 let nt = body[i][after as usize];
                 if i == n {
-                    self.define(nt, eps());
+                    let end = if non_empty && !after {
+                        nothing()
+                    } else {
+                        eps()
+                    };
+                    self.define(nt, end);
                     continue;
                 }
                 let mut this = Vec::new();

@@ -353,6 +353,7 @@ impl<'a> Resolver<'a> {
         let mut own = Map::new();
         for (k, v) in m {
             if !matches!(k.as_str(), "$ref" | "allOf" | "anyOf" | "oneOf")
+                && !is_dependency(k)
                 && ASSERTIONS.contains(&k.as_str())
             {
                 own.insert(k.clone(), v.clone());
@@ -399,11 +400,78 @@ impl<'a> Resolver<'a> {
                         .collect();
                     flat.disjunctions.push((kw, alts));
                 }
+                k if is_dependency(k) => {
+                    let Value::Object(deps) = v else {
+                        return Err(SchemaError::Invalid {
+                            keyword: k.to_string(),
+                            pointer: pointer.to_string(),
+                            reason: "must be an object".into(),
+                        });
+                    };
+                    for (name, dep) in deps {
+                        let at = format!(
+                            "{pointer}/{k}/{}",
+                            name.replace('~', "~0").replace('/', "~1")
+                        );
+                        flat.disjunctions
+                            .push(("anyOf", dependency_alternatives(name, dep, &at)?));
+                    }
+                }
                 _ => {}
             }
         }
         Ok(())
     }
+}
+
+/// `dependencies` (drafts 4–7) and its 2019-09 split: a property that, when present,
+/// brings other required names or a schema along.
+fn is_dependency(k: &str) -> bool {
+    matches!(k, "dependencies" | "dependentRequired" | "dependentSchemas")
+}
+
+/// A dependency of `name` as the alternatives it allows: objects without `name`, or
+/// with it and what it brings; non-objects satisfy it too.
+fn dependency_alternatives(
+    name: &str,
+    dep: &Value,
+    pointer: &str,
+) -> Result<Vec<(Value, String)>, SchemaError> {
+    let absent = serde_json::json!({ "not": { "required": [name] } });
+    let mut alts = vec![(absent, pointer.to_string())];
+    match dep {
+        Value::Array(names) => {
+            if !names.iter().all(Value::is_string) {
+                return Err(SchemaError::Invalid {
+                    keyword: "dependencies".into(),
+                    pointer: pointer.to_string(),
+                    reason: "must list property names".into(),
+                });
+            }
+            // `required` holds for every non-object, so this one covers them.
+            let mut all = vec![Value::String(name.to_string())];
+            all.extend(names.iter().cloned());
+            alts.push((serde_json::json!({ "required": all }), pointer.to_string()));
+        }
+        Value::Object(_) | Value::Bool(_) => {
+            alts.push((
+                serde_json::json!({ "required": [name], "allOf": [dep] }),
+                pointer.to_string(),
+            ));
+            alts.push((
+                serde_json::json!({ "type": ["null", "boolean", "number", "string", "array"] }),
+                pointer.to_string(),
+            ));
+        }
+        _ => {
+            return Err(SchemaError::Invalid {
+                keyword: "dependencies".into(),
+                pointer: pointer.to_string(),
+                reason: "must be an array of names or a schema".into(),
+            })
+        }
+    }
+    Ok(alts)
 }
 
 fn as_schema_list<'v>(k: &str, v: &'v Value, pointer: &str) -> Result<&'v Vec<Value>, SchemaError> {
