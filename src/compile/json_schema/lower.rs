@@ -1230,10 +1230,14 @@ impl<'a> Lowerer<'a> {
         // others give the names that are not declared their schema.
         let mut pattern_names: Vec<String> = Vec::new();
         let mut open_patterns: Vec<usize> = Vec::new();
+        let mut open_splits: Vec<Option<PatternSplit>> = Vec::new();
         for (i, (p, _)) in patterns.iter().enumerate() {
             match split_pattern(p) {
                 Some(PatternSplit::Name(name)) => pattern_names.push(name),
-                _ => open_patterns.push(i),
+                split => {
+                    open_patterns.push(i);
+                    open_splits.push(split);
+                }
             }
         }
         // Beside additional properties, the names no pattern matches need their own
@@ -1241,7 +1245,7 @@ impl<'a> Lowerer<'a> {
         let mut complement: Option<PatternSplit> = None;
         if !addl_false && !open_patterns.is_empty() {
             let p = &patterns[open_patterns[0]].0;
-            match (open_patterns.len(), split_pattern(p)) {
+            match (open_patterns.len(), open_splits.pop().flatten()) {
                 (1, Some(split)) => complement = Some(split),
                 (1, None) => {
                     self.refuse(
@@ -1276,9 +1280,8 @@ impl<'a> Lowerer<'a> {
             )?;
             open_patterns.truncate(1);
         }
-        // The schema of a name that is not in `properties`: every pattern it matches, or
-        // additionalProperties when none does.
-        let unlisted = |name: &str| -> Value {
+        // The conjunction of the patterns a name matches, if any.
+        let matched = |name: &str| -> Option<Value> {
             let mut schema: Option<Value> = None;
             for ((_, ps), (_, mm)) in patterns.iter().zip(&pattern_hirs) {
                 if mm.is_match(name) {
@@ -1288,17 +1291,15 @@ impl<'a> Lowerer<'a> {
                     });
                 }
             }
-            schema.unwrap_or_else(|| addl.clone())
+            schema
         };
+        // The schema of a name that is not in `properties`: every pattern it matches, or
+        // additionalProperties when none does.
+        let unlisted = |name: &str| matched(name).unwrap_or_else(|| addl.clone());
         // Declared properties in order: `properties`, then required names it lacks.
         let mut declared: Vec<(String, Value, String)> = Vec::new();
         for (k, v) in props {
-            let mut schema = v.clone();
-            for ((_, ps), (_, mm)) in patterns.iter().zip(&pattern_hirs) {
-                if mm.is_match(k) {
-                    schema = conjoin(&schema, ps);
-                }
-            }
+            let schema = matched(k).map_or_else(|| v.clone(), |p| conjoin(v, &p));
             declared.push((
                 k.clone(),
                 schema,

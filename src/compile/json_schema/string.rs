@@ -466,17 +466,22 @@ fn top_alternatives(h: &Hir) -> Vec<Hir> {
     }
 }
 
-/// The language of values matched by an ECMA-262 `pattern` under JSON Schema's search
-/// semantics (a value is valid iff the pattern matches somewhere in it).
-pub fn parse_pattern(pattern: &str) -> Result<Hir, String> {
+/// An ECMA-262 pattern as written (match semantics, anchors kept).
+fn parse_ecma(pattern: &str) -> Result<Hir, String> {
     let rust = ecma_to_rust(pattern)?;
-    let h = regex_syntax::ParserBuilder::new()
+    regex_syntax::ParserBuilder::new()
         .build()
         .parse(&rust)
         .map_err(|e| {
             let msg = e.to_string();
             msg.lines().last().unwrap_or("invalid").trim().to_string()
-        })?;
+        })
+}
+
+/// The language of values matched by an ECMA-262 `pattern` under JSON Schema's search
+/// semantics (a value is valid iff the pattern matches somewhere in it).
+pub fn parse_pattern(pattern: &str) -> Result<Hir, String> {
+    let h = parse_ecma(pattern)?;
     let any = Hir::repetition(Repetition {
         min: 0,
         max: None,
@@ -519,11 +524,7 @@ pub enum PatternSplit {
 /// `C{m,n}` — or one character, or nothing — anchored at both ends, at one, or (for
 /// `m <= 1`) at neither.
 pub fn split_pattern(pattern: &str) -> Option<PatternSplit> {
-    let rust = ecma_to_rust(pattern).ok()?;
-    let h = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(&rust)
-        .ok()?;
+    let h = parse_ecma(pattern).ok()?;
     if matches!(h.kind(), HirKind::Alternation(_)) {
         return None;
     }
