@@ -240,6 +240,7 @@ pub struct GrammarCompiler {
 struct Limits {
     max_lexer_states: Option<usize>,
     max_automaton_states: Option<usize>,
+    max_tries: Option<usize>,
 }
 
 impl GrammarCompiler {
@@ -265,6 +266,9 @@ impl GrammarCompiler {
             let mut dwa_limits = DwaLimits::default();
             if let Some(max) = limits.max_automaton_states {
                 dwa_limits.max_states = max;
+            }
+            if let Some(max) = limits.max_tries {
+                dwa_limits.max_tries = max;
             }
             let dwa = Arc::new(build_dwa_limited(&tables, &vocab, dwa_limits)?);
             Ok(runtime::CompiledGrammar::new(tables, dwa, &vocab))
@@ -294,9 +298,10 @@ impl GrammarCompiler {
     /// Compiles a JSON Schema (a JSON string). Keywords that cannot be enforced exactly
     /// raise, naming the keyword and its JSON pointer (also as the exception's `keyword`
     /// and `pointer`; `kind` classifies every error), unless `lenient` (then they are
-    /// dropped). `compact` allows no whitespace between tokens. `max_lexer_states` and
-    /// `max_automaton_states` bound the compile work for untrusted schemas (`too_large`).
-    #[pyo3(signature = (schema, *, lenient=false, compact=false, max_lexer_states=None, max_automaton_states=None))]
+    /// dropped). `compact` allows no whitespace between tokens. `max_lexer_states`,
+    /// `max_automaton_states` and `max_tries` (distinct lexer positions tokens are walked
+    /// from) bound the compile work for untrusted schemas (`too_large`).
+    #[pyo3(signature = (schema, *, lenient=false, compact=false, max_lexer_states=None, max_automaton_states=None, max_tries=None))]
     fn compile_json_schema(
         &self,
         py: Python<'_>,
@@ -305,12 +310,14 @@ impl GrammarCompiler {
         compact: bool,
         max_lexer_states: Option<usize>,
         max_automaton_states: Option<usize>,
+        max_tries: Option<usize>,
     ) -> PyResult<CompiledGrammar> {
         let opts = SchemaOptions { compact, lenient };
         let lowered = json_schema::compile(schema, &opts).map_err(|e| schema_err(py, &e))?;
         let limits = Limits {
             max_lexer_states,
             max_automaton_states,
+            max_tries,
         };
         self.build(py, lowered.grammar, limits)
             .map_err(|e| schema_err(py, &SchemaError::Grammar(Box::new(e))))

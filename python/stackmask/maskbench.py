@@ -25,7 +25,7 @@ import numpy as np
 from . import GrammarCompiler, GrammarMatcher, StackmaskError, TokenizerInfo
 
 # The bounds `stackmask maskbench` uses for the automaton engine (src/maskbench).
-MAX_LEXER_STATES = 10_000
+MAX_TRIES = 10_000
 MAX_AUTOMATON_STATES = 300_000
 
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             compiled = compiler.compile_json_schema(
                 json.dumps(schema),
-                max_lexer_states=MAX_LEXER_STATES,
+                max_tries=MAX_TRIES,
                 max_automaton_states=MAX_AUTOMATON_STATES,
             )
         except StackmaskError as e:

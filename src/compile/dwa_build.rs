@@ -36,6 +36,7 @@ use smallvec::SmallVec;
 
 use super::dwa_determinize::{determinize, Nfa, NfaEdge};
 use super::error::GrammarError;
+use super::lexer_equiv::{end_reps, start_classes};
 use super::terminal_trie::{build_tries, sorted_tokens, start_positions, EmitId, EmitTable};
 use super::token_classes::{classify, ClassList, ClassedTrie, Shape};
 use super::weight_table::WeightTable;
@@ -57,6 +58,9 @@ pub struct DwaLimits {
     /// its own state (the walk then carries one class set per effect there). Exact either
     /// way: this trades compile time and size against stack entries read per mask.
     pub determinize_budget: usize,
+    /// Most distinct terminal tries (start positions that tokens see differently); each
+    /// walks the vocabulary, so this bounds the build's time.
+    pub max_tries: usize,
 }
 
 impl Default for DwaLimits {
@@ -64,6 +68,7 @@ impl Default for DwaLimits {
         Self {
             max_states: 2_000_000,
             determinize_budget: 10_000,
+            max_tries: 50_000,
         }
     }
 }
@@ -609,9 +614,43 @@ pub fn build_dwa_limited(
         .copied()
         .filter(|p| matches!(p, LexPos::Pending(_) | LexPos::Boundary(LexerDfa::DEAD)))
         .collect();
-    let classed: Vec<ClassedTrie> = build_tries(lexer, &emits, &tokens, &own_trie)
-        .par_iter()
-        .map(classify)
+    // Token ends only matter through their follow sets, and pending positions whose
+    // futures agree for as many bytes as the longest token have equal tries: one trie
+    // per class of positions (`lexer_equiv`).
+    let reps = end_reps(lexer, &tables.follow);
+    let start_class = start_classes(lexer, &reps, vocab.max_token_len());
+    let canon = |p: LexPos| match p {
+        LexPos::Pending(q) => LexPos::Pending(reps[q.index()]),
+        LexPos::Boundary(q) if q != LexerDfa::DEAD => LexPos::Boundary(reps[q.index()]),
+        p => p,
+    };
+    let mut class_trie: HashMap<u32, usize> = HashMap::new();
+    let mut built: Vec<LexPos> = Vec::new();
+    let trie_of: Vec<usize> = own_trie
+        .iter()
+        .map(|&p| match p {
+            LexPos::Pending(q) => *class_trie.entry(start_class[q.index()]).or_insert_with(|| {
+                built.push(p);
+                built.len() - 1
+            }),
+            _ => {
+                built.push(p);
+                built.len() - 1
+            }
+        })
+        .collect();
+    if built.len() > limits.max_tries {
+        return Err(too_large(
+            "terminal tries (distinct lexer positions)",
+            limits.max_tries,
+        ));
+    }
+    let classed: Vec<ClassedTrie> = build_tries(lexer, &emits, &tokens, &built)
+        .into_par_iter()
+        .map(|mut t| {
+            t.canonicalize_finals(canon);
+            classify(&t)
+        })
         .collect();
     let mut shape_index: HashMap<&Shape, u32> = HashMap::new();
     let mut shape_list: Vec<&Shape> = Vec::new();
@@ -721,7 +760,7 @@ pub fn build_dwa_limited(
     // Class tables: one per own trie, one per inhibited boundary.
     let mut tables_out: Vec<ClassTokens> = Vec::new();
     let mut start_pos: Vec<StartPos> = Vec::new();
-    let dead = own_trie
+    let dead = built
         .iter()
         .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
         .expect("the plain boundary is always a start position");
@@ -730,13 +769,24 @@ pub fn build_dwa_limited(
         .enumerate()
         .map(|(i, c)| ClassTokens::new(base[trie_shape[i] as usize], &c.tokens))
         .collect();
-    for (i, (c, t)) in classed.iter().zip(own_tables).enumerate() {
+    // Equal tables are stored once (positions far from a count's end share theirs).
+    let mut table_index: HashMap<ClassTokens, u32> = HashMap::new();
+    let mut intern_table = |t: ClassTokens, out: &mut Vec<ClassTokens>| -> u32 {
+        *table_index.entry(t).or_insert_with_key(|t| {
+            out.push(t.clone());
+            out.len() as u32 - 1
+        })
+    };
+    let own_ids: Vec<u32> = own_tables
+        .into_iter()
+        .map(|t| intern_table(t, &mut tables_out))
+        .collect();
+    for (&p, &i) in own_trie.iter().zip(&trie_of) {
         start_pos.push(StartPos {
-            pos: c.start,
+            pos: p,
             shape: trie_shape[i],
-            table: tables_out.len() as u32,
+            table: own_ids[i],
         });
-        tables_out.push(t);
     }
     let mut by_first_byte = vec![RoaringBitmap::new(); 256];
     for (bytes, t) in &tokens {
@@ -758,9 +808,8 @@ pub fn build_dwa_limited(
         start_pos.push(StartPos {
             pos: p,
             shape: trie_shape[dead],
-            table: tables_out.len() as u32,
+            table: intern_table(t, &mut tables_out),
         });
-        tables_out.push(t);
     }
     start_pos.sort_by_key(|p| p.pos);
     let shape_classes: Vec<WeightId> = (0..nshapes)

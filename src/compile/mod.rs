@@ -16,6 +16,7 @@ pub mod ir;
 pub mod json_schema;
 pub mod lark;
 pub mod lexer_build;
+pub mod lexer_equiv;
 pub mod lexer_follow;
 pub mod lr;
 pub mod prune;

@@ -105,6 +105,27 @@ impl TerminalTrie {
         Some(n)
     }
 
+    /// Replaces every final position by `canon(pos)`, merging the token sets of finals
+    /// that then coincide at a node (sorted by position, so equal outcomes give equal
+    /// nodes whatever the positions were before).
+    pub fn canonicalize_finals(&mut self, canon: impl Fn(LexPos) -> LexPos) {
+        for n in &mut self.nodes {
+            if n.finals.is_empty() {
+                continue;
+            }
+            let mut merged: Vec<(LexPos, RoaringBitmap)> = Vec::with_capacity(n.finals.len());
+            for (p, set) in n.finals.drain(..) {
+                let p = canon(p);
+                match merged.iter_mut().find(|(q, _)| *q == p) {
+                    Some((_, s)) => *s |= set,
+                    None => merged.push((p, set)),
+                }
+            }
+            merged.sort_by_key(|(p, _)| *p);
+            n.finals = merged;
+        }
+    }
+
     /// Every `(emission path, final position)` outcome of token `t` (for tests and
     /// debugging; linear in the trie size).
     pub fn outcomes_of(&self, t: TokenId) -> Vec<(Vec<EmitId>, LexPos)> {

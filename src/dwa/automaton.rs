@@ -28,7 +28,7 @@ pub struct Edge {
 
 /// Class → token expansion of one start position: per class, the nonzero 32-bit words of
 /// its token set, so the final mask write costs the words touched, not the tokens.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct ClassTokens {
     /// The first class of this table's shape in the automaton's class space.
     pub base: u32,

@@ -1,6 +1,7 @@
 //! The mask automaton against the reference on real programs with language grammars
-//! and JSON with the large tokenizers (cases in tests/data/dwa_programs.toml): full masks at evenly spaced steps, and the
-//! document's own token allowed at every step, to the end (accepted).
+//! and JSON with the large tokenizers (cases in tests/data/dwa_programs.toml): full masks
+//! at evenly spaced steps and around chosen offsets, and the document's own token allowed
+//! at every step, to the end (accepted).
 
 use std::sync::Arc;
 
@@ -27,6 +28,11 @@ struct Case {
     tokenizer: String,
     segment: String,
     full_masks: usize,
+    /// Byte offsets of the document (e.g. where a counted string runs out) around which
+    /// every step gets a full mask: those whose committed prefix ends within 24 bytes
+    /// before the offset.
+    #[serde(default)]
+    full_masks_around: Vec<usize>,
 }
 
 #[test]
@@ -54,6 +60,7 @@ fn dwa_masks_equal_reference_on_programs() {
         let every = (ids.len() / c.full_masks.max(1)).max(1);
         let mut words = vec![0u32; vocab.len().div_ceil(32)];
         let mut compared = 0;
+        let mut committed = 0usize;
         for (i, &t) in ids.iter().enumerate() {
             m.fill_mask(&mut words).unwrap();
             assert!(
@@ -61,7 +68,11 @@ fn dwa_masks_equal_reference_on_programs() {
                 "{}: step {i}: the document's token {t:?} is masked out",
                 c.name
             );
-            if i % every == 0 {
+            let near = c
+                .full_masks_around
+                .iter()
+                .any(|&o| committed <= o && o - committed <= 24);
+            if i % every == 0 || near {
                 let want = reference.mask(&p, &vocab);
                 for (k, &w) in want.iter().enumerate() {
                     assert_eq!(
@@ -79,6 +90,7 @@ fn dwa_masks_equal_reference_on_programs() {
                 compared += 1;
             }
             let b = vocab.token_bytes(t).unwrap();
+            committed += b.len();
             m.commit_bytes(b).unwrap();
             p = reference.commit(&p, b);
         }

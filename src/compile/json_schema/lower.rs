@@ -36,7 +36,7 @@ use crate::ids::{NonterminalId, TerminalId};
 /// Longest string length (`maxLength`, or `minLength` without a maximum) compiled
 /// exactly: each counted character is a few lexer states, and every lexer state inside a
 /// string is a position the tokenizer tries are built from.
-pub const MAX_COUNTED_LENGTH: u64 = 16;
+pub const MAX_COUNTED_LENGTH: u64 = 4096;
 /// Largest `minItems`/`maxItems` compiled exactly (each counted item is a nonterminal).
 pub const MAX_COUNTED_ITEMS: u64 = 256;
 /// Deepest nesting of `anyOf` inside `not` that is negated member by member.

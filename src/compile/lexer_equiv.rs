@@ -1,0 +1,212 @@
+//! Pass: lexer DFA × follow tables → which lexer positions the mask automaton cannot
+//! tell apart.
+//!
+//! The automaton sees where a token leaves the lexer only through that position's
+//! follow set (`LexFollow`), so token *ends* with equal follow sets, emission and
+//! extendability are interchangeable ([`end_reps`]). And a token of at most `D` bytes
+//! sees only `D` bytes of the lexer's future, so two *start* states whose futures agree
+//! on every label for `D` bytes ([`start_classes`], Moore refinement cut at depth `D`)
+//! have the same trie once ends are canonical. This is what keeps a counted string
+//! (`maxLength: 1000`, a few lexer states per character) to about `D` distinct tries
+//! instead of one per character: every position more than `D` bytes before the count
+//! runs out looks the same from a token's point of view.
+//!
+//! Depends on the lexer and its follow tables; build time only.
+
+use hashbrown::HashMap;
+
+use crate::ids::LexStateId;
+use crate::lexer::{LexFollow, LexerDfa};
+
+/// For every lexer state, the state that stands for it where a token ends: the least
+/// state with the same extendability, emission and follow sets (pending, and at the
+/// boundary it inhibits). Pairs `Pending(q)` / `Boundary(q)` map to one representative,
+/// so the classifier's pairing of the two outcomes of a growing complete lexeme holds.
+pub fn end_reps(lexer: &LexerDfa, follow: &LexFollow) -> Vec<LexStateId> {
+    let n = lexer.num_states();
+    let mut index = HashMap::new();
+    (0..n)
+        .map(|q| {
+            let id = LexStateId::new(q);
+            if q < 2 || !lexer.can_extend(id) {
+                // The dead and start states, and states no token can end pending in
+                // (their closed lexeme ends at the uninhibited boundary), stay themselves.
+                return id;
+            }
+            let emits = lexer.emits(id);
+            let key = (
+                emits.to_vec(),
+                follow.after_pending(id).clone(),
+                (!emits.is_empty()).then(|| follow.at_boundary(id).clone()),
+            );
+            *index.entry(key).or_insert(id)
+        })
+        .collect()
+}
+
+/// A class per lexer state such that two states of one class lex every byte string of
+/// at most `depth` bytes alike: the same deaths, emissions and extendability, and ends
+/// with the same [`end_reps`] representative, at every prefix. Classes are numbered
+/// from 0 in order of first appearance.
+pub fn start_classes(lexer: &LexerDfa, reps: &[LexStateId], depth: usize) -> Vec<u32> {
+    let n = lexer.num_states();
+    let id = LexStateId::new;
+    // One representative byte per byte class: bytes of a class behave alike.
+    let mut class_reps: Vec<u8> = Vec::new();
+    let mut seen = vec![false; lexer.num_classes()];
+    for b in 0..=255u8 {
+        let c = lexer.class(b) as usize;
+        if !seen[c] {
+            seen[c] = true;
+            class_reps.push(b);
+        }
+    }
+    // Each state's step function as runs of byte classes with one successor: most
+    // bytes go to a few states, so keys stay short.
+    let mut run_start: Vec<u32> = vec![0];
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for q in 0..n {
+        for (c, &b) in class_reps.iter().enumerate() {
+            let r = lexer.next(id(q), b).as_u32();
+            if runs.len() == run_start[q] as usize || runs.last().map(|x| x.1) != Some(r) {
+                runs.push((c as u32, r));
+            }
+        }
+        run_start.push(runs.len() as u32);
+    }
+    // Depth 0: the labels a walk reads at a state.
+    let mut emit_ids: HashMap<Vec<u32>, u32> = HashMap::new();
+    let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
+    let mut class: Vec<u32> = (0..n)
+        .map(|q| {
+            let s = id(q);
+            let emits = lexer.emits(s).iter().map(|t| t.as_u32()).collect();
+            let label = vec![
+                q.min(2) as u32,
+                u32::from(lexer.can_extend(s)),
+                intern(&mut emit_ids, emits),
+                // Only an extendable state can be where a token ends pending.
+                if lexer.can_extend(s) {
+                    reps[q].as_u32()
+                } else {
+                    u32::MAX
+                },
+            ];
+            intern(&mut index, label)
+        })
+        .collect();
+    let mut count = index.len();
+    let mut key: Vec<u32> = Vec::new();
+    for _ in 0..depth {
+        index.clear();
+        let mut next = Vec::with_capacity(n);
+        for q in 0..n {
+            // The step function byte class → successor's class, as maximal runs (equal
+            // keys ⇔ equal functions).
+            key.clear();
+            key.push(class[q]);
+            let mut last = u32::MAX;
+            for &(c, r) in &runs[run_start[q] as usize..run_start[q + 1] as usize] {
+                let rc = class[r as usize];
+                if rc != last {
+                    key.push(c);
+                    key.push(rc);
+                    last = rc;
+                }
+            }
+            let fresh = index.len() as u32;
+            let id = match index.get(key.as_slice()) {
+                Some(&i) => i,
+                None => {
+                    index.insert(key.clone(), fresh);
+                    fresh
+                }
+            };
+            next.push(id);
+        }
+        class = next;
+        // A refinement that splits nothing is the fixpoint: deeper ones split nothing.
+        if index.len() == count {
+            break;
+        }
+        count = index.len();
+    }
+    class
+}
+
+fn intern(index: &mut HashMap<Vec<u32>, u32>, key: Vec<u32>) -> u32 {
+    let next = index.len() as u32;
+    *index.entry(key).or_insert(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{build_glr_tables, lark};
+    use crate::glr::Tables;
+
+    fn tables(grammar: &str) -> Tables {
+        build_glr_tables(&lark::compile(grammar).unwrap()).unwrap()
+    }
+
+    /// The state after `prefix` from the start state.
+    fn after(lexer: &LexerDfa, prefix: &[u8]) -> LexStateId {
+        prefix
+            .iter()
+            .fold(LexerDfa::START, |q, &b| lexer.next(q, b))
+    }
+
+    /// Inside `<a{0,20}>`, the state after i letters can take 20 − i more: with depth d,
+    /// states with at least d letters to go look alike (no word of d bytes sees the count
+    /// run out), and the last d + 1 (d down to 0 to go) are told apart.
+    #[test]
+    fn counted_positions_merge_only_beyond_the_depth() {
+        let t = tables("start: C\nC: /<a{0,20}>/\n");
+        let lexer = &t.lexer;
+        let reps = end_reps(lexer, &t.follow);
+        let depth = 4;
+        let classes = start_classes(lexer, &reps, depth);
+        let class_after = |i: usize| {
+            let mut p = b"<".to_vec();
+            p.extend(std::iter::repeat_n(b'a', i));
+            classes[after(lexer, &p).index()]
+        };
+        // 20 − i ≥ depth ⇔ i ≤ 16.
+        for i in 0..=16 {
+            assert_eq!(class_after(i), class_after(0), "{i} letters");
+        }
+        let tail: Vec<u32> = (16..=20).map(class_after).collect();
+        let mut distinct = tail.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), tail.len(), "{tail:?}");
+        // Every pending position of the count has the same follow set: one end.
+        let r = reps[after(lexer, b"<").index()];
+        for i in 1..=20 {
+            let mut p = b"<".to_vec();
+            p.extend(std::iter::repeat_n(b'a', i));
+            assert_eq!(reps[after(lexer, &p).index()], r, "{i} letters");
+        }
+    }
+
+    /// Two terminals that overlap until one byte tells them apart keep distinct ends and
+    /// distinct start classes for as deep as the difference is.
+    #[test]
+    fn labels_keep_terminals_apart() {
+        let t = tables("start: A | B\nA: /x{0,6}a/\nB: /x{0,6}b/\n");
+        let lexer = &t.lexer;
+        let reps = end_reps(lexer, &t.follow);
+        let x1 = after(lexer, b"x");
+        let x2 = after(lexer, b"xx");
+        // Both still reach A and B: same follow set, same end.
+        assert_eq!(reps[x1.index()], reps[x2.index()]);
+        // One byte deep they look alike; seven bytes see x2's count run out first.
+        let shallow = start_classes(lexer, &reps, 1);
+        assert_eq!(shallow[x1.index()], shallow[x2.index()]);
+        let deep = start_classes(lexer, &reps, 7);
+        assert_ne!(deep[x1.index()], deep[x2.index()]);
+        let a = after(lexer, b"xa");
+        let b = after(lexer, b"xb");
+        assert_ne!(reps[a.index()], reps[b.index()]);
+    }
+}
