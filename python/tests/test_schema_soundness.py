@@ -53,9 +53,10 @@ def gen_schema(r: random.Random, depth: int):
             s["minLength"] = r.randint(0, 2)
         if r.random() < 0.5:
             s["maxLength"] = r.randint(0, 3)
+        # Pattern, format and lengths together compile as an intersection.
         if r.random() < 0.4:
             s["pattern"] = r.choice(PATTERNS)
-        elif r.random() < 0.2:
+        if r.random() < 0.25:
             s["format"] = r.choice(FORMATS)
         return s
     if kind == "number":

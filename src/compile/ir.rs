@@ -31,6 +31,10 @@ pub struct Terminal {
     pub priority: Priority,
     /// Ignored terminals are lexed but never handed to the parser.
     pub ignored: bool,
+    /// Further patterns every lexeme must also match in full: the terminal is the
+    /// intersection of `regex` and these (empty for all but JSON Schema's
+    /// `pattern` beside a length or a `format`).
+    pub also: Vec<String>,
     /// Where it was defined (or first used, for anonymous terminals).
     pub span: Span,
 }

@@ -39,12 +39,12 @@ struct TermDfa {
     start: u32,
 }
 
-fn check_regex(t: &Terminal) -> Result<(), GrammarError> {
+fn check_regex(t: &Terminal, regex: &str, main: bool) -> Result<(), GrammarError> {
     let hir = regex_syntax::ParserBuilder::new()
         .unicode(true)
         .utf8(true)
         .build()
-        .parse(&t.regex)
+        .parse(regex)
         .map_err(|e| {
             let msg = e.to_string();
             if msg.contains("look-around") {
@@ -75,7 +75,7 @@ fn check_regex(t: &Terminal) -> Result<(), GrammarError> {
             ),
         });
     }
-    if props.minimum_len() == Some(0) {
+    if main && props.minimum_len() == Some(0) {
         return Err(GrammarError::EmptyTerminal {
             span: t.span,
             terminal: t.name.clone(),
@@ -84,8 +84,120 @@ fn check_regex(t: &Terminal) -> Result<(), GrammarError> {
     Ok(())
 }
 
+/// A terminal's DFA: its regex's, intersected with each of its `also` patterns'.
 fn term_dfa(t: &Terminal) -> Result<TermDfa, GrammarError> {
-    check_regex(t)?;
+    let mut dfa = regex_dfa(t, &t.regex, true)?;
+    for re in &t.also {
+        dfa = intersect(&dfa, &regex_dfa(t, re, false)?, t)?;
+    }
+    Ok(dfa)
+}
+
+/// The product of two terminal DFAs: a lexeme is complete iff it is in both, and a state
+/// lives iff both components do and together they can still reach completion.
+fn intersect(a: &TermDfa, b: &TermDfa, t: &Terminal) -> Result<TermDfa, GrammarError> {
+    // Byte classes: the pairs of the two sides' classes that occur.
+    let mut pair_class: HashMap<(u8, u8), u8> = HashMap::new();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<(u8, u8)> = Vec::new();
+    for (c, (&ca, &cb)) in classes.iter_mut().zip(a.classes.iter().zip(&b.classes)) {
+        let p = (ca, cb);
+        let next = pair_class.len() as u8;
+        *c = *pair_class.entry(p).or_insert_with(|| {
+            reps.push(p);
+            next
+        });
+    }
+    let stride = reps.len();
+    let mut trans: Vec<u32> = Vec::new();
+    let mut complete: Vec<bool> = Vec::new();
+    if a.start == NONE || b.start == NONE {
+        return Ok(TermDfa {
+            classes,
+            stride,
+            trans: vec![NONE; stride],
+            complete: vec![false],
+            start: NONE,
+        });
+    }
+    let mut index: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut states: Vec<(u32, u32)> = vec![(a.start, b.start)];
+    index.insert((a.start, b.start), 0);
+    let mut i = 0;
+    while i < states.len() {
+        let (x, y) = states[i];
+        complete.push(a.complete[x as usize] && b.complete[y as usize]);
+        for &(ca, cb) in &reps {
+            let nx = a.trans[x as usize * a.stride + ca as usize];
+            let ny = b.trans[y as usize * b.stride + cb as usize];
+            if nx == NONE || ny == NONE {
+                trans.push(NONE);
+                continue;
+            }
+            let next = match index.get(&(nx, ny)) {
+                Some(&n) => n,
+                None => {
+                    if states.len() >= MAX_LEXER_STATES {
+                        return Err(GrammarError::TooLarge {
+                            span: t.span,
+                            what: format!("automaton of terminal `{}` (an intersection)", t.name),
+                            limit: MAX_LEXER_STATES,
+                        });
+                    }
+                    let n = states.len() as u32;
+                    index.insert((nx, ny), n);
+                    states.push((nx, ny));
+                    n
+                }
+            };
+            trans.push(next);
+        }
+        i += 1;
+    }
+    let live = prune_dead(&mut trans, stride, &complete);
+    Ok(TermDfa {
+        classes,
+        stride,
+        trans,
+        complete,
+        start: if live { 0 } else { NONE },
+    })
+}
+
+/// Redirects every transition into a state that cannot reach a complete one to `NONE`;
+/// returns whether state 0 (the start) can.
+fn prune_dead(trans: &mut [u32], stride: usize, complete: &[bool]) -> bool {
+    let n = complete.len();
+    let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for s in 0..n {
+        for c in 0..stride {
+            let t = trans[s * stride + c];
+            if t != NONE {
+                rev[t as usize].push(s as u32);
+            }
+        }
+    }
+    let mut live = complete.to_vec();
+    let mut stack: Vec<u32> = (0..n as u32).filter(|&s| live[s as usize]).collect();
+    while let Some(s) = stack.pop() {
+        for &p in &rev[s as usize] {
+            if !live[p as usize] {
+                live[p as usize] = true;
+                stack.push(p);
+            }
+        }
+    }
+    for t in trans.iter_mut() {
+        if *t != NONE && !live[*t as usize] {
+            *t = NONE;
+        }
+    }
+    live[0]
+}
+
+/// The DFA of one of a terminal's regexes, re-indexed densely from its start.
+fn regex_dfa(t: &Terminal, regex: &str, main: bool) -> Result<TermDfa, GrammarError> {
+    check_regex(t, regex, main)?;
     let dfa = dense::Builder::new()
         .configure(
             dense::DFA::config()
@@ -97,7 +209,7 @@ fn term_dfa(t: &Terminal) -> Result<TermDfa, GrammarError> {
         )
         .syntax(syntax::Config::new().unicode(true).utf8(true))
         .thompson(thompson::Config::new().nfa_size_limit(Some(TERMINAL_DFA_LIMIT)))
-        .build(&t.regex)
+        .build(regex)
         .map_err(|e| GrammarError::TooLarge {
             span: t.span,
             what: format!("automaton of terminal `{}` ({e})", t.name),
@@ -158,42 +270,17 @@ fn term_dfa(t: &Terminal) -> Result<TermDfa, GrammarError> {
         }
         i += 1;
     }
-    let n = states.len();
     let complete: Vec<bool> = states
         .iter()
         .map(|&sid| dfa.is_match_state(dfa.next_eoi_state(sid)))
         .collect();
-    // live = can reach a complete state.
-    let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for s in 0..n {
-        for c in 0..stride {
-            let t = trans[s * stride + c];
-            if t != NONE {
-                rev[t as usize].push(s as u32);
-            }
-        }
-    }
-    let mut live = complete.clone();
-    let mut stack: Vec<u32> = (0..n as u32).filter(|&s| live[s as usize]).collect();
-    while let Some(s) = stack.pop() {
-        for &p in &rev[s as usize] {
-            if !live[p as usize] {
-                live[p as usize] = true;
-                stack.push(p);
-            }
-        }
-    }
-    for t in trans.iter_mut() {
-        if *t != NONE && !live[*t as usize] {
-            *t = NONE;
-        }
-    }
+    let live = prune_dead(&mut trans, stride, &complete);
     Ok(TermDfa {
         classes,
         stride,
         trans,
         complete,
-        start: if live[0] { 0 } else { NONE },
+        start: if live { 0 } else { NONE },
     })
 }
 
@@ -294,4 +381,62 @@ pub fn build_lexer(g: &Grammar) -> Result<LexerDfa, GrammarError> {
         LexerDfa::from_parts(classes, stride as u32, trans, emits, terminals)
             .expect("lexer tables built consistently"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::error::Span;
+    use crate::compile::ir::Terminal;
+
+    fn terminal(regex: &str, also: &[&str]) -> Terminal {
+        Terminal {
+            name: "T".into(),
+            regex: regex.into(),
+            priority: Priority::default(),
+            ignored: false,
+            also: also.iter().map(|s| s.to_string()).collect(),
+            span: Span::default(),
+        }
+    }
+
+    /// Runs a terminal DFA: `None` once dead, else whether the lexeme is complete.
+    fn run(d: &TermDfa, w: &[u8]) -> Option<bool> {
+        let mut s = d.start;
+        for &b in w {
+            if s == NONE {
+                return None;
+            }
+            s = d.trans[s as usize * d.stride + d.classes[b as usize] as usize];
+        }
+        (s != NONE).then(|| d.complete[s as usize])
+    }
+
+    /// An intersection accepts exactly the words both patterns accept in full, and dies
+    /// as soon as either side can no longer complete.
+    #[test]
+    fn intersection_is_exact() {
+        let d = term_dfa(&terminal("[a-z]+:[a-z]+", &["[a-z:]{3,5}", ".*b.*"])).unwrap();
+        let full = |re: &str| regex_automata::meta::Regex::new(&format!("^(?:{re})$")).unwrap();
+        let (r1, r2) = (full("[a-z]+:[a-z]+"), full("[a-z:]{3,5}"));
+        let both = |w: &str| r1.is_match(w) && r2.is_match(w) && w.contains('b');
+        let alphabet = ["a", "b", ":", "é"];
+        let mut words = vec![String::new()];
+        for _ in 0..6 {
+            let longer: Vec<String> = words
+                .iter()
+                .filter(|w| w.chars().count() == words.last().unwrap().chars().count())
+                .flat_map(|w| alphabet.iter().map(move |c| format!("{w}{c}")))
+                .collect();
+            words.extend(longer);
+        }
+        for w in &words {
+            assert_eq!(run(&d, w.as_bytes()) == Some(true), both(w), "{w:?}");
+        }
+        // Too long for the length side: dead, not merely incomplete.
+        assert_eq!(run(&d, b"ab:abb"), None);
+        // Empty intersection: no start.
+        let e = term_dfa(&terminal("a+", &["b+"])).unwrap();
+        assert_eq!(e.start, NONE);
+    }
 }

@@ -97,7 +97,7 @@ struct Lowerer<'a> {
     resolver: Resolver<'a>,
     opts: SchemaOptions,
     terminals: Vec<Terminal>,
-    term_ids: HashMap<(String, i32), TerminalId>,
+    term_ids: HashMap<(String, Vec<String>, i32), TerminalId>,
     nonterminals: Vec<Nonterminal>,
     bodies: Vec<Option<Ebnf>>,
     memo: HashMap<String, NonterminalId>,
@@ -220,7 +220,24 @@ impl<'a> Lowerer<'a> {
     }
 
     fn terminal(&mut self, name: &str, regex: &str, priority: i32, literal: bool) -> TerminalId {
-        if let Some(&t) = self.term_ids.get(&(regex.to_string(), priority)) {
+        self.make_terminal(name, regex, Vec::new(), priority, literal)
+    }
+
+    /// A string terminal whose lexemes match `regex` and every pattern of `also`.
+    fn terminal_also(&mut self, name: &str, regex: &str, also: Vec<String>) -> TerminalId {
+        self.make_terminal(name, regex, also, 0, false)
+    }
+
+    fn make_terminal(
+        &mut self,
+        name: &str,
+        regex: &str,
+        also: Vec<String>,
+        priority: i32,
+        literal: bool,
+    ) -> TerminalId {
+        let key = (regex.to_string(), also, priority);
+        if let Some(&t) = self.term_ids.get(&key) {
             return t;
         }
         let id = TerminalId::new(self.terminals.len());
@@ -232,9 +249,10 @@ impl<'a> Lowerer<'a> {
                 literal,
             },
             ignored: false,
+            also: key.1.clone(),
             span: Span::default(),
         });
-        self.term_ids.insert((regex.to_string(), priority), id);
+        self.term_ids.insert(key, id);
         id
     }
 
@@ -886,35 +904,15 @@ impl<'a> Lowerer<'a> {
         }
         let min = count(m, "minLength", pointer)?;
         let max = count(m, "maxLength", pointer)?;
-        if parts.len() > 1 {
-            self.refuse(
-                "format",
-                pointer,
-                "format together with pattern (their intersection is not compiled)",
-            )?;
-            parts.truncate(1);
-        }
-        let value: Hir = if let Some((kw, h)) = parts.pop() {
-            let (pmin, pmax) = char_len(&h);
-            if min.is_some_and(|n| n > pmin as u64) {
-                self.refuse(
-                    "minLength",
-                    pointer,
-                    &format!("minLength together with {kw} is not compiled"),
-                )?;
-            }
-            if max.is_some_and(|n| pmax.is_none_or(|p| p as u64 > n)) {
-                self.refuse(
-                    "maxLength",
-                    pointer,
-                    &format!("maxLength together with {kw} is not compiled"),
-                )?;
-            }
-            h
-        } else {
-            let lo = min.unwrap_or(0);
-            if lo == 0 && max.is_none() {
-                return Ok(e_sym(self.any_string()));
+        // The length bounds as one more value language, unless a part already implies them.
+        let lo = min.unwrap_or(0);
+        let implied = parts.iter().any(|(_, h)| {
+            let (pmin, pmax) = char_len(h);
+            pmin as u64 >= lo && max.is_none_or(|x| pmax.is_some_and(|p| p as u64 <= x))
+        });
+        if (lo > 0 || max.is_some()) && !implied {
+            if max.is_some_and(|x| x < lo) {
+                return Ok(nothing());
             }
             let longest = max.unwrap_or(lo);
             if longest > MAX_COUNTED_LENGTH {
@@ -930,33 +928,49 @@ impl<'a> Lowerer<'a> {
                         "lengths above {MAX_COUNTED_LENGTH} characters are not compiled exactly"
                     ),
                 )?;
-                return Ok(e_sym(self.any_string()));
+            } else {
+                let kw = if max.is_some() {
+                    "maxLength"
+                } else {
+                    "minLength"
+                };
+                parts.push((
+                    kw,
+                    Hir::repetition(Repetition {
+                        min: lo as u32,
+                        max: max.map(|x| x as u32),
+                        greedy: true,
+                        sub: Box::new(any_char()),
+                    }),
+                ));
             }
-            if max.is_some_and(|x| x < lo) {
-                return Ok(nothing());
-            }
-            Hir::repetition(Repetition {
-                min: lo as u32,
-                max: max.map(|x| x as u32),
-                greedy: true,
-                sub: Box::new(any_char()),
-            })
-        };
-        let re = quoted_regex(&value).map_err(|e| SchemaError::Unsupported {
-            keyword: "pattern".into(),
+        }
+        if parts.is_empty() {
+            return Ok(e_sym(self.any_string()));
+        }
+        // The terminal is the intersection of the parts' quoted languages: the first as
+        // its regex, the others as `also` (intersected in the lexer builder).
+        let mut res: Vec<String> = Vec::with_capacity(parts.len());
+        for (kw, h) in &parts {
+            res.push(quoted_regex(h).map_err(|e| SchemaError::Unsupported {
+                keyword: kw.to_string(),
+                pointer: pointer.to_string(),
+                reason: e,
+            })?);
+        }
+        let hirs: Vec<Hir> = parts.iter().map(|(_, h)| h.clone()).collect();
+        let matcher = ValueMatcher::all(&hirs).map_err(|e| SchemaError::Unsupported {
+            keyword: parts[0].0.into(),
             pointer: pointer.to_string(),
             reason: e,
         })?;
-        let matcher = ValueMatcher::new(&value).map_err(|e| SchemaError::Unsupported {
-            keyword: "pattern".into(),
-            pointer: pointer.to_string(),
-            reason: e,
-        })?;
-        if let Some(&n) = self.string_memo.get(&re) {
+        let key = res.join("\u{0}");
+        if let Some(&n) = self.string_memo.get(&key) {
             return Ok(e_sym(Symbol::N(n)));
         }
-        let t = self.terminal(&format!("STRING<{pointer}>"), &re, 0, false);
-        let n = self.string_nt(re, StringRule::Constrained(t, matcher));
+        let re = res.remove(0);
+        let t = self.terminal_also(&format!("STRING<{pointer}>"), &re, res);
+        let n = self.string_nt(key, StringRule::Constrained(t, matcher));
         Ok(e_sym(Symbol::N(n)))
     }
 
@@ -1701,6 +1715,8 @@ fn complement(f: &Flat, pointer: &str) -> Option<Vec<(Value, String)>> {
 
 /// Lowers a parsed schema.
 pub fn lower(schema: &Value, opts: &SchemaOptions) -> Result<LoweredSchema, SchemaError> {
+    let schema = super::draft::normalize(schema);
+    let schema: &Value = &schema;
     let mut l = Lowerer::new(schema, *opts);
     let root = l.schema(schema, "")?;
     l.finish(root)

@@ -16,12 +16,13 @@
 //! Whitespace between tokens is any JSON whitespace, or none with
 //! [`SchemaOptions::compact`].
 //!
-//! Owns: `string` (value languages → JSON string literal regexes), `number` (ranges),
+//! Owns: `draft` (what a declared old draft changes: `$ref` siblings), `string` (value languages → JSON string literal regexes), `number` (ranges),
 //! `format`, `resolve` (`$ref`, `allOf` merging), `finite` (an `enum`/`const` beside
 //! other keywords: its values filtered by the `jsonschema` validator), `lower` (schema →
 //! IR). Depends on the IR, the EBNF expansion and pruning passes, `regex-syntax`,
 //! `serde_json` and `jsonschema`.
 
+mod draft;
 mod finite;
 mod format;
 mod lower;

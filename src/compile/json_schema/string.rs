@@ -676,26 +676,36 @@ pub fn parse_value_regex(re: &str) -> Hir {
         .expect("built-in value regex")
 }
 
-/// A matcher deciding whether a decoded string value is in a value language.
-pub struct ValueMatcher(regex_automata::meta::Regex);
+/// A matcher deciding whether a decoded string value is in a value language (the
+/// intersection of one or more).
+pub struct ValueMatcher(Vec<regex_automata::meta::Regex>);
 
 impl ValueMatcher {
     /// Builds the full-match matcher for `h`.
     pub fn new(h: &Hir) -> Result<Self, String> {
-        let anchored = Hir::concat(vec![
-            Hir::look(Look::Start),
-            h.clone(),
-            Hir::look(Look::End),
-        ]);
-        regex_automata::meta::Regex::builder()
-            .build_from_hir(&anchored)
+        Self::all(std::slice::from_ref(h))
+    }
+
+    /// The matcher of the intersection of the languages `hs`.
+    pub fn all(hs: &[Hir]) -> Result<Self, String> {
+        hs.iter()
+            .map(|h| {
+                let anchored = Hir::concat(vec![
+                    Hir::look(Look::Start),
+                    h.clone(),
+                    Hir::look(Look::End),
+                ]);
+                regex_automata::meta::Regex::builder()
+                    .build_from_hir(&anchored)
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()
             .map(ValueMatcher)
-            .map_err(|e| e.to_string())
     }
 
     /// Whether `value` is in the language.
     pub fn is_match(&self, value: &str) -> bool {
-        self.0.is_match(value)
+        self.0.iter().all(|r| r.is_match(value))
     }
 }
 

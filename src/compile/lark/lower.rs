@@ -203,6 +203,7 @@ impl Lowerer {
                 literal,
             },
             ignored: false,
+            also: Vec::new(),
             span: def_span,
         });
         self.named_ids.insert(name.to_string(), id);
@@ -283,6 +284,7 @@ impl Lowerer {
             regex,
             priority: Priority { user: 0, literal },
             ignored,
+            also: Vec::new(),
             span,
         });
         self.anon_ids.insert(key, id);
