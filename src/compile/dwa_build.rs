@@ -36,8 +36,10 @@ use smallvec::SmallVec;
 
 use super::dwa_determinize::{determinize, Nfa, NfaEdge};
 use super::error::GrammarError;
-use super::lexer_equiv::{end_reps, start_classes};
-use super::terminal_trie::{build_tries, sorted_tokens, start_positions, EmitId, EmitTable};
+use super::lexer_equiv::end_reps;
+use super::terminal_trie::{
+    build_tries_shared, sorted_tokens, start_positions, EmitId, EmitTable, WalkShare,
+};
 use super::token_classes::{classify, ClassList, ClassedTrie, Shape};
 use super::weight_table::WeightTable;
 use crate::dwa::{ClassTokens, Dwa, StartPos, NO_EDGE};
@@ -618,7 +620,9 @@ pub fn build_dwa_limited(
     // futures agree for as many bytes as the longest token have equal tries: one trie
     // per class of positions (`lexer_equiv`).
     let reps = end_reps(lexer, &tables.follow);
-    let start_class = start_classes(lexer, &reps, vocab.max_token_len());
+    // Walks of token blocks are shared between entered states alike to the tokens'
+    // length; start positions alike to the longest token's length share whole tries.
+    let (share, start_class) = WalkShare::new(lexer, &reps, vocab.max_token_len());
     let canon = |p: LexPos| match p {
         LexPos::Pending(q) => LexPos::Pending(reps[q.index()]),
         LexPos::Boundary(q) if q != LexerDfa::DEAD => LexPos::Boundary(reps[q.index()]),
@@ -645,13 +649,14 @@ pub fn build_dwa_limited(
             limits.max_tries,
         ));
     }
-    let classed: Vec<ClassedTrie> = build_tries(lexer, &emits, &tokens, &built)
-        .into_par_iter()
-        .map(|mut t| {
-            t.canonicalize_finals(canon);
-            classify(&t)
-        })
-        .collect();
+    let classed: Vec<ClassedTrie> =
+        build_tries_shared(lexer, &emits, &tokens, &built, Some(&share))
+            .into_par_iter()
+            .map(|mut t| {
+                t.canonicalize_finals(canon);
+                classify(&t)
+            })
+            .collect();
     let mut shape_index: HashMap<&Shape, u32> = HashMap::new();
     let mut shape_list: Vec<&Shape> = Vec::new();
     let mut trie_shape: Vec<u32> = Vec::with_capacity(classed.len());

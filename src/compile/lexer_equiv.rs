@@ -46,9 +46,16 @@ pub fn end_reps(lexer: &LexerDfa, follow: &LexFollow) -> Vec<LexStateId> {
 
 /// A class per lexer state such that two states of one class lex every byte string of
 /// at most `depth` bytes alike: the same deaths, emissions and extendability, and ends
-/// with the same [`end_reps`] representative, at every prefix. Classes are numbered
-/// from 0 in order of first appearance.
+/// with the same [`end_reps`] representative, at every prefix.
 pub fn start_classes(lexer: &LexerDfa, reps: &[LexStateId], depth: usize) -> Vec<u32> {
+    classes_at_depths(lexer, reps, &[depth])
+        .pop()
+        .expect("one class vector per depth")
+}
+
+/// [`start_classes`] at each of `depths` (ascending), from one refinement.
+pub fn classes_at_depths(lexer: &LexerDfa, reps: &[LexStateId], depths: &[usize]) -> Vec<Vec<u32>> {
+    debug_assert!(depths.windows(2).all(|w| w[0] <= w[1]));
     let n = lexer.num_states();
     let id = LexStateId::new;
     // One representative byte per byte class: bytes of a class behave alike.
@@ -97,7 +104,15 @@ pub fn start_classes(lexer: &LexerDfa, reps: &[LexStateId], depth: usize) -> Vec
         .collect();
     let mut count = index.len();
     let mut key: Vec<u32> = Vec::new();
-    for _ in 0..depth {
+    let mut out: Vec<Vec<u32>> = Vec::with_capacity(depths.len());
+    let deepest = depths.last().copied().unwrap_or(0);
+    for round in 0..=deepest {
+        while out.len() < depths.len() && depths[out.len()] == round {
+            out.push(class.clone());
+        }
+        if round == deepest {
+            break;
+        }
         index.clear();
         let mut next = Vec::with_capacity(n);
         for q in 0..n {
@@ -131,7 +146,10 @@ pub fn start_classes(lexer: &LexerDfa, reps: &[LexStateId], depth: usize) -> Vec
         }
         count = index.len();
     }
-    class
+    while out.len() < depths.len() {
+        out.push(class.clone());
+    }
+    out
 }
 
 fn intern(index: &mut HashMap<Vec<u32>, u32>, key: Vec<u32>) -> u32 {

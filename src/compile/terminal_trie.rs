@@ -20,6 +20,7 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 
+use super::lexer_equiv::classes_at_depths;
 use crate::ids::{LexStateId, TerminalId, TokenId};
 use crate::lexer::{LexPos, LexerDfa};
 use crate::vocab::Vocab;
@@ -204,10 +205,40 @@ impl Builder {
         };
         &mut self.nodes[node as usize].finals[i].1
     }
+}
 
-    /// Adds a walked block's nodes and finals below the root (see [`build_tries`]):
-    /// nodes in the block's creation order, so numbering matches walking its tokens here.
-    fn graft(&mut self, block: &[TrieNode]) {
+/// Builds one position's trie from walked blocks, each added below the root node by node
+/// in its creation order; a final's token sets are collected and unioned once at the end
+/// (ORing them one by one into a growing set dominated the build for positions with many
+/// blocks).
+struct Grafter<'a> {
+    children: Vec<Vec<(EmitId, u32)>>,
+    child_index: HashMap<(u32, EmitId), u32>,
+    finals: Vec<Vec<(LexPos, Vec<&'a RoaringBitmap>)>>,
+}
+
+impl<'a> Grafter<'a> {
+    fn new() -> Self {
+        Self {
+            children: vec![Vec::new()],
+            child_index: HashMap::new(),
+            finals: vec![Vec::new()],
+        }
+    }
+
+    fn child(&mut self, node: u32, e: EmitId) -> u32 {
+        if let Some(&c) = self.child_index.get(&(node, e)) {
+            return c;
+        }
+        let c = self.children.len() as u32;
+        self.children.push(Vec::new());
+        self.finals.push(Vec::new());
+        self.children[node as usize].push((e, c));
+        self.child_index.insert((node, e), c);
+        c
+    }
+
+    fn graft(&mut self, block: &'a [TrieNode]) {
         let mut map = vec![0u32; block.len()];
         let mut parent: Vec<(u32, EmitId)> = vec![(0, EmitId(0)); block.len()];
         for (i, n) in block.iter().enumerate() {
@@ -221,20 +252,34 @@ impl Builder {
             map[c] = self.child(map[p as usize], e);
         }
         for (i, n) in block.iter().enumerate() {
+            let f = &mut self.finals[map[i] as usize];
             for (pos, set) in &n.finals {
-                *self.final_set(map[i], *pos) |= set;
+                match f.iter_mut().find(|(p, _)| p == pos) {
+                    Some((_, sets)) => sets.push(set),
+                    None => f.push((*pos, vec![set])),
+                }
             }
         }
     }
 
-    fn finish(mut self, start: LexPos) -> TerminalTrie {
-        for n in &mut self.nodes {
-            n.children.sort();
-        }
-        TerminalTrie {
-            start,
-            nodes: self.nodes,
-        }
+    fn finish(self, start: LexPos) -> TerminalTrie {
+        use roaring::MultiOps;
+        let nodes = self
+            .children
+            .into_iter()
+            .zip(self.finals)
+            .map(|(mut children, finals)| {
+                children.sort();
+                TrieNode {
+                    children,
+                    finals: finals
+                        .into_iter()
+                        .map(|(p, sets)| (p, sets.into_iter().union()))
+                        .collect(),
+                }
+            })
+            .collect();
+        TerminalTrie { start, nodes }
     }
 }
 
@@ -339,6 +384,40 @@ pub fn build_trie(
         .expect("one trie per position")
 }
 
+/// Lets [`build_tries_shared`] walk a block of tokens once for many lexer states: tokens
+/// are bucketed by length, and a bucket's walk is shared between states whose classes
+/// agree to that length (`lexer_equiv::classes_at_depths`).
+///
+/// Invariant: `classes[i][q]` is the class of state `q` at depth `bounds[i] - 1`, bounds
+/// ascending, the last at least the longest token; the shared walks then differ only in
+/// final positions that have one [`TerminalTrie::canonicalize_finals`] form, so callers
+/// must canonicalize with the representatives the classes were computed with.
+pub struct WalkShare {
+    /// Upper bounds of the length buckets, in bytes.
+    pub bounds: Vec<usize>,
+    /// Per bucket, a class per lexer state.
+    pub classes: Vec<Vec<u32>>,
+}
+
+impl WalkShare {
+    /// Buckets of powers of two up to the longest token (`longest` bytes), with their
+    /// classes under the end representatives `reps`; also returns the classes at depth
+    /// `longest`, which tell apart start positions whose tries differ.
+    pub fn new(lexer: &LexerDfa, reps: &[LexStateId], longest: usize) -> (Self, Vec<u32>) {
+        let longest = longest.max(1);
+        let mut bounds: Vec<usize> = std::iter::successors(Some(2usize), |b| Some(b * 2))
+            .take_while(|&b| b < longest)
+            .collect();
+        bounds.push(longest);
+        let mut depths: Vec<usize> = bounds.iter().map(|b| b - 1).collect();
+        depths.push(longest);
+        let mut classes = classes_at_depths(lexer, reps, &depths);
+        // One vector per depth was asked for.
+        let start = classes.pop().expect("one class vector per depth");
+        (Self { bounds, classes }, start)
+    }
+}
+
 /// Builds the terminal tries of many start positions, sharing work between them.
 ///
 /// Why this is fast: a token's outcomes from a position depend only on the lexer state
@@ -352,48 +431,68 @@ pub fn build_tries(
     tokens: &[(&[u8], TokenId)],
     positions: &[LexPos],
 ) -> Vec<TerminalTrie> {
-    // Token ranges by first byte (tokens are in byte order and never empty).
-    let mut blocks = [(0usize, 0usize); 256];
-    let mut i = 0;
-    while i < tokens.len() {
-        let b = tokens[i].0[0];
-        let end = i + tokens[i..].partition_point(|(t, _)| t[0] == b);
-        blocks[b as usize] = (i, end);
-        i = end;
+    build_tries_shared(lexer, emits, tokens, positions, None)
+}
+
+/// [`build_tries`], with blocks also split by token length and each part walked once per
+/// class of entered states (see [`WalkShare`]): a counted string's positions near the
+/// count's end differ only for the few long tokens, so the many short ones are walked once.
+pub fn build_tries_shared(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    tokens: &[(&[u8], TokenId)],
+    positions: &[LexPos],
+    share: Option<&WalkShare>,
+) -> Vec<TerminalTrie> {
+    let bounds: Vec<usize> = share.map_or(vec![usize::MAX], |s| s.bounds.clone());
+    let nb = bounds.len();
+    // Token lists by first byte and length bucket (each in byte order; tokens are in byte
+    // order and never empty).
+    let mut parts: Vec<Vec<(&[u8], TokenId)>> = vec![Vec::new(); 256 * nb];
+    for &(t, id) in tokens {
+        let i = bounds.partition_point(|&b| b < t.len()).min(nb - 1);
+        parts[t[0] as usize * nb + i].push((t, id));
     }
-    let mut keys: Vec<(u8, LexStateId)> = positions
-        .iter()
-        .flat_map(|&p| {
-            (0..=255u8).filter_map(move |b| {
-                let (lo, hi) = blocks[b as usize];
-                (lo < hi)
-                    .then(|| after_first_byte(lexer, p, b))
-                    .flatten()
-                    .map(|n| (b, n))
-            })
-        })
-        .collect();
+    // The key a part is walked under: the entered state's class at the part's depth.
+    let key_of = |b: u8, i: usize, n: LexStateId| -> (u8, u8, u32) {
+        let k = share.map_or(n.as_u32(), |s| s.classes[i][n.index()]);
+        (b, i as u8, k)
+    };
+    let mut rep: HashMap<(u8, u8, u32), LexStateId> = HashMap::new();
+    for &p in positions {
+        for b in 0..=255u8 {
+            let Some(n) = after_first_byte(lexer, p, b) else {
+                continue;
+            };
+            for i in 0..nb {
+                if !parts[b as usize * nb + i].is_empty() {
+                    rep.entry(key_of(b, i, n)).or_insert(n);
+                }
+            }
+        }
+    }
+    let mut keys: Vec<((u8, u8, u32), LexStateId)> = rep.into_iter().collect();
     keys.sort_unstable();
-    keys.dedup();
     let walked: Vec<Vec<TrieNode>> = keys
         .par_iter()
-        .map(|&(b, n)| {
-            let (lo, hi) = blocks[b as usize];
-            walk_block(lexer, emits, &tokens[lo..hi], n)
-        })
+        .map(|&((b, i, _), n)| walk_block(lexer, emits, &parts[b as usize * nb + i as usize], n))
         .collect();
     positions
         .par_iter()
         .map(|&p| {
-            let mut t = Builder::new();
+            let mut t = Grafter::new();
             for b in 0..=255u8 {
-                let (lo, hi) = blocks[b as usize];
-                if lo == hi {
+                let Some(n) = after_first_byte(lexer, p, b) else {
                     continue;
-                }
-                if let Some(n) = after_first_byte(lexer, p, b) {
-                    // Every (byte, state) a position needs was collected above.
-                    let k = keys.binary_search(&(b, n)).expect("block walked");
+                };
+                for i in 0..nb {
+                    if parts[b as usize * nb + i].is_empty() {
+                        continue;
+                    }
+                    // Every part a position needs was keyed above.
+                    let k = keys
+                        .binary_search_by_key(&key_of(b, i, n), |x| x.0)
+                        .expect("part walked");
                     t.graft(&walked[k]);
                 }
             }

@@ -173,3 +173,62 @@ fn tries_match_whole_document_lexing() {
         assert!(checked > 10_000, "{name}: only {checked} checks");
     }
 }
+
+/// Walks shared between lexer states alike to each length bucket's depth give the same
+/// tries, once token ends are canonical, as walking every state on its own: on counted
+/// terminals longer than GPT-2's longest token, JSON, and multi-byte characters.
+#[test]
+fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
+    use stackmask::compile::lexer_equiv::end_reps;
+    use stackmask::compile::terminal_trie::{build_tries, build_tries_shared, WalkShare};
+    let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
+    let counted = "start: entry+\nentry: SHORT \";\" | LONG \".\"\nSHORT: /<[a-z ]{1,5}>/\nLONG: /<[a-z é-]{3,140}>/\n%ignore \" \"\n";
+    let uni = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/corpus/unicode/grammar.lark"
+    ))
+    .unwrap();
+    for (name, text) in [
+        ("counted", counted.to_string()),
+        ("json", BUILTIN_JSON.to_string()),
+        ("unicode", uni),
+    ] {
+        let g = compile_grammar(&text, GrammarFormat::Lark).unwrap();
+        let tables = build_glr_tables(&g).unwrap();
+        let lexer = &tables.lexer;
+        let emits = EmitTable::new(lexer);
+        let tokens = sorted_tokens(&gpt2);
+        let reps = end_reps(lexer, &tables.follow);
+        let (share, _) = WalkShare::new(lexer, &reps, gpt2.max_token_len());
+        assert!(share.bounds.len() > 3, "{name}: buckets {:?}", share.bounds);
+        let canon = |p: LexPos| match p {
+            LexPos::Pending(q) => LexPos::Pending(reps[q.index()]),
+            LexPos::Boundary(q) if q != LexerDfa::DEAD => LexPos::Boundary(reps[q.index()]),
+            p => p,
+        };
+        let positions = start_positions(lexer);
+        // Every position of the counted and unicode grammars; a spread of JSON's.
+        let step = (positions.len() / 300).max(1);
+        let picked: Vec<LexPos> = positions.iter().copied().step_by(step).collect();
+        let plain = build_tries(lexer, &emits, &tokens, &picked);
+        let shared = build_tries_shared(lexer, &emits, &tokens, &picked, Some(&share));
+        for ((pos, mut a), mut b) in picked.iter().zip(plain).zip(shared) {
+            a.canonicalize_finals(canon);
+            b.canonicalize_finals(canon);
+            let (a, b) = (all_outcomes(&a), all_outcomes(&b));
+            let differ: Vec<&u32> = a
+                .keys()
+                .chain(b.keys())
+                .filter(|t| a.get(t) != b.get(t))
+                .collect();
+            assert!(
+                differ.is_empty(),
+                "{name}: {pos:?}: {} tokens differ, e.g. {} ({:?} vs {:?})",
+                differ.len(),
+                differ[0],
+                a.get(differ[0]),
+                b.get(differ[0])
+            );
+        }
+    }
+}
