@@ -25,7 +25,7 @@ import numpy as np
 from . import GrammarCompiler, GrammarMatcher, StackmaskError, TokenizerInfo
 
 # The bounds `stackmask maskbench` uses for the automaton engine (src/maskbench).
-MAX_TRIES = 10_000
+MAX_TRIES = 40_000
 MAX_AUTOMATON_STATES = 300_000
 
 

@@ -38,9 +38,9 @@ use super::dwa_determinize::{determinize, Nfa, NfaEdge};
 use super::error::GrammarError;
 use super::lexer_equiv::end_reps;
 use super::terminal_trie::{
-    build_tries_shared, sorted_tokens, start_positions, EmitId, EmitTable, WalkShare,
+    build_tries_with, sorted_tokens, start_positions, EmitId, EmitTable, WalkShare,
 };
-use super::token_classes::{classify, ClassList, ClassedTrie, Shape};
+use super::token_classes::{classify, ClassList, Shape};
 use super::weight_table::WeightTable;
 use crate::dwa::{ClassTokens, Dwa, StartPos, NO_EDGE};
 use crate::glr::Tables;
@@ -649,21 +649,38 @@ pub fn build_dwa_limited(
             limits.max_tries,
         ));
     }
-    let classed: Vec<ClassedTrie> =
-        build_tries_shared(lexer, &emits, &tokens, &built, Some(&share))
-            .into_par_iter()
-            .map(|mut t| {
-                t.canonicalize_finals(canon);
-                classify(&t)
-            })
-            .collect();
+    let dead = built
+        .iter()
+        .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
+        .expect("the plain boundary is always a start position");
+    // Each trie is condensed as it is built (its shape and class → token table, the base
+    // set below), so tens of thousands of positions never hold their tries at once. The
+    // plain boundary's classes are kept: inhibited boundaries filter them.
+    let condensed: Vec<(Shape, ClassTokens, Option<Vec<RoaringBitmap>>)> =
+        build_tries_with(lexer, &emits, &tokens, &built, Some(&share), |mut t| {
+            t.canonicalize_finals(canon);
+            let is_dead = t.start == LexPos::Boundary(LexerDfa::DEAD);
+            let c = classify(&t);
+            let table = ClassTokens::new(0, &c.tokens);
+            (c.shape, table, is_dead.then_some(c.tokens))
+        });
+    let mut shapes: Vec<Shape> = Vec::with_capacity(condensed.len());
+    let mut own_tables: Vec<ClassTokens> = Vec::with_capacity(condensed.len());
+    let mut dead_tokens: Vec<RoaringBitmap> = Vec::new();
+    for (shape, table, kept) in condensed {
+        shapes.push(shape);
+        own_tables.push(table);
+        if let Some(k) = kept {
+            dead_tokens = k;
+        }
+    }
     let mut shape_index: HashMap<&Shape, u32> = HashMap::new();
     let mut shape_list: Vec<&Shape> = Vec::new();
-    let mut trie_shape: Vec<u32> = Vec::with_capacity(classed.len());
-    for c in &classed {
+    let mut trie_shape: Vec<u32> = Vec::with_capacity(shapes.len());
+    for shape in &shapes {
         let n = shape_list.len() as u32;
-        let s = *shape_index.entry(&c.shape).or_insert_with(|| {
-            shape_list.push(&c.shape);
+        let s = *shape_index.entry(shape).or_insert_with(|| {
+            shape_list.push(shape);
             n
         });
         trie_shape.push(s);
@@ -765,15 +782,9 @@ pub fn build_dwa_limited(
     // Class tables: one per own trie, one per inhibited boundary.
     let mut tables_out: Vec<ClassTokens> = Vec::new();
     let mut start_pos: Vec<StartPos> = Vec::new();
-    let dead = built
-        .iter()
-        .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
-        .expect("the plain boundary is always a start position");
-    let own_tables: Vec<ClassTokens> = classed
-        .par_iter()
-        .enumerate()
-        .map(|(i, c)| ClassTokens::new(base[trie_shape[i] as usize], &c.tokens))
-        .collect();
+    for (i, t) in own_tables.iter_mut().enumerate() {
+        t.base = base[trie_shape[i] as usize];
+    }
     // Equal tables are stored once (positions far from a count's end share theirs).
     let mut table_index: HashMap<ClassTokens, u32> = HashMap::new();
     let mut intern_table = |t: ClassTokens, out: &mut Vec<ClassTokens>| -> u32 {
@@ -802,8 +813,7 @@ pub fn build_dwa_limited(
         .filter_map(|p| match *p {
             LexPos::Boundary(q) if q != LexerDfa::DEAD => {
                 let keep = uninhibited(lexer, &by_first_byte, q);
-                let toks: Vec<RoaringBitmap> =
-                    classed[dead].tokens.iter().map(|t| t & &keep).collect();
+                let toks: Vec<RoaringBitmap> = dead_tokens.iter().map(|t| t & &keep).collect();
                 Some((*p, ClassTokens::new(base[trie_shape[dead] as usize], &toks)))
             }
             _ => None,

@@ -444,6 +444,19 @@ pub fn build_tries_shared(
     positions: &[LexPos],
     share: Option<&WalkShare>,
 ) -> Vec<TerminalTrie> {
+    build_tries_with(lexer, emits, tokens, positions, share, |t| t)
+}
+
+/// [`build_tries_shared`], handing each trie to `f` as soon as it is built (in parallel)
+/// and keeping only what `f` returns: a caller that condenses tries never holds them all.
+pub fn build_tries_with<T: Send>(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    tokens: &[(&[u8], TokenId)],
+    positions: &[LexPos],
+    share: Option<&WalkShare>,
+    f: impl Fn(TerminalTrie) -> T + Sync,
+) -> Vec<T> {
     let bounds: Vec<usize> = share.map_or(vec![usize::MAX], |s| s.bounds.clone());
     let nb = bounds.len();
     // Token lists by first byte and length bucket (each in byte order; tokens are in byte
@@ -496,7 +509,7 @@ pub fn build_tries_shared(
                     t.graft(&walked[k]);
                 }
             }
-            t.finish(p)
+            f(t.finish(p))
         })
         .collect()
 }
