@@ -302,6 +302,8 @@ impl GrammarCompiler {
     /// `max_automaton_states` and `max_tries` (distinct lexer positions tokens are walked
     /// from) bound the compile work for untrusted schemas (`too_large`).
     #[pyo3(signature = (schema, *, lenient=false, compact=false, max_lexer_states=None, max_automaton_states=None, max_tries=None))]
+    // Each argument is a Python keyword argument: the signature is the Python API.
+    #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
         &self,
         py: Python<'_>,

@@ -154,14 +154,22 @@ fn intersect(a: &TermDfa, b: &TermDfa, t: &Terminal) -> Result<TermDfa, GrammarE
         }
         i += 1;
     }
-    let live = prune_dead(&mut trans, stride, &complete);
-    Ok(TermDfa {
-        classes,
-        stride,
-        trans,
-        complete,
-        start: if live { 0 } else { NONE },
-    })
+    Ok(TermDfa::pruned(classes, stride, trans, complete))
+}
+
+impl TermDfa {
+    /// A DFA from its parts (start state 0), with every transition into a state that
+    /// cannot reach a complete one redirected to `NONE`.
+    fn pruned(classes: [u8; 256], stride: usize, mut trans: Vec<u32>, complete: Vec<bool>) -> Self {
+        let live = prune_dead(&mut trans, stride, &complete);
+        Self {
+            classes,
+            stride,
+            trans,
+            complete,
+            start: if live { 0 } else { NONE },
+        }
+    }
 }
 
 /// Redirects every transition into a state that cannot reach a complete one to `NONE`;
@@ -274,14 +282,7 @@ fn regex_dfa(t: &Terminal, regex: &str, main: bool) -> Result<TermDfa, GrammarEr
         .iter()
         .map(|&sid| dfa.is_match_state(dfa.next_eoi_state(sid)))
         .collect();
-    let live = prune_dead(&mut trans, stride, &complete);
-    Ok(TermDfa {
-        classes,
-        stride,
-        trans,
-        complete,
-        start: if live { 0 } else { NONE },
-    })
+    Ok(TermDfa::pruned(classes, stride, trans, complete))
 }
 
 /// Builds the lexer DFA of a grammar.
