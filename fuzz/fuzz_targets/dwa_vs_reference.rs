@@ -90,6 +90,7 @@ fuzz_target!(|data: &[u8]| {
     let limits = DwaLimits {
         max_states: 20_000,
         determinize_budget: budget,
+        ..DwaLimits::default()
     };
     let Ok(dwa) = build_dwa_limited(&tables, &vocab, limits) else {
         return;
