@@ -7,9 +7,9 @@
 //! sees only `D` bytes of the lexer's future, so two *start* states whose futures agree
 //! on every label for `D` bytes ([`start_classes`], Moore refinement cut at depth `D`)
 //! have the same trie once ends are canonical. This is what keeps a counted string
-//! (`maxLength: 1000`, a few lexer states per character) to about `D` distinct tries
-//! instead of one per character: every position more than `D` bytes before the count
-//! runs out looks the same from a token's point of view.
+//! (`maxLength: 1000`, a few lexer states per character) to about `D` × (states per
+//! character) distinct tries instead of that many per character: every position more
+//! than `D` bytes before the count runs out looks the same from a token's point of view.
 //!
 //! Depends on the lexer and its follow tables; build time only.
 
