@@ -36,7 +36,7 @@ use smallvec::SmallVec;
 
 use super::dwa_determinize::{determinize, Nfa, NfaEdge};
 use super::error::GrammarError;
-use super::lexer_equiv::end_reps;
+use super::lexer_equiv::{canonical_end, end_reps};
 use super::terminal_trie::{
     build_tries_with, sorted_tokens, start_positions, EmitId, EmitTable, WalkShare,
 };
@@ -623,11 +623,7 @@ pub fn build_dwa_limited(
     // Walks of token blocks are shared between entered states alike to the tokens'
     // length; start positions alike to the longest token's length share whole tries.
     let (share, start_class) = WalkShare::new(lexer, &reps, vocab.max_token_len());
-    let canon = |p: LexPos| match p {
-        LexPos::Pending(q) => LexPos::Pending(reps[q.index()]),
-        LexPos::Boundary(q) if q != LexerDfa::DEAD => LexPos::Boundary(reps[q.index()]),
-        p => p,
-    };
+    let canon = |p: LexPos| canonical_end(&reps, p);
     let mut class_trie: HashMap<u32, usize> = HashMap::new();
     let mut built: Vec<LexPos> = Vec::new();
     let trie_of: Vec<usize> = own_trie

@@ -16,7 +16,7 @@
 use hashbrown::HashMap;
 
 use crate::ids::LexStateId;
-use crate::lexer::{LexFollow, LexerDfa};
+use crate::lexer::{LexFollow, LexPos, LexerDfa};
 
 /// For every lexer state, the state that stands for it where a token ends: the least
 /// state with the same extendability, emission and follow sets (pending, and at the
@@ -44,6 +44,16 @@ pub fn end_reps(lexer: &LexerDfa, follow: &LexFollow) -> Vec<LexStateId> {
         .collect()
 }
 
+/// Where a token ending at `p` stands for the automaton: `p` with its lexer state replaced
+/// by its [`end_reps`] representative (the uninhibited boundary stays as it is).
+pub fn canonical_end(reps: &[LexStateId], p: LexPos) -> LexPos {
+    match p {
+        LexPos::Pending(q) => LexPos::Pending(reps[q.index()]),
+        LexPos::Boundary(q) if q != LexerDfa::DEAD => LexPos::Boundary(reps[q.index()]),
+        p => p,
+    }
+}
+
 /// A class per lexer state such that two states of one class lex every byte string of
 /// at most `depth` bytes alike: the same deaths, emissions and extendability, and ends
 /// with the same [`end_reps`] representative, at every prefix.
@@ -58,16 +68,8 @@ pub fn classes_at_depths(lexer: &LexerDfa, reps: &[LexStateId], depths: &[usize]
     debug_assert!(depths.windows(2).all(|w| w[0] <= w[1]));
     let n = lexer.num_states();
     let id = LexStateId::new;
-    // One representative byte per byte class: bytes of a class behave alike.
-    let mut class_reps: Vec<u8> = Vec::new();
-    let mut seen = vec![false; lexer.num_classes()];
-    for b in 0..=255u8 {
-        let c = lexer.class(b) as usize;
-        if !seen[c] {
-            seen[c] = true;
-            class_reps.push(b);
-        }
-    }
+    // Bytes of a class behave alike: one of each is enough.
+    let class_reps = lexer.class_representatives();
     // Each state's step function as runs of byte classes with one successor: most
     // bytes go to a few states, so keys stay short.
     let mut run_start: Vec<u32> = vec![0];

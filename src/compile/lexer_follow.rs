@@ -14,16 +14,7 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
     let n = lexer.num_states();
     let nt = lexer.terminals().len();
     let eof = TerminalId::new(nt);
-    // One representative byte per class.
-    let mut reps: Vec<u8> = Vec::new();
-    let mut seen = vec![false; lexer.num_classes()];
-    for b in 0..=255u8 {
-        let c = lexer.class(b) as usize;
-        if !seen[c] {
-            seen[c] = true;
-            reps.push(b);
-        }
-    }
+    let reps = lexer.class_representatives();
     let id = LexStateId::new;
     let inhibitor = |q: usize| {
         if lexer.can_extend(id(q)) {

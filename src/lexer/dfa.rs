@@ -142,6 +142,21 @@ impl LexerDfa {
         self.stride as usize
     }
 
+    /// One byte per byte class (the first of each, classes in order of first byte): the
+    /// bytes a search over the DFA needs to try.
+    pub fn class_representatives(&self) -> Vec<u8> {
+        let mut reps: Vec<u8> = Vec::new();
+        let mut seen = vec![false; self.num_classes()];
+        for b in 0..=255u8 {
+            let c = self.class(b) as usize;
+            if !seen[c] {
+                seen[c] = true;
+                reps.push(b);
+            }
+        }
+        reps
+    }
+
     /// The byte equivalence class of `b`.
     #[inline]
     pub fn class(&self, b: u8) -> u8 {

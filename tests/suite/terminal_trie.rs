@@ -179,7 +179,7 @@ fn tries_match_whole_document_lexing() {
 /// terminals longer than GPT-2's longest token, JSON, and multi-byte characters.
 #[test]
 fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
-    use stackmask::compile::lexer_equiv::end_reps;
+    use stackmask::compile::lexer_equiv::{canonical_end, end_reps};
     use stackmask::compile::terminal_trie::{build_tries, build_tries_shared, WalkShare};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
     let counted = "start: entry+\nentry: SHORT \";\" | LONG \".\"\nSHORT: /<[a-z ]{1,5}>/\nLONG: /<[a-z é-]{3,140}>/\n%ignore \" \"\n";
@@ -201,11 +201,7 @@ fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
         let reps = end_reps(lexer, &tables.follow);
         let (share, _) = WalkShare::new(lexer, &reps, gpt2.max_token_len());
         assert!(share.bounds.len() > 3, "{name}: buckets {:?}", share.bounds);
-        let canon = |p: LexPos| match p {
-            LexPos::Pending(q) => LexPos::Pending(reps[q.index()]),
-            LexPos::Boundary(q) if q != LexerDfa::DEAD => LexPos::Boundary(reps[q.index()]),
-            p => p,
-        };
+        let canon = |p: LexPos| canonical_end(&reps, p);
         let positions = start_positions(lexer);
         // Every position of the counted and unicode grammars; a spread of JSON's.
         let step = (positions.len() / 300).max(1);
