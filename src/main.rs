@@ -142,7 +142,8 @@ enum Cmd {
         /// No whitespace between tokens.
         #[arg(long)]
         compact: bool,
-        /// Write one JSON line per file (status, error, wrongly judged instances).
+        /// Write one JSON line per file (status, error, TTFM, tokens replayed and the slowest
+        /// one's TBM, wrongly judged instances).
         #[arg(long)]
         details: Option<String>,
     },

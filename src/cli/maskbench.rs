@@ -64,6 +64,8 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // This file's tokens are the ones appended to `tbm` from here on.
+        let tbm_from = tbm.len();
         let outcome = match std::fs::read(path)
             .map_err(|e| e.to_string())
             .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
@@ -102,7 +104,16 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
                         );
                     }
                 }
-                serde_json::json!({"file": name, "status": "compiled", "ttfm_ms": ttfm_ms, "wrong": wrong})
+                let mine = &tbm[tbm_from..];
+                let tbm_max = mine.iter().copied().fold(0.0f64, f64::max);
+                serde_json::json!({
+                    "file": name,
+                    "status": "compiled",
+                    "ttfm_ms": ttfm_ms,
+                    "tokens": mine.len(),
+                    "tbm_max_us": tbm_max,
+                    "wrong": wrong,
+                })
             }
         };
         if let Some(d) = details.as_mut() {

@@ -578,22 +578,6 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>) {
     (sets, base)
 }
 
-/// The tokens whose first byte does not extend the lexeme of state `q`, from the normal
-/// tokens grouped by first byte.
-fn uninhibited(
-    lexer: &LexerDfa,
-    by_first_byte: &[RoaringBitmap],
-    q: crate::ids::LexStateId,
-) -> RoaringBitmap {
-    let mut out = RoaringBitmap::new();
-    for (b, toks) in by_first_byte.iter().enumerate() {
-        if lexer.is_dead(lexer.next(q, b as u8)) {
-            out |= toks;
-        }
-    }
-    out
-}
-
 /// Builds the mask automaton of a grammar's tables for a vocabulary.
 pub fn build_dwa(tables: &Tables, vocab: &Vocab) -> Result<Dwa, GrammarError> {
     build_dwa_limited(tables, vocab, DwaLimits::default())
@@ -650,26 +634,16 @@ pub fn build_dwa_limited(
         .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
         .expect("the plain boundary is always a start position");
     // Each trie is condensed as it is built (its shape and class → token table, the base
-    // set below), so tens of thousands of positions never hold their tries at once. The
-    // plain boundary's classes are kept: inhibited boundaries filter them.
-    let condensed: Vec<(Shape, ClassTokens, Option<Vec<RoaringBitmap>>)> =
+    // set below), so tens of thousands of positions never hold their tries at once.
+    let (shapes, mut own_tables): (Vec<Shape>, Vec<ClassTokens>) =
         build_tries_with(lexer, &emits, &tokens, &built, Some(&share), |mut t| {
             t.canonicalize_finals(canon);
-            let is_dead = t.start == LexPos::Boundary(LexerDfa::DEAD);
             let c = classify(&t);
             let table = ClassTokens::new(0, &c.tokens);
-            (c.shape, table, is_dead.then_some(c.tokens))
-        });
-    let mut shapes: Vec<Shape> = Vec::with_capacity(condensed.len());
-    let mut own_tables: Vec<ClassTokens> = Vec::with_capacity(condensed.len());
-    let mut dead_tokens: Vec<RoaringBitmap> = Vec::new();
-    for (shape, table, kept) in condensed {
-        shapes.push(shape);
-        own_tables.push(table);
-        if let Some(k) = kept {
-            dead_tokens = k;
-        }
-    }
+            (c.shape, table)
+        })
+        .into_iter()
+        .unzip();
     let mut shape_index: HashMap<&Shape, u32> = HashMap::new();
     let mut shape_list: Vec<&Shape> = Vec::new();
     let mut trie_shape: Vec<u32> = Vec::with_capacity(shapes.len());
@@ -775,7 +749,6 @@ pub fn build_dwa_limited(
     }
     // After every start, so that shallow states see all their riders before being built.
     b.drain()?;
-    // Class tables: one per own trie, one per inhibited boundary.
     let mut tables_out: Vec<ClassTokens> = Vec::new();
     let mut start_pos: Vec<StartPos> = Vec::new();
     for (i, t) in own_tables.iter_mut().enumerate() {
@@ -800,17 +773,21 @@ pub fn build_dwa_limited(
             table: own_ids[i],
         });
     }
-    let mut by_first_byte = vec![RoaringBitmap::new(); 256];
+    // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme.
+    let mut first_byte = vec![0u8; vocab.len()];
     for (bytes, t) in &tokens {
-        by_first_byte[bytes[0] as usize].insert(t.as_u32());
+        first_byte[t.index()] = bytes[0];
     }
+    let dead_table = &tables_out[own_ids[dead] as usize];
     let inhibited: Vec<(LexPos, ClassTokens)> = positions
         .par_iter()
         .filter_map(|p| match *p {
             LexPos::Boundary(q) if q != LexerDfa::DEAD => {
-                let keep = uninhibited(lexer, &by_first_byte, q);
-                let toks: Vec<RoaringBitmap> = dead_tokens.iter().map(|t| t & &keep).collect();
-                Some((*p, ClassTokens::new(base[trie_shape[dead] as usize], &toks)))
+                let extends: Vec<bool> = (0..=255u8)
+                    .map(|b| !lexer.is_dead(lexer.next(q, b)))
+                    .collect();
+                let table = dead_table.filtered(|t| !extends[first_byte[t as usize] as usize]);
+                Some((*p, table))
             }
             _ => None,
         })

@@ -466,21 +466,30 @@ pub fn build_tries_with<T: Send>(
         let i = bounds.partition_point(|&b| b < t.len()).min(nb - 1);
         parts[t[0] as usize * nb + i].push((t, id));
     }
+    // Positions enter few distinct (first byte, state) pairs; each pair's parts are keyed
+    // once, so the per-position work is one lookup per first byte, not per part.
+    let mut pair_index: HashMap<(u8, LexStateId), u32> = HashMap::new();
+    let mut pairs: Vec<(u8, LexStateId)> = Vec::new();
+    for &p in positions {
+        for b in 0..=255u8 {
+            if let Some(n) = after_first_byte(lexer, p, b) {
+                pair_index.entry((b, n)).or_insert_with(|| {
+                    pairs.push((b, n));
+                    pairs.len() as u32 - 1
+                });
+            }
+        }
+    }
     // The key a part is walked under: the entered state's class at the part's depth.
     let key_of = |b: u8, i: usize, n: LexStateId| -> (u8, u8, u32) {
         let k = share.map_or(n.as_u32(), |s| s.classes[i][n.index()]);
         (b, i as u8, k)
     };
     let mut rep: HashMap<(u8, u8, u32), LexStateId> = HashMap::new();
-    for &p in positions {
-        for b in 0..=255u8 {
-            let Some(n) = after_first_byte(lexer, p, b) else {
-                continue;
-            };
-            for i in 0..nb {
-                if !parts[b as usize * nb + i].is_empty() {
-                    rep.entry(key_of(b, i, n)).or_insert(n);
-                }
+    for &(b, n) in &pairs {
+        for i in 0..nb {
+            if !parts[b as usize * nb + i].is_empty() {
+                rep.entry(key_of(b, i, n)).or_insert(n);
             }
         }
     }
@@ -490,6 +499,20 @@ pub fn build_tries_with<T: Send>(
         .par_iter()
         .map(|&((b, i, _), n)| walk_block(lexer, emits, &parts[b as usize * nb + i as usize], n))
         .collect();
+    // The walked parts of each pair, in bucket order.
+    let pair_parts: Vec<Vec<u32>> = pairs
+        .iter()
+        .map(|&(b, n)| {
+            (0..nb)
+                .filter(|&i| !parts[b as usize * nb + i].is_empty())
+                .map(|i| {
+                    // Every part of every pair was keyed above.
+                    keys.binary_search_by_key(&key_of(b, i, n), |x| x.0)
+                        .expect("part walked") as u32
+                })
+                .collect()
+        })
+        .collect();
     positions
         .par_iter()
         .map(|&p| {
@@ -498,15 +521,9 @@ pub fn build_tries_with<T: Send>(
                 let Some(n) = after_first_byte(lexer, p, b) else {
                     continue;
                 };
-                for i in 0..nb {
-                    if parts[b as usize * nb + i].is_empty() {
-                        continue;
-                    }
-                    // Every part a position needs was keyed above.
-                    let k = keys
-                        .binary_search_by_key(&key_of(b, i, n), |x| x.0)
-                        .expect("part walked");
-                    t.graft(&walked[k]);
+                // Every pair a position enters was indexed above.
+                for &k in &pair_parts[pair_index[&(b, n)] as usize] {
+                    t.graft(&walked[k as usize]);
                 }
             }
             f(t.finish(p))

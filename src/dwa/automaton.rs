@@ -44,20 +44,66 @@ impl ClassTokens {
         let mut offsets = Vec::with_capacity(classes.len() + 1);
         let mut words: Vec<(u32, u32)> = Vec::new();
         offsets.push(0);
+        // Tokens are read in batches: roaring's per-element iterator was most of the
+        // automaton build for schemas whose positions each see the whole vocabulary.
+        let mut buf = [0u32; 1024];
         for c in classes {
-            let first = words.len();
-            for t in c {
-                let w = t / 32;
-                let in_class = words.len() > first;
-                match words.last_mut() {
-                    Some((lw, bits)) if in_class && *lw == w => *bits |= 1 << (t % 32),
-                    _ => words.push((w, 1 << (t % 32))),
+            let mut it = c.iter();
+            // `u32::MAX` is no word index (token ids are below 2^32), so the first token
+            // of every class starts a word.
+            let (mut w, mut bits) = (u32::MAX, 0u32);
+            loop {
+                let batch = it.next_many(&mut buf);
+                if batch.is_empty() {
+                    break;
                 }
+                for &t in batch.iter() {
+                    if t / 32 != w {
+                        if bits != 0 {
+                            words.push((w, bits));
+                        }
+                        (w, bits) = (t / 32, 0);
+                    }
+                    bits |= 1 << (t % 32);
+                }
+            }
+            if bits != 0 {
+                words.push((w, bits));
             }
             offsets.push(words.len() as u32);
         }
         Self {
             base,
+            offsets,
+            words,
+        }
+    }
+
+    /// The same classes with only the tokens `keep` accepts (a class may become empty);
+    /// equal to [`ClassTokens::new`] over the filtered token sets, without rebuilding them.
+    pub fn filtered(&self, keep: impl Fn(u32) -> bool) -> Self {
+        let mut offsets = Vec::with_capacity(self.offsets.len());
+        let mut words: Vec<(u32, u32)> = Vec::new();
+        offsets.push(0);
+        for c in self.offsets.windows(2) {
+            for &(w, bits) in &self.words[c[0] as usize..c[1] as usize] {
+                let mut kept = 0u32;
+                let mut rest = bits;
+                while rest != 0 {
+                    let b = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    if keep(w * 32 + b) {
+                        kept |= 1 << b;
+                    }
+                }
+                if kept != 0 {
+                    words.push((w, kept));
+                }
+            }
+            offsets.push(words.len() as u32);
+        }
+        Self {
+            base: self.base,
             offsets,
             words,
         }
@@ -327,5 +373,71 @@ impl Dwa {
     /// The end-of-sequence tokens.
     pub fn eos(&self) -> &[TokenId] {
         &self.eos
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    /// The words of one class, bit by bit (what [`ClassTokens::new`] must compress).
+    fn naive_words(tokens: &RoaringBitmap) -> Vec<(u32, u32)> {
+        let mut out: Vec<(u32, u32)> = Vec::new();
+        for t in tokens {
+            match out.last_mut() {
+                Some((w, bits)) if *w == t / 32 => *bits |= 1 << (t % 32),
+                _ => out.push((t / 32, 1 << (t % 32))),
+            }
+        }
+        out
+    }
+
+    /// Disjoint random classes over a 130K vocabulary, sparse and dense, some empty, with
+    /// more tokens than one batch of the batched reader.
+    fn random_classes(rng: &mut SplitMix64) -> Vec<RoaringBitmap> {
+        let mut classes = vec![RoaringBitmap::new(); 1 + rng.below(12)];
+        let n = classes.len();
+        let skip_class = rng.below(n + 1);
+        for t in 0..130_000u32 {
+            let c = rng.below(n + 1);
+            if c < n && c != skip_class {
+                classes[c].insert(t);
+            }
+        }
+        classes
+    }
+
+    #[test]
+    fn tables_hold_exactly_each_class_tokens() {
+        let mut rng = SplitMix64::new(7);
+        for _ in 0..8 {
+            let classes = random_classes(&mut rng);
+            let t = ClassTokens::new(5, &classes);
+            assert_eq!(t.base, 5);
+            assert_eq!(t.num_classes(), classes.len());
+            for (c, set) in classes.iter().enumerate() {
+                let (a, b) = (t.offsets[c] as usize, t.offsets[c + 1] as usize);
+                assert_eq!(t.words[a..b], naive_words(set)[..], "class {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn filtering_a_table_equals_building_it_from_filtered_sets() {
+        let mut rng = SplitMix64::new(11);
+        for round in 0..8 {
+            let classes = random_classes(&mut rng);
+            let modulus = 2 + round as u32;
+            let keep = |t: u32| (t / 7) % modulus != 0;
+            let filtered: Vec<RoaringBitmap> = classes
+                .iter()
+                .map(|c| c.iter().filter(|&t| keep(t)).collect())
+                .collect();
+            assert_eq!(
+                ClassTokens::new(3, &classes).filtered(keep),
+                ClassTokens::new(3, &filtered)
+            );
+        }
     }
 }
