@@ -172,6 +172,10 @@ struct Builder {
     nodes: Vec<TrieNode>,
     child_index: HashMap<(u32, EmitId), u32>,
     finals_index: HashMap<(u32, LexPos), usize>,
+    /// The tokens of each final, listed as found (in byte order, so ids are unsorted)
+    /// and turned into sets once: inserting ids one by one into roaring sets was a tenth
+    /// of the automaton build.
+    lists: Vec<Vec<u32>>,
 }
 
 impl Builder {
@@ -193,17 +197,35 @@ impl Builder {
         c
     }
 
-    fn final_set(&mut self, node: u32, pos: LexPos) -> &mut RoaringBitmap {
-        let i = match self.finals_index.get(&(node, pos)) {
-            Some(&i) => i,
-            None => {
-                let f = &mut self.nodes[node as usize].finals;
-                f.push((pos, RoaringBitmap::new()));
-                self.finals_index.insert((node, pos), f.len() - 1);
-                f.len() - 1
-            }
-        };
-        &mut self.nodes[node as usize].finals[i].1
+    /// Adds token `t` to the final of `node` at `pos`.
+    fn add_final(&mut self, node: u32, pos: LexPos, t: TokenId) {
+        let i = *self.finals_index.entry((node, pos)).or_insert_with(|| {
+            self.nodes[node as usize]
+                .finals
+                .push((pos, RoaringBitmap::new()));
+            self.lists.push(Vec::new());
+            self.lists.len() - 1
+        });
+        self.lists[i].push(t.as_u32());
+    }
+
+    /// The nodes, with every final's set built from its list.
+    fn finish(mut self) -> Vec<TrieNode> {
+        for (&(node, pos), &i) in &self.finals_index {
+            let list = &mut self.lists[i];
+            list.sort_unstable();
+            let set = RoaringBitmap::from_sorted_iter(list.iter().copied())
+                // Sorted above, and a token ends at most once per node and position.
+                .expect("sorted token ids");
+            let f = &mut self.nodes[node as usize].finals;
+            // Finals were pushed in creation order; the index finds this one by position.
+            let slot = f
+                .iter_mut()
+                .find(|(p, _)| *p == pos)
+                .expect("final created");
+            slot.1 = set;
+        }
+        self.nodes
     }
 }
 
@@ -330,8 +352,7 @@ fn walk_block(
         }
         if let Some(w) = stack[bytes.len()] {
             if lexer.can_extend(w.q) {
-                b.final_set(w.node, LexPos::Pending(w.q))
-                    .insert(id.as_u32());
+                b.add_final(w.node, LexPos::Pending(w.q), id);
             }
             if let Some(e) = emits.of_state(w.q) {
                 let inhibitor = if lexer.can_extend(w.q) {
@@ -340,8 +361,7 @@ fn walk_block(
                     LexerDfa::DEAD
                 };
                 let c = b.child(w.node, e);
-                b.final_set(c, LexPos::Boundary(inhibitor))
-                    .insert(id.as_u32());
+                b.add_final(c, LexPos::Boundary(inhibitor), id);
             }
         }
         prev = bytes;
@@ -353,7 +373,7 @@ fn walk_block(
             i += block[i..].partition_point(|(t, _)| t.starts_with(dead));
         }
     }
-    b.nodes
+    b.finish()
 }
 
 /// The lexer state a token's first byte `b` leads to from `start`, or `None` if no

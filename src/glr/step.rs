@@ -61,23 +61,52 @@ impl<'a> Level<'a> {
         }
     }
 
-    fn preds_of(&self, r: &NodeRef) -> Vec<NodeRef> {
-        match r {
-            NodeRef::Old(n) => n.preds().iter().cloned().map(NodeRef::Old).collect(),
-            NodeRef::Temp(i) => self.temps[*i].preds.clone(),
+    /// Endpoints of the paths of `len` edges down from `from` that are *fresh*: they start
+    /// at a top created since the last pass, or use an edge added since then (`old_len[i]`:
+    /// how many of scratch node `i`'s edges are older; nodes of earlier steps are never
+    /// fresh). Iterative, since right-hand sides can be long.
+    fn fresh_path_ends(
+        &self,
+        from: &NodeRef,
+        len: usize,
+        from_fresh: bool,
+        old_len: &[usize],
+        out: &mut Vec<NodeRef>,
+    ) {
+        // Borrowed nodes on the work stack: only the ends are cloned.
+        #[derive(Clone, Copy)]
+        enum At<'n> {
+            Old(&'n Arc<Node>),
+            Temp(usize),
         }
-    }
-
-    /// Endpoints of all paths of `len` edges down from `from` (iterative: right-hand sides
-    /// can be long).
-    fn path_ends(&self, from: &NodeRef, len: usize, out: &mut Vec<NodeRef>) {
-        let mut work: Vec<(NodeRef, usize)> = vec![(from.clone(), len)];
-        while let Some((n, left)) = work.pop() {
+        let start = match from {
+            NodeRef::Old(n) => At::Old(n),
+            NodeRef::Temp(i) => At::Temp(*i),
+        };
+        let mut work: Vec<(At<'_>, usize, bool)> = vec![(start, len, from_fresh)];
+        while let Some((n, left, fresh)) = work.pop() {
             if left == 0 {
-                out.push(n);
-            } else {
-                for p in self.preds_of(&n) {
-                    work.push((p, left - 1));
+                if fresh {
+                    out.push(match n {
+                        At::Old(n) => NodeRef::Old(n.clone()),
+                        At::Temp(i) => NodeRef::Temp(i),
+                    });
+                }
+                continue;
+            }
+            match n {
+                // Nodes of earlier steps only lead to such nodes, whose edges are all old.
+                At::Old(_) if !fresh => {}
+                At::Old(n) => work.extend(n.preds().iter().map(|p| (At::Old(p), left - 1, true))),
+                At::Temp(i) => {
+                    let old = old_len.get(i).copied().unwrap_or(0);
+                    for (k, p) in self.temps[i].preds.iter().enumerate() {
+                        let at = match p {
+                            NodeRef::Old(p) => At::Old(p),
+                            NodeRef::Temp(j) => At::Temp(*j),
+                        };
+                        work.push((at, left - 1, fresh || k >= old));
+                    }
                 }
             }
         }
@@ -93,16 +122,38 @@ impl<'a> Level<'a> {
     }
 
     /// Applies every reduction on lookahead `t` until no new edge appears.
+    ///
+    /// Semi-naive: a pass only follows paths that are fresh (a top or an edge that the
+    /// previous pass did not see); every other path was reduced by the previous pass and
+    /// can add nothing. Re-reducing everything each pass made a chain of `k` reductions
+    /// (closing many nested or optional members at once) cost `k²` path walks.
     fn close(&mut self, t: TerminalId) {
+        // What the previous pass saw: scratch nodes and their edge counts at its start.
+        let mut old_tops = 0usize;
+        let mut old_len: Vec<usize> = Vec::new();
+        let mut first = true;
         loop {
             let mut changed = false;
+            let pass_tops = self.temps.len();
+            let pass_len: Vec<usize> = self.temps.iter().map(|x| x.preds.len()).collect();
             for top in self.tops() {
+                let top_fresh = first
+                    || match top {
+                        NodeRef::Temp(i) => i >= old_tops,
+                        NodeRef::Old(_) => false,
+                    };
                 let state = self.state_of(&top);
                 for a in self.table.actions(state, t) {
                     let Action::Reduce(p) = *a else { continue };
                     let lhs = self.table.lhs(p);
                     let mut ends = Vec::new();
-                    self.path_ends(&top, self.table.rhs_len(p), &mut ends);
+                    self.fresh_path_ends(
+                        &top,
+                        self.table.rhs_len(p),
+                        top_fresh,
+                        &old_len,
+                        &mut ends,
+                    );
                     for end in ends {
                         // LR(0) automata always have the goto for a reduction that applies.
                         let Some(g) = self.table.goto(self.state_of(&end), lhs) else {
@@ -129,6 +180,9 @@ impl<'a> Level<'a> {
             if !changed {
                 return;
             }
+            first = false;
+            old_tops = pass_tops;
+            old_len = pass_len;
         }
     }
 
