@@ -34,6 +34,8 @@ impl NodeRef {
 struct Temp {
     state: LrStateId,
     preds: Vec<NodeRef>,
+    /// Scratch nodes that have this one among their `preds`.
+    above: Vec<usize>,
 }
 
 /// The current position's nodes during one reduction closure.
@@ -121,12 +123,32 @@ impl<'a> Level<'a> {
             .collect()
     }
 
+    /// The tops with a fresh path (see [`Level::close`]) after the first pass: scratch
+    /// nodes that are new or got new edges, and the scratch nodes above them. Heads are
+    /// never among them: nodes of earlier steps only lead to such nodes.
+    fn tops_reaching_fresh(&self, old_tops: usize, old_len: &[usize]) -> Vec<NodeRef> {
+        let mut seen = vec![false; self.temps.len()];
+        let mut work: Vec<usize> = (0..self.temps.len())
+            .filter(|&i| i >= old_tops || self.temps[i].preds.len() > old_len[i])
+            .collect();
+        let mut out = Vec::new();
+        while let Some(i) = work.pop() {
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            out.push(NodeRef::Temp(i));
+            work.extend(self.temps[i].above.iter().copied());
+        }
+        out
+    }
+
     /// Applies every reduction on lookahead `t` until no new edge appears.
     ///
     /// Semi-naive: a pass only follows paths that are fresh (a top or an edge that the
-    /// previous pass did not see); every other path was reduced by the previous pass and
-    /// can add nothing. Re-reducing everything each pass made a chain of `k` reductions
-    /// (closing many nested or optional members at once) cost `k²` path walks.
+    /// previous pass did not see), from the tops that can reach one; every other path was
+    /// reduced by an earlier pass and can add nothing. Re-reducing everything each pass
+    /// made a chain of `k` reductions (closing many nested objects or optional members at
+    /// once, one new node per pass) cost `k²` path walks.
     fn close(&mut self, t: TerminalId) {
         // What the previous pass saw: scratch nodes and their edge counts at its start.
         let mut old_tops = 0usize;
@@ -136,7 +158,12 @@ impl<'a> Level<'a> {
             let mut changed = false;
             let pass_tops = self.temps.len();
             let pass_len: Vec<usize> = self.temps.iter().map(|x| x.preds.len()).collect();
-            for top in self.tops() {
+            let scan = if first {
+                self.tops()
+            } else {
+                self.tops_reaching_fresh(old_tops, &old_len)
+            };
+            for top in scan {
                 let top_fresh = first
                     || match top {
                         NodeRef::Temp(i) => i >= old_tops,
@@ -165,12 +192,16 @@ impl<'a> Level<'a> {
                                 self.temps.push(Temp {
                                     state: g,
                                     preds: Vec::new(),
+                                    above: Vec::new(),
                                 });
                                 self.by_state.insert(g, self.temps.len() - 1);
                                 self.temps.len() - 1
                             }
                         };
                         if !self.temps[idx].preds.iter().any(|x| x.same(&end)) {
+                            if let NodeRef::Temp(below) = end {
+                                self.temps[below].above.push(idx);
+                            }
                             self.temps[idx].preds.push(end);
                             changed = true;
                         }
