@@ -445,6 +445,11 @@ impl<'a> Lowerer<'a> {
                 break;
             }
             let mut branches = Vec::new();
+            // For `oneOf`: each alternative's own keywords (without the context's).
+            let mut alone = Vec::new();
+            // For `oneOf`: each branch's own disjunctions (the alternative's, not the
+            // ones shared with its siblings), for the disjointness proof.
+            let mut own = Vec::new();
             // For `oneOf`: each alternative's complement, when it has a compiled form.
             let mut complements: Vec<Option<Vec<(Value, String)>>> = Vec::new();
             for (alt, ap) in &alts {
@@ -455,7 +460,12 @@ impl<'a> Lowerer<'a> {
                 complements.push(complement(&af, ap));
                 // The alternative's keywords first: its properties usually come first in
                 // instances (a discriminating `type`, the variant's own fields).
+                if kw == "oneOf" {
+                    own.push(af.disjunctions.clone());
+                    alone.push(af.base.clone());
+                }
                 let base = self.resolver.merge(af.base, f.base.clone(), ap)?;
+
                 let mut disj = f.disjunctions.clone();
                 disj.extend(af.disjunctions);
                 branches.push(Flat {
@@ -466,10 +476,35 @@ impl<'a> Lowerer<'a> {
             }
             if kw == "oneOf" && branches.len() > 1 {
                 let overlapping = (0..branches.len()).any(|i| {
-                    (i + 1..branches.len())
-                        .any(|j| !disjoint(&branches[i].base, &branches[j].base, &self.resolver, 0))
+                    (i + 1..branches.len()).any(|j| {
+                        let a = (&branches[i].base, own[i].as_slice());
+                        let b = (&branches[j].base, own[j].as_slice());
+                        !self.resolver.probe(|r| flats_disjoint(a, b, r, 0))
+                    })
                 });
-                if overlapping && complements.iter().all(Option::is_some) {
+                let by_type = if overlapping {
+                    self.resolver
+                        .probe(|r| oneof_by_type(&branches, &alone, &own, r))
+                } else {
+                    None
+                };
+                if let Some(excluded) = by_type {
+                    // Values of an excluded type satisfy two alternatives (or none): no
+                    // branch keeps them; on every other type the branches are disjoint.
+                    let kept: Vec<Value> = TYPES
+                        .iter()
+                        .filter(|t| !excluded.contains(t))
+                        .map(|t| Value::String(t.to_string()))
+                        .collect();
+                    let only = Map::from_iter([("type".to_string(), Value::Array(kept))]);
+                    for b in branches.iter_mut() {
+                        b.base = self.resolver.merge(
+                            std::mem::take(&mut b.base),
+                            only.clone(),
+                            pointer,
+                        )?;
+                    }
+                } else if overlapping && complements.iter().all(Option::is_some) {
                     // Exactly one: alternative i and the complement of every other one
                     // (the branches are then disjoint by construction).
                     for (i, b) in branches.iter_mut().enumerate() {
@@ -1602,6 +1637,115 @@ fn key_ref(node: &Value) -> Option<String> {
         .then(|| r.to_string())
 }
 
+/// Keywords that constrain values of one JSON type (and hold for every other type).
+fn constrains(keyword: &str) -> Option<&'static str> {
+    Some(match keyword {
+        "minLength" | "maxLength" | "pattern" | "format" => "string",
+        "multipleOf" | "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => "number",
+        "items" | "prefixItems" | "additionalItems" | "minItems" | "maxItems" | "uniqueItems"
+        | "contains" | "minContains" | "maxContains" => "array",
+        "required"
+        | "properties"
+        | "patternProperties"
+        | "additionalProperties"
+        | "minProperties"
+        | "maxProperties"
+        | "propertyNames"
+        | "dependencies"
+        | "dependentRequired"
+        | "dependentSchemas" => "object",
+        _ => return None,
+    })
+}
+
+/// Whether a flat schema (its keywords `m`, no pending disjunctions) accepts every value
+/// of type `t`; `false` when not known.
+fn accepts_all_of(m: &Map<String, Value>, t: &str) -> bool {
+    m.iter().all(|(k, v)| match k.as_str() {
+        "type" => type_set(Some(v)).is_some_and(|ts| ts.iter().any(|x| x == t)),
+        k if !ASSERTIONS.contains(&k) => true,
+        k => constrains(k).is_some_and(|c| c != t),
+    })
+}
+
+/// `oneOf` decided type by type: for each JSON type, either at least two alternatives
+/// accept all its values (no value of it satisfies exactly one: the type is excluded) or
+/// the branches restricted to it are pairwise disjoint. Returns the excluded types, or
+/// `None` when some type is neither (then the caller needs complements or refuses).
+fn oneof_by_type(
+    branches: &[Flat],
+    alone: &[Map<String, Value>],
+    own: &[Vec<(&'static str, Vec<(Value, String)>)>],
+    resolver: &Resolver<'_>,
+) -> Option<Vec<&'static str>> {
+    let mut excluded = Vec::new();
+    for t in TYPES {
+        let universal = (0..alone.len())
+            .filter(|&i| own[i].is_empty() && accepts_all_of(&alone[i], t))
+            .count();
+        if universal >= 2 {
+            excluded.push(t);
+            continue;
+        }
+        // The branches restricted to `t` (integers are numbers).
+        let only = Map::from_iter([("type".to_string(), Value::String(t.to_string()))]);
+        let restricted: Vec<Option<Map<String, Value>>> = branches
+            .iter()
+            .map(|b| resolver.merge(b.base.clone(), only.clone(), "").ok())
+            .collect();
+        for i in 0..branches.len() {
+            for j in i + 1..branches.len() {
+                let (Some(a), Some(b)) = (&restricted[i], &restricted[j]) else {
+                    return None;
+                };
+                if !flats_disjoint((a, &own[i]), (b, &own[j]), resolver, 0) {
+                    return None;
+                }
+            }
+        }
+    }
+    Some(excluded)
+}
+
+/// A flat schema as its own keywords and the disjunctions still to distribute over them.
+type Pending<'s> = (
+    &'s Map<String, Value>,
+    &'s [(&'static str, Vec<(Value, String)>)],
+);
+
+/// Whether two flat schemas, each with disjunctions still pending, provably accept no
+/// common value: their keywords are disjoint, or every alternative of one pending
+/// disjunction (with the keywords it is conjoined with) is disjoint from the other side.
+/// Sound because a schema is contained in the union of any one disjunction's alternatives.
+fn flats_disjoint(a: Pending<'_>, b: Pending<'_>, resolver: &Resolver<'_>, depth: usize) -> bool {
+    // Alternatives that nest disjunctions in themselves (through `$ref`) recurse forever.
+    if depth > 6 {
+        return false;
+    }
+    if disjoint(a.0, b.0, resolver, 0) {
+        return true;
+    }
+    let split = |x: Pending<'_>, y: Pending<'_>| {
+        x.1.iter().any(|(_, alts)| {
+            alts.iter().all(|(alt, at)| {
+                let Ok(af) = resolver.flatten(alt, at) else {
+                    return false;
+                };
+                if af.never {
+                    return true;
+                }
+                // The conjunction with x's keywords only sharpens the proof; when the
+                // two cannot be merged, the alternative alone still contains it.
+                let base = resolver
+                    .merge(af.base.clone(), x.0.clone(), at)
+                    .unwrap_or(af.base);
+                flats_disjoint((&base, &af.disjunctions), y, resolver, depth + 1)
+            })
+        })
+    };
+    split(a, b) || split(b, a)
+}
+
 /// Whether two flat schemas provably accept no common value.
 fn disjoint(
     a: &Map<String, Value>,
@@ -1624,7 +1768,24 @@ fn disjoint(
         }
         type_set(m.get("type")).unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect())
     };
-    let (ta, tb) = (types_of(a), types_of(b));
+    // `not: {required: [..]}` fails on every non-object (`required` holds for them).
+    let not_required = |m: &Map<String, Value>| -> Option<Vec<String>> {
+        let n = m.get("not")?.as_object()?;
+        let names: Vec<String> = n
+            .get("required")?
+            .as_array()?
+            .iter()
+            .map(|x| x.as_str().map(str::to_string))
+            .collect::<Option<_>>()?;
+        (n.len() == 1 && !names.is_empty()).then_some(names)
+    };
+    let objects_only = |m: &Map<String, Value>, mut ts: Vec<String>| {
+        if not_required(m).is_some() {
+            ts.retain(|t| t == "object");
+        }
+        ts
+    };
+    let (ta, tb) = (objects_only(a, types_of(a)), objects_only(b, types_of(b)));
     let overlaps = |x: &str, y: &str| {
         x == y || (x == "number" && y == "integer") || (x == "integer" && y == "number")
     };
@@ -1682,7 +1843,14 @@ fn disjoint(
             && !m.contains_key("patternProperties")
             && !p.contains_key(name)
     };
-    ra.iter().any(|k| forbids(b, &pb, k)) || rb.iter().any(|k| forbids(a, &pa, k))
+    // One side lacks one of the names the other requires.
+    let lacks = |m: &Map<String, Value>, req: &[String]| {
+        not_required(m).is_some_and(|names| names.iter().all(|n| req.contains(n)))
+    };
+    ra.iter().any(|k| forbids(b, &pb, k))
+        || rb.iter().any(|k| forbids(a, &pa, k))
+        || lacks(a, &rb)
+        || lacks(b, &ra)
 }
 
 /// The complement of a flattened alternative as schemas whose union it is, for the

@@ -222,6 +222,18 @@ impl<'a> Resolver<'a> {
         std::mem::take(&mut self.dropped.borrow_mut())
     }
 
+    /// Runs `f` as a probe: keywords it drops (lenient) are not reported and the
+    /// inlining budget is restored, so a proof attempt leaves the compilation unchanged.
+    /// Dropping only widens a schema, so what a probe proves disjoint stays disjoint.
+    pub fn probe<T>(&self, f: impl FnOnce(&Self) -> T) -> T {
+        let reported = self.dropped.borrow().len();
+        let budget = self.budget.get();
+        let out = f(self);
+        self.dropped.borrow_mut().truncate(reported);
+        self.budget.set(budget);
+        out
+    }
+
     /// A refusal: an error, or (lenient) recorded so the caller can go on without it.
     fn refuse(&self, e: SchemaError) -> Result<(), SchemaError> {
         match e {
@@ -354,6 +366,7 @@ impl<'a> Resolver<'a> {
         for (k, v) in m {
             if !matches!(k.as_str(), "$ref" | "allOf" | "anyOf" | "oneOf")
                 && !is_dependency(k)
+                && !(k == "not" && not_required_names(v).is_some())
                 && ASSERTIONS.contains(&k.as_str())
             {
                 own.insert(k.clone(), v.clone());
@@ -400,6 +413,18 @@ impl<'a> Resolver<'a> {
                         .collect();
                     flat.disjunctions.push((kw, alts));
                 }
+                "not" if not_required_names(v).is_some() => {
+                    // Lacking one of several names: a disjunction of one-name negations.
+                    let names = not_required_names(v).unwrap_or_default();
+                    let alts = names
+                        .into_iter()
+                        .map(|n| {
+                            let alt = serde_json::json!({ "not": { "required": [n] } });
+                            (alt, format!("{pointer}/not"))
+                        })
+                        .collect();
+                    flat.disjunctions.push(("anyOf", alts));
+                }
                 k if is_dependency(k) => {
                     let Value::Object(deps) = v else {
                         return Err(SchemaError::Invalid {
@@ -422,6 +447,36 @@ impl<'a> Resolver<'a> {
         }
         Ok(())
     }
+}
+
+/// The names of `not: {required: [a, b, …]}` (or of an `allOf` of such `required`s) when
+/// there are at least two: "lacks one of them", which flattening turns into an `anyOf` of
+/// one-name negations. `None` for any other `not`.
+fn not_required_names(v: &Value) -> Option<Vec<String>> {
+    fn collect(v: &Value, out: &mut Vec<String>) -> Option<()> {
+        let m = v.as_object()?;
+        for (k, x) in m {
+            match k.as_str() {
+                "required" => {
+                    for n in x.as_array()? {
+                        out.push(n.as_str()?.to_string());
+                    }
+                }
+                "allOf" => {
+                    for member in x.as_array()? {
+                        collect(member, out)?;
+                    }
+                }
+                k if ASSERTIONS.contains(&k) => return None,
+                _ => {}
+            }
+        }
+        Some(())
+    }
+    let mut names = Vec::new();
+    collect(v, &mut names)?;
+    names.dedup();
+    (names.len() >= 2).then_some(names)
 }
 
 /// `dependencies` (drafts 4–7) and its 2019-09 split: a property that, when present,
