@@ -35,6 +35,9 @@ pub struct Terminal {
     /// intersection of `regex` and these (empty for all but JSON Schema's
     /// `pattern` beside a length or a `format`).
     pub also: Vec<String>,
+    /// Patterns no lexeme may match in full: the terminal is then also the difference
+    /// (empty for all but JSON Schema's `not` of a string language).
+    pub except: Vec<String>,
     /// Where it was defined (or first used, for anonymous terminals).
     pub span: Span,
 }

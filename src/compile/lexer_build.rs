@@ -84,18 +84,32 @@ fn check_regex(t: &Terminal, regex: &str, main: bool) -> Result<(), GrammarError
     Ok(())
 }
 
-/// A terminal's DFA: its regex's, intersected with each of its `also` patterns'.
+/// A terminal's DFA: its regex's, intersected with each of its `also` patterns' and
+/// minus each of its `except` patterns'.
 fn term_dfa(t: &Terminal) -> Result<TermDfa, GrammarError> {
     let mut dfa = regex_dfa(t, &t.regex, true)?;
     for re in &t.also {
-        dfa = intersect(&dfa, &regex_dfa(t, re, false)?, t)?;
+        dfa = product(&dfa, &regex_dfa(t, re, false)?, t, Product::Intersect)?;
+    }
+    for re in &t.except {
+        dfa = product(&dfa, &regex_dfa(t, re, false)?, t, Product::Subtract)?;
     }
     Ok(dfa)
 }
 
-/// The product of two terminal DFAs: a lexeme is complete iff it is in both, and a state
-/// lives iff both components do and together they can still reach completion.
-fn intersect(a: &TermDfa, b: &TermDfa, t: &Terminal) -> Result<TermDfa, GrammarError> {
+/// What a product of two terminal DFAs accepts.
+#[derive(Clone, Copy, PartialEq)]
+enum Product {
+    /// Lexemes in both.
+    Intersect,
+    /// Lexemes in the first and not in the second: the second side may die (`NONE`)
+    /// without the pair dying.
+    Subtract,
+}
+
+/// The product of two terminal DFAs (see [`Product`]); a state lives iff it can still
+/// reach completion.
+fn product(a: &TermDfa, b: &TermDfa, t: &Terminal, kind: Product) -> Result<TermDfa, GrammarError> {
     // Byte classes: the pairs of the two sides' classes that occur.
     let mut pair_class: HashMap<(u8, u8), u8> = HashMap::new();
     let mut classes = [0u8; 256];
@@ -111,7 +125,8 @@ fn intersect(a: &TermDfa, b: &TermDfa, t: &Terminal) -> Result<TermDfa, GrammarE
     let stride = reps.len();
     let mut trans: Vec<u32> = Vec::new();
     let mut complete: Vec<bool> = Vec::new();
-    if a.start == NONE || b.start == NONE {
+    let subtract = kind == Product::Subtract;
+    if a.start == NONE || (b.start == NONE && !subtract) {
         return Ok(TermDfa {
             classes,
             stride,
@@ -126,11 +141,17 @@ fn intersect(a: &TermDfa, b: &TermDfa, t: &Terminal) -> Result<TermDfa, GrammarE
     let mut i = 0;
     while i < states.len() {
         let (x, y) = states[i];
-        complete.push(a.complete[x as usize] && b.complete[y as usize]);
+        // `y == NONE` only when subtracting: the second side can no longer match.
+        let in_b = y != NONE && b.complete[y as usize];
+        complete.push(a.complete[x as usize] && (in_b != subtract));
         for &(ca, cb) in &reps {
             let nx = a.trans[x as usize * a.stride + ca as usize];
-            let ny = b.trans[y as usize * b.stride + cb as usize];
-            if nx == NONE || ny == NONE {
+            let ny = if y == NONE {
+                NONE
+            } else {
+                b.trans[y as usize * b.stride + cb as usize]
+            };
+            if nx == NONE || (ny == NONE && !subtract) {
                 trans.push(NONE);
                 continue;
             }
@@ -391,12 +412,17 @@ mod tests {
     use crate::compile::ir::Terminal;
 
     fn terminal(regex: &str, also: &[&str]) -> Terminal {
+        terminal_except(regex, also, &[])
+    }
+
+    fn terminal_except(regex: &str, also: &[&str], except: &[&str]) -> Terminal {
         Terminal {
             name: "T".into(),
             regex: regex.into(),
             priority: Priority::default(),
             ignored: false,
             also: also.iter().map(|s| s.to_string()).collect(),
+            except: except.iter().map(|s| s.to_string()).collect(),
             span: Span::default(),
         }
     }
@@ -438,6 +464,36 @@ mod tests {
         assert_eq!(run(&d, b"ab:abb"), None);
         // Empty intersection: no start.
         let e = term_dfa(&terminal("a+", &["b+"])).unwrap();
+        assert_eq!(e.start, NONE);
+    }
+
+    /// A difference accepts exactly the words the main pattern accepts and no `except`
+    /// pattern does, and lives on where an excepted prefix can still grow out of it.
+    #[test]
+    fn difference_is_exact() {
+        let d = term_dfa(&terminal_except("[a-c]{1,4}", &[], &["a.*", "bc", "c+"])).unwrap();
+        let full = |re: &str| regex_automata::meta::Regex::new(&format!("^(?:{re})$")).unwrap();
+        let (main, e1, e2, e3) = (full("[a-c]{1,4}"), full("a.*"), full("bc"), full("c+"));
+        let keep =
+            |w: &str| main.is_match(w) && !e1.is_match(w) && !e2.is_match(w) && !e3.is_match(w);
+        let mut words = vec![String::new()];
+        for len in 0..5 {
+            let longer: Vec<String> = words
+                .iter()
+                .filter(|w| w.len() == len)
+                .flat_map(|w| ["a", "b", "c", "d"].iter().map(move |c| format!("{w}{c}")))
+                .collect();
+            words.extend(longer);
+        }
+        for w in &words {
+            assert_eq!(run(&d, w.as_bytes()) == Some(true), keep(w), "{w:?}");
+        }
+        // "a…" can never complete: dead at once. "bc" is excepted but "bcb" is not.
+        assert_eq!(run(&d, b"a"), None);
+        assert_eq!(run(&d, b"bc"), Some(false));
+        assert_eq!(run(&d, b"bcb"), Some(true));
+        // Everything excepted: no start.
+        let e = term_dfa(&terminal_except("ab?", &[], &["a", "ab"])).unwrap();
         assert_eq!(e.start, NONE);
     }
 }

@@ -75,6 +75,7 @@ pub fn compile(pattern: &str) -> Result<Grammar, GrammarError> {
             priority: Priority::default(),
             ignored: false,
             also: Vec::new(),
+            except: Vec::new(),
             span: Span::default(),
         }],
         nonterminals: vec![Nonterminal {

@@ -173,6 +173,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
             priority: Priority::default(),
             ignored: false,
             also: Vec::new(),
+            except: Vec::new(),
             span: Span::default(),
         })
         .collect();

@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 use super::finite;
 use super::format::{format, Format};
 use super::number::{
-    decimal_range, integer_range, value_spellings, Bound, ANY_INTEGER, ANY_NUMBER,
+    decimal_half, decimal_range, integer_range, value_spellings, Bound, Side, ANY_INTEGER,
+    ANY_NUMBER,
 };
 use super::resolve::{conjoin, is_trivial, json_equal, type_set, Flat, Resolver, ASSERTIONS};
 use super::string::{
@@ -67,6 +68,12 @@ struct Negation {
     excluded: Vec<String>,
     /// `not {required: [x]}`: objects only, without `x` (one name per such `not`).
     absent: Vec<String>,
+    /// `not` of one string language (`pattern`, a regular `format`, string `enum` /
+    /// `const`, or lengths): strings in any of these are excluded.
+    strings: Vec<Hir>,
+    /// Set by `not` of a string keyword that every non-string satisfies vacuously
+    /// (`pattern`, `format`, lengths without `type: string`): strings only.
+    strings_only: bool,
 }
 
 impl Negation {
@@ -75,6 +82,8 @@ impl Negation {
         self.nothing |= o.nothing;
         self.excluded.extend(o.excluded);
         self.absent.extend(o.absent);
+        self.strings.extend(o.strings);
+        self.strings_only |= o.strings_only;
         self
     }
 }
@@ -97,7 +106,7 @@ struct Lowerer<'a> {
     resolver: Resolver<'a>,
     opts: SchemaOptions,
     terminals: Vec<Terminal>,
-    term_ids: HashMap<(String, Vec<String>, i32), TerminalId>,
+    term_ids: HashMap<(String, Vec<String>, Vec<String>, i32), TerminalId>,
     nonterminals: Vec<Nonterminal>,
     bodies: Vec<Option<Ebnf>>,
     memo: HashMap<String, NonterminalId>,
@@ -220,12 +229,19 @@ impl<'a> Lowerer<'a> {
     }
 
     fn terminal(&mut self, name: &str, regex: &str, priority: i32, literal: bool) -> TerminalId {
-        self.make_terminal(name, regex, Vec::new(), priority, literal)
+        self.make_terminal(name, regex, Vec::new(), Vec::new(), priority, literal)
     }
 
-    /// A string terminal whose lexemes match `regex` and every pattern of `also`.
-    fn terminal_also(&mut self, name: &str, regex: &str, also: Vec<String>) -> TerminalId {
-        self.make_terminal(name, regex, also, 0, false)
+    /// A string terminal whose lexemes match `regex` and every pattern of `also`, and
+    /// no pattern of `except`.
+    fn terminal_also(
+        &mut self,
+        name: &str,
+        regex: &str,
+        also: Vec<String>,
+        except: Vec<String>,
+    ) -> TerminalId {
+        self.make_terminal(name, regex, also, except, 0, false)
     }
 
     fn make_terminal(
@@ -233,10 +249,11 @@ impl<'a> Lowerer<'a> {
         name: &str,
         regex: &str,
         also: Vec<String>,
+        except: Vec<String>,
         priority: i32,
         literal: bool,
     ) -> TerminalId {
-        let key = (regex.to_string(), also, priority);
+        let key = (regex.to_string(), also, except, priority);
         if let Some(&t) = self.term_ids.get(&key) {
             return t;
         }
@@ -250,6 +267,7 @@ impl<'a> Lowerer<'a> {
             },
             ignored: false,
             also: key.1.clone(),
+            except: key.2.clone(),
             span: Span::default(),
         });
         self.term_ids.insert(key, id);
@@ -546,10 +564,18 @@ impl<'a> Lowerer<'a> {
     fn keywords(&mut self, m: &Map<String, Value>, pointer: &str) -> Result<Ebnf, SchemaError> {
         let mut types = type_set(m.get("type"));
         let mut forbidden: Vec<String> = Vec::new();
+        let mut not_strings: Vec<Hir> = Vec::new();
         if let Some(n) = m.get("not") {
             let neg = self.negation(n, pointer)?;
             if neg.nothing {
                 return Ok(nothing());
+            }
+            not_strings = neg.strings;
+            if neg.strings_only {
+                let all = types
+                    .take()
+                    .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
+                types = Some(all.into_iter().filter(|t| t == "string").collect());
             }
             let ts = neg.excluded;
             if !ts.is_empty() {
@@ -616,10 +642,10 @@ impl<'a> Lowerer<'a> {
             // Both may meet in a merged allOf / anyOf branch: the const, if enumerated.
             let ok = listed.is_none_or(|vs| vs.iter().any(|v| json_equal(v, c)));
             let values = if ok { std::slice::from_ref(c) } else { &[] };
-            return self.enumerated(values, m, &types, &forbidden, pointer);
+            return self.enumerated(values, m, &types, &forbidden, &not_strings, pointer);
         }
         if let Some(values) = listed {
-            return self.enumerated(values, m, &types, &forbidden, pointer);
+            return self.enumerated(values, m, &types, &forbidden, &not_strings, pointer);
         }
         if types.is_none() {
             types = Some(TYPES.iter().map(|s| s.to_string()).collect());
@@ -634,7 +660,7 @@ impl<'a> Lowerer<'a> {
                 "integer" if has_number => continue,
                 "integer" => self.number(m, true, pointer)?,
                 "number" => self.number(m, false, pointer)?,
-                "string" => self.string(m, pointer)?,
+                "string" => self.string(m, &not_strings, pointer)?,
                 "array" => self.array(m, pointer)?,
                 "object" => self.object(m, &forbidden, pointer)?,
                 _ => continue,
@@ -651,10 +677,22 @@ impl<'a> Lowerer<'a> {
         m: &Map<String, Value>,
         types: &Option<Vec<String>>,
         forbidden: &[String],
+        not_strings: &[Hir],
         pointer: &str,
     ) -> Result<Ebnf, SchemaError> {
+        // Strings outside every language of `not_strings`.
+        let kept = ValueMatcher::all(&[])
+            .and_then(|mm| mm.except(not_strings))
+            .map_err(|e| SchemaError::Unsupported {
+                keyword: "not".into(),
+                pointer: pointer.to_string(),
+                reason: e,
+            })?;
         let mut alts = Vec::new();
         for v in values {
+            if v.as_str().is_some_and(|s| !kept.is_match(s)) {
+                continue;
+            }
             let t = json_type_of(v);
             if !type_allows(types, t) {
                 continue;
@@ -882,6 +920,16 @@ impl<'a> Lowerer<'a> {
                 Some(_) => None,
             }
         };
+        let fractional = |b: Option<(f64, bool)>| b.is_some_and(|(x, _)| x.fract() != 0.0);
+        if !integer
+            && (fractional(lo) || fractional(hi))
+            && [lo, hi]
+                .iter()
+                .flatten()
+                .all(|(x, _)| x.is_finite() && x.abs() <= LIMIT)
+        {
+            return self.decimal_between(lo, hi, pointer);
+        }
         let (Some(lb), Some(ub)) = (to_bound(lo, false), to_bound(hi, true)) else {
             let kw = if lo.is_some_and(|(x, _)| x.fract() != 0.0 || x.abs() > LIMIT) {
                 "minimum"
@@ -915,7 +963,67 @@ impl<'a> Lowerer<'a> {
         })
     }
 
-    fn string(&mut self, m: &Map<String, Value>, pointer: &str) -> Result<Ebnf, SchemaError> {
+    /// Decimals (no exponent) between bounds of which one at least is not an integer:
+    /// the lower half-line's terminal intersected with the upper one's.
+    fn decimal_between(
+        &mut self,
+        lo: Option<(f64, bool)>,
+        hi: Option<(f64, bool)>,
+        pointer: &str,
+    ) -> Result<Ebnf, SchemaError> {
+        if let (Some((l, le)), Some((h, he))) = (lo, hi) {
+            if l > h || (l == h && (le || he)) {
+                return Ok(nothing());
+            }
+        }
+        let half = |b: Option<(f64, bool)>, side: Side| -> Option<String> {
+            let (x, exclusive) = b?;
+            if x.fract() == 0.0 {
+                let bound = Some(Bound {
+                    value: x as i128,
+                    exclusive,
+                });
+                return match side {
+                    Side::Above => decimal_range(bound, None),
+                    Side::Below => decimal_range(None, bound),
+                };
+            }
+            // Rust prints a finite f64 in plain decimal, shortest round-trip digits: the
+            // bound as the schema wrote it.
+            decimal_half(&format!("{x}"), exclusive, side)
+        };
+        let mut halves = Vec::new();
+        for (b, side, kw) in [(lo, Side::Above, "minimum"), (hi, Side::Below, "maximum")] {
+            match (b, half(b, side)) {
+                (_, Some(re)) => halves.push(re),
+                (None, None) => {}
+                (Some(_), None) => {
+                    self.refuse(kw, pointer, "a bound that is not a plain decimal")?;
+                    halves.push(ANY_NUMBER.to_string());
+                }
+            }
+        }
+        // At least one bound is set (the caller checked).
+        let main = halves.remove(0);
+        let name = format!("NUMBER[{lo:?}..{hi:?}]");
+        Ok(e_sym(Symbol::T(self.make_terminal(
+            &name,
+            &main,
+            halves,
+            Vec::new(),
+            0,
+            false,
+        ))))
+    }
+
+    /// A string schema: the intersection of its `pattern`, `format` and length languages,
+    /// minus the languages of `except` (from a `not`).
+    fn string(
+        &mut self,
+        m: &Map<String, Value>,
+        except: &[Hir],
+        pointer: &str,
+    ) -> Result<Ebnf, SchemaError> {
         let mut parts: Vec<(&str, Hir)> = Vec::new();
         if let Some(p) = m.get("pattern") {
             let Some(p) = p.as_str() else {
@@ -981,7 +1089,10 @@ impl<'a> Lowerer<'a> {
             }
         }
         if parts.is_empty() {
-            return Ok(e_sym(self.any_string()));
+            if except.is_empty() {
+                return Ok(e_sym(self.any_string()));
+            }
+            parts.push(("not", any_string_hir()));
         }
         // The terminal is the intersection of the parts' quoted languages: the first as
         // its regex, the others as `also` (intersected in the lexer builder).
@@ -993,18 +1104,28 @@ impl<'a> Lowerer<'a> {
                 reason: e,
             })?);
         }
+        let mut not_res: Vec<String> = Vec::with_capacity(except.len());
+        for h in except {
+            not_res.push(quoted_regex(h).map_err(|e| SchemaError::Unsupported {
+                keyword: "not".into(),
+                pointer: pointer.to_string(),
+                reason: e,
+            })?);
+        }
         let hirs: Vec<Hir> = parts.iter().map(|(_, h)| h.clone()).collect();
-        let matcher = ValueMatcher::all(&hirs).map_err(|e| SchemaError::Unsupported {
-            keyword: parts[0].0.into(),
-            pointer: pointer.to_string(),
-            reason: e,
-        })?;
-        let key = res.join("\u{0}");
+        let matcher = ValueMatcher::all(&hirs)
+            .and_then(|mm| mm.except(except))
+            .map_err(|e| SchemaError::Unsupported {
+                keyword: parts[0].0.into(),
+                pointer: pointer.to_string(),
+                reason: e,
+            })?;
+        let key = format!("{}\u{1}{}", res.join("\u{0}"), not_res.join("\u{0}"));
         if let Some(&n) = self.string_memo.get(&key) {
             return Ok(e_sym(Symbol::N(n)));
         }
         let re = res.remove(0);
-        let t = self.terminal_also(&format!("STRING<{pointer}>"), &re, res);
+        let t = self.terminal_also(&format!("STRING<{pointer}>"), &re, res, not_res);
         let n = self.string_nt(key, StringRule::Constrained(t, matcher));
         Ok(e_sym(Symbol::N(n)))
     }
@@ -1191,11 +1312,18 @@ impl<'a> Lowerer<'a> {
                     });
                 }
             }
+            if let Some((h, vacuous)) = string_language(&flat.base) {
+                return Ok(Negation {
+                    strings: vec![h],
+                    strings_only: vacuous,
+                    ..Default::default()
+                });
+            }
         }
         self.refuse(
             "not",
             pointer,
-            "only `not` of types, of one required property, or of an anyOf of those is compiled",
+            "only `not` of types, of required properties, of one string language (pattern, format, string enum, lengths), or of an anyOf of those is compiled",
         )?;
         Ok(Negation::default())
     }
@@ -1853,6 +1981,68 @@ fn disjoint(
         || lacks(b, &ra)
 }
 
+/// The value language of a string schema that `not` can exclude: `m` holds (besides
+/// annotations and an optional `type: string`) only one `pattern`, one regular `format`,
+/// an `enum` / `const` of strings, or length bounds up to [`MAX_COUNTED_LENGTH`]. The
+/// flag says whether every non-string satisfies `m` (a string keyword without `type`).
+fn string_language(m: &Map<String, Value>) -> Option<(Hir, bool)> {
+    let typed = m.contains_key("type");
+    if typed && type_set(m.get("type")) != Some(vec!["string".to_string()]) {
+        return None;
+    }
+    let keys: Vec<&str> = m
+        .keys()
+        .map(String::as_str)
+        .filter(|k| ASSERTIONS.contains(k) && *k != "type")
+        .collect();
+    let literals = |vs: &[Value]| -> Option<Hir> {
+        let alts: Option<Vec<Hir>> = vs
+            .iter()
+            .map(|v| v.as_str().map(|s| Hir::literal(s.as_bytes())))
+            .collect();
+        Some(Hir::alternation(alts?))
+    };
+    let h = match keys.as_slice() {
+        ["pattern"] => parse_pattern(m["pattern"].as_str()?).ok(),
+        ["format"] => match format(m["format"].as_str()?) {
+            Format::Regular(re) => Some(parse_value_regex(&re)),
+            _ => None,
+        },
+        // Listed values: a non-string is not one of them.
+        ["enum"] => return literals(m["enum"].as_array()?).map(|h| (h, false)),
+        ["const"] => return literals(std::slice::from_ref(&m["const"])).map(|h| (h, false)),
+        ["minLength"] | ["maxLength"] | ["minLength", "maxLength"] | ["maxLength", "minLength"] => {
+            let get = |k: &str| {
+                m.get(k)
+                    .map(|v| v.as_u64().filter(|&n| n <= MAX_COUNTED_LENGTH))
+            };
+            let (lo, hi) = (get("minLength"), get("maxLength"));
+            // A bound that is not a small count: not compiled.
+            if lo == Some(None) || hi == Some(None) {
+                return None;
+            }
+            Some(Hir::repetition(Repetition {
+                min: lo.flatten().unwrap_or(0) as u32,
+                max: hi.flatten().map(|x| x as u32),
+                greedy: true,
+                sub: Box::new(any_char()),
+            }))
+        }
+        _ => None,
+    };
+    h.map(|h| (h, !typed))
+}
+
+/// Every string value.
+fn any_string_hir() -> Hir {
+    Hir::repetition(Repetition {
+        min: 0,
+        max: None,
+        greedy: true,
+        sub: Box::new(any_char()),
+    })
+}
+
 /// The complement of a flattened alternative as schemas whose union it is, for the
 /// forms `not` compiles: a `type` list and `required` names (objects lacking one of them;
 /// `required` holds for every non-object, so those are not in the complement).
@@ -1875,6 +2065,12 @@ fn complement(f: &Flat, pointer: &str) -> Option<Vec<(Value, String)>> {
                 }
             }
             _ if !ASSERTIONS.contains(&k.as_str()) => {}
+            "pattern" | "format" | "enum" | "const" | "minLength" | "maxLength" => {
+                // The conjunct alone, negated as one string language (or not at all).
+                let alone = Map::from_iter([(k.clone(), v.clone())]);
+                string_language(&alone)?;
+                out.push((serde_json::json!({ "not": alone }), at.clone()));
+            }
             _ => return None,
         }
     }

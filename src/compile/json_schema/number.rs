@@ -204,6 +204,115 @@ pub fn decimal_range(lo: Option<Bound>, hi: Option<Bound>) -> Option<String> {
     alternation(&alts)
 }
 
+/// Which side of a bound a half-line keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Values at or above (above, when exclusive) the bound.
+    Above,
+    /// Values at or below (below, when exclusive) the bound.
+    Below,
+}
+
+/// Fraction digits `.B` compared with the bound's fraction `f` (its digits, the last one
+/// nonzero), from digit `i` on, the digits before being equal: the rest of the regex.
+/// Every alternation here starts its branches with different digits and every optional
+/// part is greedy, so leftmost-first matching accepts exactly the language.
+fn fraction_from(f: &[u8], i: usize, side: Side, inclusive: bool) -> String {
+    if i == f.len() {
+        // Equal so far: B is f followed by more digits. Above: any continuation is
+        // ≥ f, and > f iff some digit is nonzero. Below: only zeros, and only if equal
+        // is allowed.
+        return match (side, inclusive) {
+            (Side::Above, true) => "[0-9]*".into(),
+            (Side::Above, false) => "0*[1-9][0-9]*".into(),
+            (Side::Below, true) => "0*".into(),
+            (Side::Below, false) => "(?:$^)".into(),
+        };
+    }
+    let d = f[i];
+    let mut alts = Vec::new();
+    match side {
+        Side::Above if d < 9 => alts.push(format!("[{}-9][0-9]*", d + 1)),
+        Side::Below if d > 0 => alts.push(format!("[0-{}][0-9]*", d - 1)),
+        _ => {}
+    }
+    let rest = fraction_from(f, i + 1, side, inclusive);
+    if rest != "(?:$^)" {
+        alts.push(format!("{d}{rest}"));
+    }
+    let body = format!("(?:{})", alts.join("|"));
+    // Below: B may stop here (a proper prefix of f is smaller, f's last digit being
+    // nonzero); not before the first digit, which the `.` requires.
+    if side == Side::Below && i > 0 {
+        format!("{body}?")
+    } else {
+        body
+    }
+}
+
+/// Nonnegative decimals (no exponent) on one side of the non-integer magnitude
+/// `int.frac` (`frac`: digits, last one nonzero).
+fn magnitude_side(int: u128, frac: &[u8], side: Side, inclusive: bool) -> String {
+    let any_frac = r"(?:\.[0-9]+)?";
+    let f = fraction_from(frac, 0, side, inclusive);
+    let mut alts: Vec<String> = Vec::new();
+    match side {
+        Side::Above => {
+            // A longer or larger integer part, then the bound's own integer part.
+            for a in naturals(int + 1, None) {
+                alts.push(format!("{a}{any_frac}"));
+            }
+            alts.push(format!(r"{int}\.{f}"));
+        }
+        Side::Below => {
+            // The bound's integer part (fraction optional: none is below), then smaller
+            // integer parts, longest first.
+            alts.push(format!(r"{int}(?:\.{f})?"));
+            if int > 0 {
+                for a in naturals(0, Some(int - 1)) {
+                    alts.push(format!("{a}{any_frac}"));
+                }
+            }
+        }
+    }
+    format!("(?:{})", alts.join("|"))
+}
+
+/// Decimals (no exponent) on one side of a bound that is not an integer, in JSON number
+/// syntax; `bound` is its plain decimal text (`-2.25`, `0.5`). `None` if `bound` is not
+/// such a text.
+pub fn decimal_half(bound: &str, exclusive: bool, side: Side) -> Option<String> {
+    let (negative, mag) = match bound.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, bound),
+    };
+    let (int, frac) = mag.split_once('.')?;
+    let frac: Vec<u8> = frac
+        .trim_end_matches('0')
+        .bytes()
+        .map(|b| b.wrapping_sub(b'0'))
+        .collect();
+    if frac.is_empty() || frac.iter().any(|&d| d > 9) || int.is_empty() || int.len() > 30 {
+        return None;
+    }
+    let int: u128 = int.parse().ok()?;
+    let inclusive = !exclusive;
+    let any = r"(?:0|[1-9][0-9]*)(?:\.[0-9]+)?";
+    Some(match (negative, side) {
+        (false, Side::Above) => magnitude_side(int, &frac, Side::Above, inclusive),
+        (false, Side::Below) => format!(
+            "(?:-{any}|{})",
+            magnitude_side(int, &frac, Side::Below, inclusive)
+        ),
+        // x ≥ -c: every nonnegative number, and negatives of magnitude ≤ c (-0 among them).
+        (true, Side::Above) => format!(
+            "(?:-{}|{any})",
+            magnitude_side(int, &frac, Side::Below, inclusive)
+        ),
+        (true, Side::Below) => format!("-{}", magnitude_side(int, &frac, Side::Above, inclusive)),
+    })
+}
+
 /// The spellings of one numeric value accepted for `enum`/`const`: its plain decimal
 /// form with any number of trailing fractional zeros (`1`, `1.0`, `1.00`…; `-0` for 0).
 /// Exponent spellings are not produced, so the set is a subset of the equal numbers.
@@ -351,5 +460,70 @@ mod tests {
         assert!(m("0") && m("-0") && m("0.0") && !m("00"));
         let m = lf(&value_spellings(&serde_json::Number::from(-3)));
         assert!(m("-3") && !m("3"));
+    }
+
+    /// A decimal text as an exact rational `n / 10^scale` with `scale` = 6.
+    fn scaled(text: &str) -> i128 {
+        let (neg, mag) = match text.strip_prefix('-') {
+            Some(m) => (true, m),
+            None => (false, text),
+        };
+        let (int, frac) = mag.split_once('.').unwrap_or((mag, ""));
+        let frac = format!("{frac:0<6}");
+        let v: i128 = format!("{int}{frac}").parse().unwrap();
+        if neg {
+            -v
+        } else {
+            v
+        }
+    }
+
+    /// Every half-line regex accepts exactly the decimals (as JSON writes them, with
+    /// any number of trailing zeros, and `-0`) on its side of the bound, under the
+    /// lexer's leftmost-first matching.
+    #[test]
+    fn decimal_halves_are_exact() {
+        let mut docs: Vec<String> = Vec::new();
+        for int in ["0", "1", "2", "9", "10", "12", "13", "99", "100", "123"] {
+            docs.push(int.to_string());
+            for frac in [
+                "0", "00", "05", "1", "2", "25", "249", "25", "251", "250", "3", "5", "9", "99",
+                "001",
+            ] {
+                docs.push(format!("{int}.{frac}"));
+            }
+        }
+        let signed: Vec<String> = docs
+            .iter()
+            .flat_map(|d| [d.clone(), format!("-{d}")])
+            .collect();
+        for bound in [
+            "0.25", "12.25", "-0.25", "-12.25", "1.05", "0.001", "99.9", "-9.99",
+        ] {
+            let b = scaled(bound);
+            for exclusive in [false, true] {
+                for side in [Side::Above, Side::Below] {
+                    let re = decimal_half(bound, exclusive, side).unwrap();
+                    let m = lf(&re);
+                    for d in &signed {
+                        let v = scaled(d);
+                        let want = match (side, exclusive) {
+                            (Side::Above, false) => v >= b,
+                            (Side::Above, true) => v > b,
+                            (Side::Below, false) => v <= b,
+                            (Side::Below, true) => v < b,
+                        };
+                        assert_eq!(
+                            m(d),
+                            want,
+                            "{d} vs {bound} {side:?} exclusive={exclusive}: /{re}/"
+                        );
+                    }
+                }
+            }
+        }
+        // Not a decimal text with a fraction: no regex.
+        assert_eq!(decimal_half("12", false, Side::Above), None);
+        assert_eq!(decimal_half("1e5", false, Side::Above), None);
     }
 }

@@ -677,8 +677,22 @@ pub fn parse_value_regex(re: &str) -> Hir {
 }
 
 /// A matcher deciding whether a decoded string value is in a value language (the
-/// intersection of one or more).
-pub struct ValueMatcher(Vec<regex_automata::meta::Regex>);
+/// intersection of one or more, minus the union of others).
+pub struct ValueMatcher {
+    all: Vec<regex_automata::meta::Regex>,
+    none: Vec<regex_automata::meta::Regex>,
+}
+
+fn full_match(h: &Hir) -> Result<regex_automata::meta::Regex, String> {
+    let anchored = Hir::concat(vec![
+        Hir::look(Look::Start),
+        h.clone(),
+        Hir::look(Look::End),
+    ]);
+    regex_automata::meta::Regex::builder()
+        .build_from_hir(&anchored)
+        .map_err(|e| e.to_string())
+}
 
 impl ValueMatcher {
     /// Builds the full-match matcher for `h`.
@@ -688,24 +702,23 @@ impl ValueMatcher {
 
     /// The matcher of the intersection of the languages `hs`.
     pub fn all(hs: &[Hir]) -> Result<Self, String> {
-        hs.iter()
-            .map(|h| {
-                let anchored = Hir::concat(vec![
-                    Hir::look(Look::Start),
-                    h.clone(),
-                    Hir::look(Look::End),
-                ]);
-                regex_automata::meta::Regex::builder()
-                    .build_from_hir(&anchored)
-                    .map_err(|e| e.to_string())
-            })
-            .collect::<Result<_, _>>()
-            .map(ValueMatcher)
+        Ok(ValueMatcher {
+            all: hs.iter().map(full_match).collect::<Result<_, _>>()?,
+            none: Vec::new(),
+        })
+    }
+
+    /// This language minus the languages `hs`.
+    pub fn except(mut self, hs: &[Hir]) -> Result<Self, String> {
+        for h in hs {
+            self.none.push(full_match(h)?);
+        }
+        Ok(self)
     }
 
     /// Whether `value` is in the language.
     pub fn is_match(&self, value: &str) -> bool {
-        self.0.iter().all(|r| r.is_match(value))
+        self.all.iter().all(|r| r.is_match(value)) && !self.none.iter().any(|r| r.is_match(value))
     }
 }
 

@@ -204,6 +204,7 @@ impl Lowerer {
             },
             ignored: false,
             also: Vec::new(),
+            except: Vec::new(),
             span: def_span,
         });
         self.named_ids.insert(name.to_string(), id);
@@ -285,6 +286,7 @@ impl Lowerer {
             priority: Priority { user: 0, literal },
             ignored,
             also: Vec::new(),
+            except: Vec::new(),
             span,
         });
         self.anon_ids.insert(key, id);
