@@ -14,6 +14,7 @@ use hashbrown::HashMap;
 use regex_syntax::hir::{Hir, Repetition};
 use serde_json::{Map, Value};
 
+use super::complement::{any_string_hir, complement, scalar_values, string_language};
 use super::finite;
 use super::format::{format, Format};
 use super::number::{
@@ -74,6 +75,8 @@ struct Negation {
     /// Set by `not` of a string keyword that every non-string satisfies vacuously
     /// (`pattern`, `format`, lengths without `type: string`): strings only.
     strings_only: bool,
+    /// `not {const: true}` and the like: these booleans are excluded.
+    bools: Vec<bool>,
 }
 
 impl Negation {
@@ -84,6 +87,7 @@ impl Negation {
         self.absent.extend(o.absent);
         self.strings.extend(o.strings);
         self.strings_only |= o.strings_only;
+        self.bools.extend(o.bools);
         self
     }
 }
@@ -565,12 +569,14 @@ impl<'a> Lowerer<'a> {
         let mut types = type_set(m.get("type"));
         let mut forbidden: Vec<String> = Vec::new();
         let mut not_strings: Vec<Hir> = Vec::new();
+        let mut not_bools: Vec<bool> = Vec::new();
         if let Some(n) = m.get("not") {
             let neg = self.negation(n, pointer)?;
             if neg.nothing {
                 return Ok(nothing());
             }
             not_strings = neg.strings;
+            not_bools = neg.bools;
             if neg.strings_only {
                 let all = types
                     .take()
@@ -642,10 +648,12 @@ impl<'a> Lowerer<'a> {
             // Both may meet in a merged allOf / anyOf branch: the const, if enumerated.
             let ok = listed.is_none_or(|vs| vs.iter().any(|v| json_equal(v, c)));
             let values = if ok { std::slice::from_ref(c) } else { &[] };
-            return self.enumerated(values, m, &types, &forbidden, &not_strings, pointer);
+            let not = (not_strings.as_slice(), not_bools.as_slice());
+            return self.enumerated(values, m, &types, &forbidden, not, pointer);
         }
         if let Some(values) = listed {
-            return self.enumerated(values, m, &types, &forbidden, &not_strings, pointer);
+            let not = (not_strings.as_slice(), not_bools.as_slice());
+            return self.enumerated(values, m, &types, &forbidden, not, pointer);
         }
         if types.is_none() {
             types = Some(TYPES.iter().map(|s| s.to_string()).collect());
@@ -656,7 +664,14 @@ impl<'a> Lowerer<'a> {
         for t in &ts {
             let e = match t.as_str() {
                 "null" => e_sym(self.f().null),
-                "boolean" => Ebnf::Alt(vec![e_sym(self.f().tru), e_sym(self.f().fals)]),
+                "boolean" => {
+                    let (t, f) = (self.f().tru, self.f().fals);
+                    let kept = [(true, t), (false, f)]
+                        .into_iter()
+                        .filter(|(b, _)| !not_bools.contains(b))
+                        .map(|(_, s)| e_sym(s));
+                    Ebnf::Alt(kept.collect())
+                }
                 "integer" if has_number => continue,
                 "integer" => self.number(m, true, pointer)?,
                 "number" => self.number(m, false, pointer)?,
@@ -677,7 +692,7 @@ impl<'a> Lowerer<'a> {
         m: &Map<String, Value>,
         types: &Option<Vec<String>>,
         forbidden: &[String],
-        not_strings: &[Hir],
+        (not_strings, not_bools): (&[Hir], &[bool]),
         pointer: &str,
     ) -> Result<Ebnf, SchemaError> {
         // Strings outside every language of `not_strings`.
@@ -690,7 +705,9 @@ impl<'a> Lowerer<'a> {
             })?;
         let mut alts = Vec::new();
         for v in values {
-            if v.as_str().is_some_and(|s| !kept.is_match(s)) {
+            if v.as_str().is_some_and(|s| !kept.is_match(s))
+                || v.as_bool().is_some_and(|b| not_bools.contains(&b))
+            {
                 continue;
             }
             let t = json_type_of(v);
@@ -1311,6 +1328,21 @@ impl<'a> Lowerer<'a> {
                         ..Default::default()
                     });
                 }
+            }
+            if let Some(values) = scalar_values(&flat.base) {
+                let mut neg = Negation::default();
+                let mut literals = Vec::new();
+                for v in values {
+                    match v {
+                        Value::String(s) => literals.push(Hir::literal(s.as_bytes())),
+                        Value::Bool(b) => neg.bools.push(b),
+                        _ => neg.excluded.push("null".to_string()),
+                    }
+                }
+                if !literals.is_empty() {
+                    neg.strings.push(Hir::alternation(literals));
+                }
+                return Ok(neg);
             }
             if let Some((h, vacuous)) = string_language(&flat.base) {
                 return Ok(Negation {
@@ -1979,102 +2011,6 @@ fn disjoint(
         || rb.iter().any(|k| forbids(a, &pa, k))
         || lacks(a, &rb)
         || lacks(b, &ra)
-}
-
-/// The value language of a string schema that `not` can exclude: `m` holds (besides
-/// annotations and an optional `type: string`) only one `pattern`, one regular `format`,
-/// an `enum` / `const` of strings, or length bounds up to [`MAX_COUNTED_LENGTH`]. The
-/// flag says whether every non-string satisfies `m` (a string keyword without `type`).
-fn string_language(m: &Map<String, Value>) -> Option<(Hir, bool)> {
-    let typed = m.contains_key("type");
-    if typed && type_set(m.get("type")) != Some(vec!["string".to_string()]) {
-        return None;
-    }
-    let keys: Vec<&str> = m
-        .keys()
-        .map(String::as_str)
-        .filter(|k| ASSERTIONS.contains(k) && *k != "type")
-        .collect();
-    let literals = |vs: &[Value]| -> Option<Hir> {
-        let alts: Option<Vec<Hir>> = vs
-            .iter()
-            .map(|v| v.as_str().map(|s| Hir::literal(s.as_bytes())))
-            .collect();
-        Some(Hir::alternation(alts?))
-    };
-    let h = match keys.as_slice() {
-        ["pattern"] => parse_pattern(m["pattern"].as_str()?).ok(),
-        ["format"] => match format(m["format"].as_str()?) {
-            Format::Regular(re) => Some(parse_value_regex(&re)),
-            _ => None,
-        },
-        // Listed values: a non-string is not one of them.
-        ["enum"] => return literals(m["enum"].as_array()?).map(|h| (h, false)),
-        ["const"] => return literals(std::slice::from_ref(&m["const"])).map(|h| (h, false)),
-        ["minLength"] | ["maxLength"] | ["minLength", "maxLength"] | ["maxLength", "minLength"] => {
-            let get = |k: &str| {
-                m.get(k)
-                    .map(|v| v.as_u64().filter(|&n| n <= MAX_COUNTED_LENGTH))
-            };
-            let (lo, hi) = (get("minLength"), get("maxLength"));
-            // A bound that is not a small count: not compiled.
-            if lo == Some(None) || hi == Some(None) {
-                return None;
-            }
-            Some(Hir::repetition(Repetition {
-                min: lo.flatten().unwrap_or(0) as u32,
-                max: hi.flatten().map(|x| x as u32),
-                greedy: true,
-                sub: Box::new(any_char()),
-            }))
-        }
-        _ => None,
-    };
-    h.map(|h| (h, !typed))
-}
-
-/// Every string value.
-fn any_string_hir() -> Hir {
-    Hir::repetition(Repetition {
-        min: 0,
-        max: None,
-        greedy: true,
-        sub: Box::new(any_char()),
-    })
-}
-
-/// The complement of a flattened alternative as schemas whose union it is, for the
-/// forms `not` compiles: a `type` list and `required` names (objects lacking one of them;
-/// `required` holds for every non-object, so those are not in the complement).
-fn complement(f: &Flat, pointer: &str) -> Option<Vec<(Value, String)>> {
-    if !f.disjunctions.is_empty() || f.base.is_empty() {
-        return None;
-    }
-    let at = format!("{pointer}/not");
-    let mut out = Vec::new();
-    for (k, v) in &f.base {
-        match k.as_str() {
-            "type" => out.push((serde_json::json!({ "not": { "type": v } }), at.clone())),
-            "required" => {
-                for name in v.as_array()? {
-                    let name = name.as_str()?;
-                    out.push((
-                        serde_json::json!({ "not": { "required": [name] } }),
-                        at.clone(),
-                    ));
-                }
-            }
-            _ if !ASSERTIONS.contains(&k.as_str()) => {}
-            "pattern" | "format" | "enum" | "const" | "minLength" | "maxLength" => {
-                // The conjunct alone, negated as one string language (or not at all).
-                let alone = Map::from_iter([(k.clone(), v.clone())]);
-                string_language(&alone)?;
-                out.push((serde_json::json!({ "not": alone }), at.clone()));
-            }
-            _ => return None,
-        }
-    }
-    Some(out)
 }
 
 /// Lowers a parsed schema.

@@ -22,6 +22,7 @@
 //! IR). Depends on the IR, the EBNF expansion and pruning passes, `regex-syntax`,
 //! `serde_json` and `jsonschema`.
 
+mod complement;
 mod draft;
 mod finite;
 mod format;

@@ -234,6 +234,46 @@ impl<'a> Resolver<'a> {
         out
     }
 
+    /// `if: cond, then: a, else: b` as the alternatives `cond ∧ a` and `¬cond ∧ b`
+    /// (disjoint by construction), when the complement of `cond` is one of the forms
+    /// `not` compiles; `None` otherwise (the keywords are then refused where lowered).
+    fn conditional(
+        &self,
+        cond: &Value,
+        then: Option<&Value>,
+        otherwise: Option<&Value>,
+        pointer: &str,
+        depth: usize,
+    ) -> Option<Vec<(Value, String)>> {
+        let yes = then.cloned().unwrap_or(Value::Bool(true));
+        let no = otherwise.cloned().unwrap_or(Value::Bool(true));
+        let at = format!("{pointer}/if");
+        let cf = self.probe(|r| {
+            let mut f = Flat {
+                base: Map::new(),
+                disjunctions: Vec::new(),
+                never: false,
+            };
+            r.flatten_into(cond, &at, &mut f, depth + 1).ok().map(|_| f)
+        })?;
+        if cf.never {
+            return Some(vec![(no, format!("{pointer}/else"))]);
+        }
+        let negated = super::complement::complement(&cf, &at)?;
+        let mut alts = vec![(
+            serde_json::json!({ "allOf": [cond, yes] }),
+            format!("{pointer}/then"),
+        )];
+        if !negated.is_empty() {
+            let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
+            alts.push((
+                serde_json::json!({ "allOf": [{ "anyOf": any }, no] }),
+                format!("{pointer}/else"),
+            ));
+        }
+        Some(alts)
+    }
+
     /// A refusal: an error, or (lenient) recorded so the caller can go on without it.
     fn refuse(&self, e: SchemaError) -> Result<(), SchemaError> {
         match e {
@@ -362,8 +402,16 @@ impl<'a> Resolver<'a> {
         // The node's own keywords are merged at the place of its `properties` (or of its
         // first own keyword) among `$ref` and `allOf`: merged properties then keep the
         // order in which the schema text lists them.
+        // `if`/`then`/`else` as a disjunction, when the condition's complement is known.
+        let conditional = match m.get("if") {
+            Some(cond) => self.conditional(cond, m.get("then"), m.get("else"), pointer, depth),
+            None => None,
+        };
         let mut own = Map::new();
         for (k, v) in m {
+            if conditional.is_some() && matches!(k.as_str(), "if" | "then" | "else") {
+                continue;
+            }
             if !matches!(k.as_str(), "$ref" | "allOf" | "anyOf" | "oneOf")
                 && !is_dependency(k)
                 && !(k == "not" && not_required_names(v).is_some())
@@ -412,6 +460,10 @@ impl<'a> Resolver<'a> {
                         .map(|(i, it)| (it.clone(), format!("{pointer}/{kw}/{i}")))
                         .collect();
                     flat.disjunctions.push((kw, alts));
+                }
+                "if" if conditional.is_some() => {
+                    let alts = conditional.clone().unwrap_or_default();
+                    flat.disjunctions.push(("anyOf", alts));
                 }
                 "not" if not_required_names(v).is_some() => {
                     // Lacking one of several names: a disjunction of one-name negations.

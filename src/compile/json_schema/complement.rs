@@ -1,0 +1,175 @@
+//! Complements of simple schemas, as the `not` forms lowering compiles: what `oneOf`
+//! needs to make overlapping alternatives exclusive and `if`/`then`/`else` needs for
+//! its `else` branch. Depends on the string, format and resolve helpers.
+
+use regex_syntax::hir::{Hir, Repetition};
+use serde_json::{Map, Value};
+
+use super::format::{format, Format};
+use super::lower::MAX_COUNTED_LENGTH;
+use super::resolve::{type_set, Flat, ASSERTIONS};
+use super::string::{any_char, parse_pattern, parse_value_regex};
+
+/// The values of an `enum` / `const` (alone in `m`) when they are all strings, booleans
+/// or null: the ones whose exclusion `not` compiles.
+pub(super) fn scalar_values(m: &Map<String, Value>) -> Option<Vec<Value>> {
+    let keys: Vec<&str> = m
+        .keys()
+        .map(String::as_str)
+        .filter(|k| ASSERTIONS.contains(k))
+        .collect();
+    let values = match keys.as_slice() {
+        ["enum"] => m["enum"].as_array()?.clone(),
+        ["const"] => vec![m["const"].clone()],
+        _ => return None,
+    };
+    values
+        .iter()
+        .all(|v| matches!(v, Value::String(_) | Value::Bool(_) | Value::Null))
+        .then_some(values)
+}
+
+/// Whether `not` of this property schema compiles: a scalar `enum` / `const`, a
+/// `type` list, one string language, or an `anyOf` of those.
+fn negatable_value(m: &Map<String, Value>) -> bool {
+    let keys: Vec<&str> = m
+        .keys()
+        .map(String::as_str)
+        .filter(|k| ASSERTIONS.contains(k))
+        .collect();
+    let any_of = || {
+        m["anyOf"].as_array().is_some_and(|alts| {
+            alts.iter()
+                .all(|a| a.as_object().is_some_and(negatable_value))
+        })
+    };
+    keys == ["type"]
+        || (keys == ["anyOf"] && any_of())
+        || scalar_values(m).is_some()
+        || string_language(m).is_some()
+}
+
+/// The value language of a string schema that `not` can exclude: `m` holds (besides
+/// annotations and an optional `type: string`) only one `pattern`, one regular `format`,
+/// an `enum` / `const` of strings, or length bounds up to [`MAX_COUNTED_LENGTH`]. The
+/// flag says whether every non-string satisfies `m` (a string keyword without `type`).
+pub(super) fn string_language(m: &Map<String, Value>) -> Option<(Hir, bool)> {
+    let typed = m.contains_key("type");
+    if typed && type_set(m.get("type")) != Some(vec!["string".to_string()]) {
+        return None;
+    }
+    let keys: Vec<&str> = m
+        .keys()
+        .map(String::as_str)
+        .filter(|k| ASSERTIONS.contains(k) && *k != "type")
+        .collect();
+    let literals = |vs: &[Value]| -> Option<Hir> {
+        let alts: Option<Vec<Hir>> = vs
+            .iter()
+            .map(|v| v.as_str().map(|s| Hir::literal(s.as_bytes())))
+            .collect();
+        Some(Hir::alternation(alts?))
+    };
+    let h = match keys.as_slice() {
+        ["pattern"] => parse_pattern(m["pattern"].as_str()?).ok(),
+        ["format"] => match format(m["format"].as_str()?) {
+            Format::Regular(re) => Some(parse_value_regex(&re)),
+            _ => None,
+        },
+        // Listed values: a non-string is not one of them.
+        ["enum"] => return literals(m["enum"].as_array()?).map(|h| (h, false)),
+        ["const"] => return literals(std::slice::from_ref(&m["const"])).map(|h| (h, false)),
+        ["minLength"] | ["maxLength"] | ["minLength", "maxLength"] | ["maxLength", "minLength"] => {
+            let get = |k: &str| {
+                m.get(k)
+                    .map(|v| v.as_u64().filter(|&n| n <= MAX_COUNTED_LENGTH))
+            };
+            let (lo, hi) = (get("minLength"), get("maxLength"));
+            // A bound that is not a small count: not compiled.
+            if lo == Some(None) || hi == Some(None) {
+                return None;
+            }
+            Some(Hir::repetition(Repetition {
+                min: lo.flatten().unwrap_or(0) as u32,
+                max: hi.flatten().map(|x| x as u32),
+                greedy: true,
+                sub: Box::new(any_char()),
+            }))
+        }
+        _ => None,
+    };
+    h.map(|h| (h, !typed))
+}
+
+/// Every string value.
+pub(super) fn any_string_hir() -> Hir {
+    Hir::repetition(Repetition {
+        min: 0,
+        max: None,
+        greedy: true,
+        sub: Box::new(any_char()),
+    })
+}
+
+/// The complement of a flattened schema as schemas whose union it is (¬(A ∧ B) is
+/// ¬A ∨ ¬B), for conjuncts whose negation `not` compiles: a `type` list, `required`
+/// names (objects lacking one of them; non-objects satisfy `required`), one string
+/// language, scalar `enum`/`const`, and `properties` whose schemas are such scalars or
+/// types. `None` when some conjunct has no such negation.
+pub(super) fn complement(f: &Flat, pointer: &str) -> Option<Vec<(Value, String)>> {
+    if !f.disjunctions.is_empty() || f.base.is_empty() {
+        return None;
+    }
+    let at = format!("{pointer}/not");
+    let mut out = Vec::new();
+    for (k, v) in &f.base {
+        match k.as_str() {
+            "type" => out.push((serde_json::json!({ "not": { "type": v } }), at.clone())),
+            "required" => {
+                for name in v.as_array()? {
+                    let name = name.as_str()?;
+                    out.push((
+                        serde_json::json!({ "not": { "required": [name] } }),
+                        at.clone(),
+                    ));
+                }
+            }
+            _ if !ASSERTIONS.contains(&k.as_str()) => {}
+            "pattern" | "format" | "minLength" | "maxLength" => {
+                // The conjunct alone, negated as one string language (or not at all).
+                let alone = Map::from_iter([(k.clone(), v.clone())]);
+                string_language(&alone)?;
+                out.push((serde_json::json!({ "not": alone }), at.clone()));
+            }
+            "enum" | "const" => {
+                let alone = Map::from_iter([(k.clone(), v.clone())]);
+                scalar_values(&alone)?;
+                out.push((serde_json::json!({ "not": alone }), at.clone()));
+            }
+            "properties" => {
+                // Objects that have the property with a value its schema rejects (a
+                // missing property satisfies `properties`).
+                for (name, sub) in v.as_object()? {
+                    match sub {
+                        Value::Bool(true) => {}
+                        Value::Bool(false) => out.push((
+                            serde_json::json!({ "type": "object", "required": [name] }),
+                            at.clone(),
+                        )),
+                        Value::Object(m) if negatable_value(m) => out.push((
+                            serde_json::json!({
+                                "type": "object",
+                                "required": [name],
+                                "properties": { name: { "not": sub } },
+                            }),
+                            at.clone(),
+                        )),
+                        _ => return None,
+                    }
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
