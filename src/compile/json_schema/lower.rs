@@ -18,8 +18,8 @@ use super::complement::{any_string_hir, complement, scalar_values, string_langua
 use super::finite;
 use super::format::{format, Format};
 use super::number::{
-    decimal_half, decimal_range, integer_range, value_spellings, Bound, Side, ANY_INTEGER,
-    ANY_NUMBER,
+    decimal_half, decimal_range, integer_range, multiple_of, value_spellings, Bound, Side,
+    ANY_INTEGER, ANY_NUMBER,
 };
 use super::resolve::{conjoin, is_trivial, json_equal, type_set, Flat, Resolver, ASSERTIONS};
 use super::string::{
@@ -859,14 +859,23 @@ impl<'a> Lowerer<'a> {
         pointer: &str,
     ) -> Result<Ebnf, SchemaError> {
         let mut integer = integer;
+        // The multiples, as a language every number terminal here is intersected with.
+        let mut div: Vec<String> = Vec::new();
         if let Some(d) = m.get("multipleOf") {
             match d.as_f64() {
                 Some(1.0) => integer = true,
-                Some(x) if x > 0.0 => self.refuse(
-                    "multipleOf",
-                    pointer,
-                    "divisibility is not compiled (except by 1)",
-                )?,
+                // Rust prints a finite f64 in plain decimal: the divisor as written.
+                Some(x) if x > 0.0 => match multiple_of(&format!("{x}")) {
+                    Some((re, integral)) => {
+                        integer |= integral;
+                        div.push(re);
+                    }
+                    None => self.refuse(
+                        "multipleOf",
+                        pointer,
+                        "divisibility is compiled only by powers of ten and by integers whose only prime factors are 2 and 5",
+                    )?,
+                },
                 _ => return Err(invalid("multipleOf", pointer, "must be a positive number")),
             }
         }
@@ -900,12 +909,8 @@ impl<'a> Lowerer<'a> {
         }
         if lo.is_none() && hi.is_none() {
             let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
-            return Ok(e_sym(Symbol::T(self.terminal(
-                if integer { "INTEGER" } else { "NUMBER" },
-                re,
-                0,
-                false,
-            ))));
+            let name = if integer { "INTEGER" } else { "NUMBER" };
+            return Ok(self.number_terminal(name, re, div));
         }
         const LIMIT: f64 = 1e30;
         let to_bound = |b: Option<(f64, bool)>, upper: bool| -> Option<Option<Bound>> {
@@ -945,7 +950,7 @@ impl<'a> Lowerer<'a> {
                 .flatten()
                 .all(|(x, _)| x.is_finite() && x.abs() <= LIMIT)
         {
-            return self.decimal_between(lo, hi, pointer);
+            return self.decimal_between(lo, hi, div, pointer);
         }
         let (Some(lb), Some(ub)) = (to_bound(lo, false), to_bound(hi, true)) else {
             let kw = if lo.is_some_and(|(x, _)| x.fract() != 0.0 || x.abs() > LIMIT) {
@@ -959,7 +964,7 @@ impl<'a> Lowerer<'a> {
                 "a non-integer bound on a number is not compiled",
             )?;
             let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
-            return Ok(e_sym(Symbol::T(self.terminal("NUMBER", re, 0, false))));
+            return Ok(self.number_terminal("NUMBER", re, div));
         };
         let re = if integer {
             integer_range(lb, ub)
@@ -975,9 +980,21 @@ impl<'a> Lowerer<'a> {
                     lo,
                     hi
                 );
-                e_sym(Symbol::T(self.terminal(&name, &re, 0, false)))
+                self.number_terminal(&name, &re, div)
             }
         })
+    }
+
+    /// A number terminal: `re` intersected with `also` (the multiples, when constrained).
+    fn number_terminal(&mut self, name: &str, re: &str, also: Vec<String>) -> Ebnf {
+        e_sym(Symbol::T(self.make_terminal(
+            name,
+            re,
+            also,
+            Vec::new(),
+            0,
+            false,
+        )))
     }
 
     /// Decimals (no exponent) between bounds of which one at least is not an integer:
@@ -986,6 +1003,7 @@ impl<'a> Lowerer<'a> {
         &mut self,
         lo: Option<(f64, bool)>,
         hi: Option<(f64, bool)>,
+        div: Vec<String>,
         pointer: &str,
     ) -> Result<Ebnf, SchemaError> {
         if let (Some((l, le)), Some((h, he))) = (lo, hi) {
@@ -1022,15 +1040,9 @@ impl<'a> Lowerer<'a> {
         }
         // At least one bound is set (the caller checked).
         let main = halves.remove(0);
+        halves.extend(div);
         let name = format!("NUMBER[{lo:?}..{hi:?}]");
-        Ok(e_sym(Symbol::T(self.make_terminal(
-            &name,
-            &main,
-            halves,
-            Vec::new(),
-            0,
-            false,
-        ))))
+        Ok(self.number_terminal(&name, &main, halves))
     }
 
     /// A string schema: the intersection of its `pattern`, `format` and length languages,

@@ -313,6 +313,64 @@ pub fn decimal_half(bound: &str, exclusive: bool, side: Side) -> Option<String> 
     })
 }
 
+/// Most endings a divisibility regex may list (`10^j / d` for a divisor `d` of `10^j`).
+const MAX_ENDINGS: u128 = 1000;
+
+/// The numbers (no exponent) that are multiples of `divisor`, given as its plain decimal
+/// text, when that is a regular language written compactly here: a power of ten
+/// (`0.01`: at most two fraction digits, then zeros; `100`: integers ending in `00`) or
+/// an integer whose prime factors are 2 and 5 (`4`, `16`, `25`: the last digits decide).
+/// The flag says whether every multiple is an integer. `None` for other divisors.
+pub fn multiple_of(divisor: &str) -> Option<(String, bool)> {
+    if let Some((int, frac)) = divisor.split_once('.') {
+        // 10^-k: "0.0…01".
+        let k = frac.len();
+        if int != "0" || !frac.ends_with('1') || !frac[..k - 1].bytes().all(|b| b == b'0') {
+            return None;
+        }
+        return Some((
+            format!(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]{{1,{k}}}0*)?"),
+            false,
+        ));
+    }
+    let d: u128 = divisor.parse().ok().filter(|&d| d > 0)?;
+    let (mut rest, mut twos, mut fives) = (d, 0u32, 0u32);
+    while rest % 2 == 0 {
+        rest /= 2;
+        twos += 1;
+    }
+    while rest % 5 == 0 {
+        rest /= 5;
+        fives += 1;
+    }
+    if rest != 1 {
+        return None;
+    }
+    // d divides 10^j: a number is a multiple iff its last j digits are.
+    let j = twos.max(fives);
+    let span = 10u128.checked_pow(j)?;
+    if span / d > MAX_ENDINGS {
+        return None;
+    }
+    if j == 0 {
+        return Some((ANY_INTEGER.to_string(), true));
+    }
+    let mut alts = Vec::new();
+    {
+        let endings: Vec<String> = (0..span / d)
+            .map(|i| format!("{:0width$}", i * d, width = j as usize))
+            .collect();
+        // Longer than j digits first (leftmost-first: a listed small multiple must not
+        // end a match early), then the multiples below 10^j, longest first.
+        alts.push(format!("[1-9][0-9]*(?:{})", endings.join("|")));
+        let mut small: Vec<String> = (1..span / d).map(|i| (i * d).to_string()).collect();
+        small.sort_by_key(|x| std::cmp::Reverse(x.len()));
+        alts.extend(small);
+    }
+    alts.push("0".into());
+    Some((format!("-?(?:{})", alts.join("|")), true))
+}
+
 /// The spellings of one numeric value accepted for `enum`/`const`: its plain decimal
 /// form with any number of trailing fractional zeros (`1`, `1.0`, `1.00`…; `-0` for 0).
 /// Exponent spellings are not produced, so the set is a subset of the equal numbers.
@@ -525,5 +583,40 @@ mod tests {
         // Not a decimal text with a fraction: no regex.
         assert_eq!(decimal_half("12", false, Side::Above), None);
         assert_eq!(decimal_half("1e5", false, Side::Above), None);
+    }
+
+    /// The divisibility regexes accept exactly the multiples among plain decimals.
+    #[test]
+    fn multiples_are_exact() {
+        let mut docs: Vec<String> = Vec::new();
+        for n in 0..2100u32 {
+            docs.push(n.to_string());
+            docs.push(format!("-{n}"));
+        }
+        for frac in ["5", "25", "125", "05", "10", "100", "01", "001", "50"] {
+            for int in ["0", "3", "12"] {
+                docs.push(format!("{int}.{frac}"));
+            }
+        }
+        for (divisor, micros) in [
+            ("4", 4_000_000i128),
+            ("16", 16_000_000),
+            ("25", 25_000_000),
+            ("10", 10_000_000),
+            ("100", 100_000_000),
+            ("1", 1_000_000),
+            ("0.01", 10_000),
+            ("0.1", 100_000),
+        ] {
+            let (re, integral) = multiple_of(divisor).unwrap();
+            let m = lf(&re);
+            for d in &docs {
+                // Integral divisors take integer spellings only (like `type: integer`).
+                let want = scaled(d) % micros == 0 && !(integral && d.contains('.'));
+                assert_eq!(m(d), want, "{d} multiple of {divisor}: /{re}/");
+            }
+        }
+        assert_eq!(multiple_of("3"), None);
+        assert_eq!(multiple_of("0.25"), None);
     }
 }
