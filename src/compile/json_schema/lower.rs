@@ -1847,7 +1847,7 @@ fn accepts_all_of(m: &Map<String, Value>, t: &str) -> bool {
 fn oneof_by_type(
     branches: &[Flat],
     alone: &[Map<String, Value>],
-    own: &[Vec<(&'static str, Vec<(Value, String)>)>],
+    own: &[Disjunctions],
     resolver: &Resolver<'_>,
 ) -> Option<Vec<&'static str>> {
     let mut excluded = Vec::new();
@@ -1878,6 +1878,9 @@ fn oneof_by_type(
     }
     Some(excluded)
 }
+
+/// The disjunctions still to distribute over a flat schema (see [`Flat::disjunctions`]).
+type Disjunctions = Vec<(&'static str, Vec<(Value, String)>)>;
 
 /// A flat schema as its own keywords and the disjunctions still to distribute over them.
 type Pending<'s> = (

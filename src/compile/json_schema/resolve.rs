@@ -412,11 +412,12 @@ impl<'a> Resolver<'a> {
             if conditional.is_some() && matches!(k.as_str(), "if" | "then" | "else") {
                 continue;
             }
-            if !matches!(k.as_str(), "$ref" | "allOf" | "anyOf" | "oneOf")
-                && !is_dependency(k)
-                && !(k == "not" && not_required_names(v).is_some())
-                && ASSERTIONS.contains(&k.as_str())
-            {
+            // Combinators, dependencies and a "lacks one of these" `not` become
+            // disjunctions below; every other assertion is the node's own.
+            let combinator = matches!(k.as_str(), "$ref" | "allOf" | "anyOf" | "oneOf")
+                || is_dependency(k)
+                || (k == "not" && not_required_names(v).is_some());
+            if !combinator && ASSERTIONS.contains(&k.as_str()) {
                 own.insert(k.clone(), v.clone());
             }
         }
