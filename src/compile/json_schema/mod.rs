@@ -12,12 +12,14 @@
 //! Spelling rules (they narrow what is accepted, never widen it): object properties
 //! appear in the order of `properties` (then required names that `properties` lacks),
 //! each at most once; additional properties may appear anywhere between them; numbers
-//! under bounds or `enum` are written without an exponent; integers without a fraction.
+//! under bounds, `multipleOf` or `enum` are written without an exponent; integers
+//! without a fraction.
 //! Whitespace between tokens is any JSON whitespace, or none with
 //! [`SchemaOptions::compact`].
 //!
 //! Owns: `draft` (what a declared old draft changes: `$ref` siblings), `string` (value languages → JSON string literal regexes), `number` (ranges),
-//! `format`, `resolve` (`$ref`, `allOf` merging), `finite` (an `enum`/`const` beside
+//! `format`, `resolve` (`$ref`, `allOf` merging, `if` as a disjunction), `complement`
+//! (the negations `oneOf` and `if` need, as `not` forms), `finite` (an `enum`/`const` beside
 //! other keywords: its values filtered by the `jsonschema` validator), `lower` (schema →
 //! IR). Depends on the IR, the EBNF expansion and pruning passes, `regex-syntax`,
 //! `serde_json` and `jsonschema`.
