@@ -578,10 +578,7 @@ impl<'a> Lowerer<'a> {
             not_strings = neg.strings;
             not_bools = neg.bools;
             if neg.strings_only {
-                let all = types
-                    .take()
-                    .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
-                types = Some(all.into_iter().filter(|t| t == "string").collect());
+                keep_only(&mut types, "string");
             }
             let ts = neg.excluded;
             if !ts.is_empty() {
@@ -608,10 +605,7 @@ impl<'a> Lowerer<'a> {
             if !neg.absent.is_empty() {
                 // `required` holds vacuously for non-objects, so its negation admits
                 // objects only.
-                let all = types
-                    .take()
-                    .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
-                types = Some(all.into_iter().filter(|t| t == "object").collect());
+                keep_only(&mut types, "object");
                 forbidden.extend(neg.absent);
             }
         }
@@ -1807,6 +1801,14 @@ fn key_ref(node: &Value) -> Option<String> {
     m.keys()
         .all(|k| k == "$ref" || !ASSERTIONS.contains(&k.as_str()))
         .then(|| r.to_string())
+}
+
+/// Narrows a `type` list (`None`: every type) to the one type `t`, if it is there.
+fn keep_only(types: &mut Option<Vec<String>>, t: &str) {
+    let all = types
+        .take()
+        .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
+    *types = Some(all.into_iter().filter(|x| x == t).collect());
 }
 
 /// Keywords that constrain values of one JSON type (and hold for every other type).
