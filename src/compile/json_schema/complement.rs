@@ -115,9 +115,10 @@ pub(super) fn any_string_hir() -> Hir {
 /// ¬A ∨ ¬B), for conjuncts whose negation `not` compiles: a `type` list, `required`
 /// names (objects lacking one of them; non-objects satisfy `required`), one string
 /// language, scalar `enum`/`const`, and `properties` whose schemas are such scalars or
-/// types. `None` when some conjunct has no such negation.
+/// types. `None` when some conjunct has no such negation; empty (no value) when `f`
+/// asserts nothing.
 pub(super) fn complement(f: &Flat, pointer: &str) -> Option<Vec<(Value, String)>> {
-    if !f.disjunctions.is_empty() || f.base.is_empty() {
+    if !f.disjunctions.is_empty() {
         return None;
     }
     let at = format!("{pointer}/not");
