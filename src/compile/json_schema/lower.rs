@@ -457,6 +457,15 @@ impl<'a> Lowerer<'a> {
                 done.push(f.base);
                 continue;
             };
+            if kw == "oneOf" {
+                if let Some(values) = self.finite_oneof(&alts) {
+                    // Exactly-one decided value by value: the oneOf becomes an enum.
+                    let only = Map::from_iter([("enum".to_string(), Value::Array(values))]);
+                    f.base = self.resolver.merge(f.base, only, pointer)?;
+                    todo.push(f);
+                    continue;
+                }
+            }
             steps += 1;
             if steps > MAX_DISTRIBUTION_STEPS {
                 self.refuse(
@@ -562,6 +571,15 @@ impl<'a> Lowerer<'a> {
             alts.push(self.keywords(&m, pointer)?);
         }
         Ok(Ebnf::Alt(alts))
+    }
+
+    /// The values satisfying exactly one of `alts` when every alternative is a finite
+    /// list: the validator decides each listed value (see `finite`), so overlapping
+    /// lists, numerically equal spellings and context keywords are all exact.
+    fn finite_oneof(&self, alts: &[(Value, String)]) -> Option<Vec<Value>> {
+        let values = oneof_candidates(alts, &self.resolver)?;
+        let node = serde_json::json!({ "oneOf": alts.iter().map(|(v, _)| v.clone()).collect::<Vec<_>>() });
+        finite::filter(self.resolver.root(), &node, &values)
     }
 
     /// Lowers one flat keyword map (no combinators).
@@ -1879,6 +1897,33 @@ fn oneof_by_type(
         }
     }
     Some(excluded)
+}
+
+/// The values a `oneOf` can take when every alternative lists its values
+/// (`enum`/`const`, possibly through `$ref` or `allOf`), in first-listed order.
+fn oneof_candidates(alts: &[(Value, String)], resolver: &Resolver<'_>) -> Option<Vec<Value>> {
+    let mut out: Vec<Value> = Vec::new();
+    for (alt, at) in alts {
+        let f = resolver.probe(|r| r.flatten(alt, at).ok())?;
+        if f.never {
+            continue;
+        }
+        if !f.disjunctions.is_empty() {
+            return None;
+        }
+        let listed = match (f.base.get("const"), f.base.get("enum")) {
+            (Some(c), _) => vec![c.clone()],
+            (_, Some(Value::Array(e))) => e.clone(),
+            _ => return None,
+        };
+        // Kept apart when only numerically equal (1 and 1.0): each spelling is a value.
+        for v in listed {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The disjunctions still to distribute over a flat schema (see [`Flat::disjunctions`]).
