@@ -3,11 +3,11 @@
 //! its `else` branch. Depends on the string, format and resolve helpers.
 
 use regex_syntax::hir::{Hir, Repetition};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use super::format::{format, Format};
 use super::lower::MAX_COUNTED_LENGTH;
-use super::resolve::{type_set, Flat, ASSERTIONS};
+use super::resolve::{type_set, Flat, Resolver, ASSERTIONS};
 use super::string::{any_char, parse_pattern, parse_value_regex};
 
 /// The values of an `enum` / `const` (alone in `m`) when they are all strings, booleans
@@ -43,10 +43,27 @@ fn negatable_value(m: &Map<String, Value>) -> bool {
                 .all(|a| a.as_object().is_some_and(negatable_value))
         })
     };
-    keys == ["type"]
+    (keys == ["type"] && type_negatable(&m["type"]))
         || (keys == ["anyOf"] && any_of())
         || scalar_values(m).is_some()
         || string_language(m).is_some()
+}
+
+/// Whether `not: {type: v}` compiles: numbers that are not integers are no language
+/// lowering compiles (`1.0` and `1e2` are integers), so a list with `integer` but not
+/// `number` has no compiled complement (returning none names the caller's keyword).
+fn type_negatable(v: &Value) -> bool {
+    type_set(Some(v)).is_some_and(|ts| {
+        !ts.iter().any(|t| t == "integer") || ts.iter().any(|t| t == "number")
+    })
+}
+
+/// Whether a complement form is `not: {type}` of a list with `integer` but no `number`:
+/// joined to a branch that admits numbers, it asks for non-integer numbers.
+pub(super) fn excludes_only_integers(form: &Value) -> bool {
+    form.get("not")
+        .and_then(|n| n.get("type"))
+        .is_some_and(|t| !type_negatable(t))
 }
 
 /// The value language of a string schema that `not` can exclude: `m` holds (besides
@@ -111,28 +128,48 @@ pub(super) fn any_string_hir() -> Hir {
     })
 }
 
+/// How deep complements of property schemas may nest (recursive definitions).
+const MAX_COMPLEMENT_DEPTH: usize = 4;
+
 /// The complement of a flattened schema as schemas whose union it is (¬(A ∧ B) is
 /// ¬A ∨ ¬B), for conjuncts whose negation `not` compiles: a `type` list, `required`
 /// names (objects lacking one of them; non-objects satisfy `required`), one string
-/// language, scalar `enum`/`const`, and `properties` whose schemas are such scalars or
-/// types. `None` when some conjunct has no such negation; empty (no value) when `f`
-/// asserts nothing.
-pub(super) fn complement(f: &Flat, pointer: &str) -> Option<Vec<(Value, String)>> {
-    if !f.disjunctions.is_empty() {
+/// language, scalar `enum`/`const`, count and number bounds (the opposite bound, for
+/// values of the bounded type), and `properties` whose schemas have such complements
+/// themselves. `None` when some conjunct has no such negation; empty (no value) when `f`
+/// asserts nothing. `resolver` flattens property schemas (lenient drops unreported).
+pub(super) fn complement(
+    f: &Flat,
+    pointer: &str,
+    resolver: &Resolver<'_>,
+) -> Option<Vec<(Value, String)>> {
+    complement_at(f, pointer, resolver, 0)
+}
+
+fn complement_at(
+    f: &Flat,
+    pointer: &str,
+    resolver: &Resolver<'_>,
+    depth: usize,
+) -> Option<Vec<(Value, String)>> {
+    if !f.disjunctions.is_empty() || depth > MAX_COMPLEMENT_DEPTH {
         return None;
     }
     let at = format!("{pointer}/not");
     let mut out = Vec::new();
+    // The values of type `ty` that break a bound: the opposite bound on that type.
+    let opposite = |ty: &str, k: &str, v: &Value| (json!({ "type": ty, k: v }), at.clone());
     for (k, v) in &f.base {
         match k.as_str() {
-            "type" => out.push((serde_json::json!({ "not": { "type": v } }), at.clone())),
+            // At the top, the caller knows whether the branches it joins admit numbers
+            // (see `excludes_only_integers`); inside a property value, nothing does.
+            "type" if depth == 0 || type_negatable(v) => {
+                out.push((json!({ "not": { "type": v } }), at.clone()))
+            }
             "required" => {
                 for name in v.as_array()? {
                     let name = name.as_str()?;
-                    out.push((
-                        serde_json::json!({ "not": { "required": [name] } }),
-                        at.clone(),
-                    ));
+                    out.push((json!({ "not": { "required": [name] } }), at.clone()));
                 }
             }
             _ if !ASSERTIONS.contains(&k.as_str()) => {}
@@ -140,31 +177,67 @@ pub(super) fn complement(f: &Flat, pointer: &str) -> Option<Vec<(Value, String)>
                 // The conjunct alone, negated as one string language (or not at all).
                 let alone = Map::from_iter([(k.clone(), v.clone())]);
                 string_language(&alone)?;
-                out.push((serde_json::json!({ "not": alone }), at.clone()));
+                out.push((json!({ "not": alone }), at.clone()));
             }
             "enum" | "const" => {
                 let alone = Map::from_iter([(k.clone(), v.clone())]);
                 scalar_values(&alone)?;
-                out.push((serde_json::json!({ "not": alone }), at.clone()));
+                out.push((json!({ "not": alone }), at.clone()));
             }
+            "minimum" => out.push(opposite("number", "exclusiveMaximum", v)),
+            "exclusiveMinimum" if v.is_number() => out.push(opposite("number", "maximum", v)),
+            "maximum" => out.push(opposite("number", "exclusiveMinimum", v)),
+            "exclusiveMaximum" if v.is_number() => out.push(opposite("number", "minimum", v)),
+            "minItems" | "minProperties" => {
+                let n = v.as_u64()?;
+                let ty = if k == "minItems" { "array" } else { "object" };
+                let max = if k == "minItems" { "maxItems" } else { "maxProperties" };
+                // A minimum of zero holds for every value.
+                if n > 0 {
+                    out.push(opposite(ty, max, &json!(n - 1)));
+                }
+            }
+            "maxItems" | "maxProperties" => {
+                let n = v.as_u64()?;
+                let (ty, min) = if k == "maxItems" {
+                    ("array", "minItems")
+                } else {
+                    ("object", "minProperties")
+                };
+                out.push(opposite(ty, min, &json!(n.checked_add(1)?)));
+            }
+            "additionalProperties" | "items" if v == &Value::Bool(true) => {}
             "properties" => {
                 // Objects that have the property with a value its schema rejects (a
                 // missing property satisfies `properties`).
                 for (name, sub) in v.as_object()? {
+                    let with = |value: Option<Value>| {
+                        let mut o = json!({ "type": "object", "required": [name] });
+                        if let Some(value) = value {
+                            o["properties"] = json!({ name: value });
+                        }
+                        (o, at.clone())
+                    };
                     match sub {
                         Value::Bool(true) => {}
-                        Value::Bool(false) => out.push((
-                            serde_json::json!({ "type": "object", "required": [name] }),
-                            at.clone(),
-                        )),
-                        Value::Object(m) if negatable_value(m) => out.push((
-                            serde_json::json!({
-                                "type": "object",
-                                "required": [name],
-                                "properties": { name: { "not": sub } },
-                            }),
-                            at.clone(),
-                        )),
+                        Value::Bool(false) => out.push(with(None)),
+                        Value::Object(m) if negatable_value(m) => {
+                            out.push(with(Some(json!({ "not": sub }))))
+                        }
+                        Value::Object(_) => {
+                            let sp = format!("{pointer}/properties/{name}");
+                            let sf = resolver.probe(|r| r.flatten(sub, &sp).ok())?;
+                            if sf.never {
+                                out.push(with(None));
+                                continue;
+                            }
+                            let negated = complement_at(&sf, &sp, resolver, depth + 1)?;
+                            // An empty complement: the schema holds for every value.
+                            if !negated.is_empty() {
+                                let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
+                                out.push(with(Some(json!({ "anyOf": any }))));
+                            }
+                        }
                         _ => return None,
                     }
                 }

@@ -14,7 +14,9 @@ use hashbrown::HashMap;
 use regex_syntax::hir::{Hir, Repetition};
 use serde_json::{Map, Value};
 
-use super::complement::{any_string_hir, complement, scalar_values, string_language};
+use super::complement::{
+    any_string_hir, complement, excludes_only_integers, scalar_values, string_language,
+};
 use super::finite;
 use super::format::{format, Format};
 use super::number::{
@@ -457,6 +459,8 @@ impl<'a> Lowerer<'a> {
                 done.push(f.base);
                 continue;
             };
+            // Refusals name the schema's keyword, not the complements it was turned into.
+            let named = if kw == COMPLEMENT { "oneOf" } else { kw };
             if kw == "oneOf" {
                 if let Some(values) = self.finite_oneof(&alts) {
                     // Exactly-one decided value by value: the oneOf becomes an enum.
@@ -469,7 +473,7 @@ impl<'a> Lowerer<'a> {
             steps += 1;
             if steps > MAX_DISTRIBUTION_STEPS {
                 self.refuse(
-                    kw,
+                    named,
                     pointer,
                     "anyOf/oneOf alternatives that do not end (a definition referencing itself)",
                 )?;
@@ -488,14 +492,20 @@ impl<'a> Lowerer<'a> {
                 if af.never {
                     continue;
                 }
-                complements.push(complement(&af, ap));
+                complements.push(self.resolver.probe(|r| complement(&af, ap, r)));
                 // The alternative's keywords first: its properties usually come first in
                 // instances (a discriminating `type`, the variant's own fields).
                 if kw == "oneOf" {
                     own.push(af.disjunctions.clone());
                     alone.push(af.base.clone());
                 }
-                let base = self.resolver.merge(af.base, f.base.clone(), ap)?;
+                // A complement's keywords go last: they only exclude, and the branch's
+                // own properties keep their places ahead of the names they mention.
+                let base = if kw == COMPLEMENT {
+                    self.resolver.merge(f.base.clone(), af.base, ap)?
+                } else {
+                    self.resolver.merge(af.base, f.base.clone(), ap)?
+                };
 
                 let mut disj = f.disjunctions.clone();
                 disj.extend(af.disjunctions);
@@ -535,7 +545,10 @@ impl<'a> Lowerer<'a> {
                             pointer,
                         )?;
                     }
-                } else if overlapping && complements.iter().all(Option::is_some) {
+                } else if overlapping
+                    && complements.iter().all(Option::is_some)
+                    && !non_integers_asked(&branches, &complements)
+                {
                     // Exactly one: alternative i and the complement of every other one
                     // (the branches are then disjoint by construction).
                     for (i, b) in branches.iter_mut().enumerate() {
@@ -543,7 +556,7 @@ impl<'a> Lowerer<'a> {
                             if i != j {
                                 // All complements are known to exist here.
                                 let c = c.clone().expect("checked above");
-                                b.disjunctions.push(("anyOf", c));
+                                b.disjunctions.push((COMPLEMENT, c));
                             }
                         }
                     }
@@ -557,7 +570,7 @@ impl<'a> Lowerer<'a> {
             }
             if done.len() + todo.len() + branches.len() > MAX_EXPANSIONS {
                 self.refuse(
-                    kw,
+                    named,
                     pointer,
                     "too many combinations of anyOf/oneOf alternatives",
                 )?;
@@ -1925,6 +1938,24 @@ fn oneof_candidates(alts: &[(Value, String)], resolver: &Resolver<'_>) -> Option
     }
     Some(out)
 }
+
+/// Whether joining every other alternative's complement to a branch would ask for
+/// numbers that are not integers (a branch admitting numbers, a complement of `integer`).
+fn non_integers_asked(branches: &[Flat], complements: &[Option<Vec<(Value, String)>>]) -> bool {
+    branches.iter().enumerate().any(|(i, b)| {
+        let numbers = type_set(b.base.get("type")).is_none_or(|ts| ts.iter().any(|t| t == "number"));
+        numbers
+            && complements.iter().enumerate().any(|(j, c)| {
+                i != j
+                    && c.as_ref()
+                        .is_some_and(|c| c.iter().any(|(form, _)| excludes_only_integers(form)))
+            })
+    })
+}
+
+/// The kind of the disjunctions `oneOf` adds to a branch: the union forms of another
+/// alternative's complement (an `anyOf` whose keywords merge after the branch's own).
+const COMPLEMENT: &str = "oneOf/complement";
 
 /// The disjunctions still to distribute over a flat schema (see [`Flat::disjunctions`]).
 type Disjunctions = Vec<(&'static str, Vec<(Value, String)>)>;

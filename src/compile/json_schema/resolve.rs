@@ -259,7 +259,7 @@ impl<'a> Resolver<'a> {
         if cf.never {
             return Some(vec![(no, format!("{pointer}/else"))]);
         }
-        let negated = super::complement::complement(&cf, &at)?;
+        let negated = super::complement::complement(&cf, &at, self)?;
         let mut alts = vec![(
             serde_json::json!({ "allOf": [cond, yes] }),
             format!("{pointer}/then"),
