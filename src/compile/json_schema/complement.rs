@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::format::{format, Format};
 use super::lower::MAX_COUNTED_LENGTH;
-use super::resolve::{type_set, Flat, Resolver, ASSERTIONS};
+use super::resolve::{contains_list, type_set, Flat, Resolver, ASSERTIONS};
 use super::string::{any_char, parse_pattern, parse_value_regex};
 
 /// The values of an `enum` / `const` (alone in `m`) when they are all strings, booleans
@@ -56,6 +56,40 @@ fn type_negatable(v: &Value) -> bool {
     type_set(Some(v)).is_some_and(|ts| {
         !ts.iter().any(|t| t == "integer") || ts.iter().any(|t| t == "number")
     })
+}
+
+/// The complement of a subschema one level below a complemented one (a property value,
+/// the items): empty when it asserts nothing, everything (`true`) when it is `false`.
+fn complement_of(
+    sub: &Value,
+    pointer: &str,
+    resolver: &Resolver<'_>,
+    depth: usize,
+) -> Option<Vec<(Value, String)>> {
+    let f = resolver.probe(|r| r.flatten(sub, pointer).ok())?;
+    if f.never {
+        return Some(vec![(Value::Bool(true), pointer.to_string())]);
+    }
+    complement_at(&f, pointer, resolver, depth + 1)
+}
+
+/// Arrays none of whose items match `c`: every item in its complement.
+fn no_item_matches(
+    c: &Value,
+    pointer: &str,
+    resolver: &Resolver<'_>,
+    depth: usize,
+    at: &str,
+) -> Option<(Value, String)> {
+    let negated = complement_of(c, pointer, resolver, depth)?;
+    let form = if negated.is_empty() {
+        // Every item would match: only the empty array has none.
+        json!({ "type": "array", "maxItems": 0 })
+    } else {
+        let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
+        json!({ "type": "array", "items": { "anyOf": any } })
+    };
+    Some((form, at.to_string()))
 }
 
 /// Whether a complement form is `not: {type}` of a list with `integer` but no `number`:
@@ -207,6 +241,24 @@ fn complement_at(
                 out.push(opposite(ty, min, &json!(n.checked_add(1)?)));
             }
             "additionalProperties" | "items" if v == &Value::Bool(true) => {}
+            // Arrays with an item the schema rejects; with some item at all, for `false`.
+            "items" if v == &Value::Bool(false) => {
+                out.push((json!({ "type": "array", "minItems": 1 }), at.clone()))
+            }
+            "items" if v.is_object() => {
+                let negated = complement_of(v, &format!("{pointer}/items"), resolver, depth)?;
+                if !negated.is_empty() {
+                    let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
+                    out.push((json!({ "type": "array", "contains": { "anyOf": any } }), at.clone()));
+                }
+            }
+            // Arrays none of whose items match: every item in the complement.
+            "contains" => {
+                for (i, c) in contains_list(v).iter().enumerate() {
+                    let cp = format!("{pointer}/contains/{i}");
+                    out.push(no_item_matches(c, &cp, resolver, depth, &at)?);
+                }
+            }
             "properties" => {
                 // Objects that have the property with a value its schema rejects (a
                 // missing property satisfies `properties`).
@@ -226,12 +278,7 @@ fn complement_at(
                         }
                         Value::Object(_) => {
                             let sp = format!("{pointer}/properties/{name}");
-                            let sf = resolver.probe(|r| r.flatten(sub, &sp).ok())?;
-                            if sf.never {
-                                out.push(with(None));
-                                continue;
-                            }
-                            let negated = complement_at(&sf, &sp, resolver, depth + 1)?;
+                            let negated = complement_of(sub, &sp, resolver, depth)?;
                             // An empty complement: the schema holds for every value.
                             if !negated.is_empty() {
                                 let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();

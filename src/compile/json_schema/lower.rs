@@ -23,7 +23,9 @@ use super::number::{
     decimal_half, decimal_range, integer_range, multiple_of, value_spellings, Bound, Side,
     ANY_INTEGER, ANY_NUMBER,
 };
-use super::resolve::{conjoin, is_trivial, json_equal, type_set, Flat, Resolver, ASSERTIONS};
+use super::resolve::{
+    conjoin, contains_list, is_trivial, json_equal, type_set, Flat, Resolver, ASSERTIONS,
+};
 use super::string::{
     any_char, char_len, literal_regex, parse_pattern, parse_value_regex, quoted_regex,
     split_pattern, PatternSplit, ValueMatcher, ANY_STRING,
@@ -648,7 +650,9 @@ impl<'a> Lowerer<'a> {
                     "property dependencies are not compiled"
                 }
                 "propertyNames" if !is_trivial(&m[k]) => "propertyNames is not compiled",
-                "contains" | "minContains" | "maxContains" => "contains is not compiled",
+                "contains" | "minContains" | "maxContains" if !contains_compiles(m) => {
+                    "contains is compiled only as a matching item (for at most three schemas) among items of one schema: no counts, tuples or maxItems"
+                }
                 "unevaluatedProperties" | "unevaluatedItems" if !is_trivial(&m[k]) => {
                     "unevaluated* is not compiled"
                 }
@@ -1298,9 +1302,51 @@ impl<'a> Lowerer<'a> {
         if max.is_some_and(|x| x < min) {
             return Ok(nothing());
         }
-        let body = elements(0, true, &item_syms, rest_sym, min, max, comma);
         let (lk, rk) = (self.f().lbrack, self.f().rbrack);
+        if let (Some(c), Some(r)) = (m.get("contains"), rest_sym) {
+            if contains_compiles(m) {
+                let body = self.witnessed(&rest, &contains_list(c), r, pointer)?;
+                return Ok(Ebnf::Seq(vec![e_sym(lk), body, e_sym(rk)]));
+            }
+        }
+        let body = elements(0, true, &item_syms, rest_sym, min, max, comma);
         Ok(Ebnf::Seq(vec![e_sym(lk), body, e_sym(rk)]))
+    }
+
+    /// The items of an array (of schema `rest`, lowered as `r`) among which each of
+    /// `conds` is matched by some item: for every ordered split of `conds` into groups,
+    /// one witness per group (matching `rest` and the whole group) in that order, any
+    /// items around them. Ambiguous where several items match; the GLR keeps every reading.
+    fn witnessed(
+        &mut self,
+        rest: &Value,
+        conds: &[Value],
+        r: Symbol,
+        pointer: &str,
+    ) -> Result<Ebnf, SchemaError> {
+        let comma = self.f().comma;
+        let any = |e: Ebnf| Ebnf::Repeat {
+            inner: Box::new(e),
+            min: 0,
+            max: None,
+        };
+        let mut alts = Vec::new();
+        for groups in ordered_splits((1u32 << conds.len()) - 1) {
+            let mut seq = vec![any(Ebnf::Seq(vec![e_sym(r), e_sym(comma)]))];
+            for (i, g) in groups.iter().enumerate() {
+                let mut all = vec![rest.clone()];
+                all.extend((0..conds.len()).filter(|k| g >> k & 1 == 1).map(|k| conds[k].clone()));
+                let w = self.schema(&serde_json::json!({ "allOf": all }), &format!("{pointer}/contains"))?;
+                if i > 0 {
+                    seq.push(any(Ebnf::Seq(vec![e_sym(comma), e_sym(r)])));
+                    seq.push(e_sym(comma));
+                }
+                seq.push(e_sym(w));
+            }
+            seq.push(any(Ebnf::Seq(vec![e_sym(comma), e_sym(r)])));
+            alts.push(Ebnf::Seq(seq));
+        }
+        Ok(Ebnf::Alt(alts))
     }
 
     /// What a `not` subschema excludes, in the forms compiled exactly: a conjunction of
@@ -1953,6 +1999,45 @@ fn non_integers_asked(branches: &[Flat], complements: &[Option<Vec<(Value, Strin
     })
 }
 
+/// Whether an array schema's `contains` lowers exactly: at least one matching item for
+/// each of up to [`MAX_CONTAINS`] schemas (no `minContains` above one, no `maxContains`),
+/// items of one schema, at most one item required and no maximum (counting around the
+/// witnesses is not compiled).
+fn contains_compiles(m: &Map<String, Value>) -> bool {
+    let small = |k: &str, most: u64| m.get(k).is_none_or(|v| v.as_u64().is_some_and(|n| n <= most));
+    let conds = m.get("contains").map_or(0, |c| contains_list(c).len());
+    (1..=MAX_CONTAINS).contains(&conds)
+        && (conds == 1 || !m.contains_key("minContains"))
+        && small("minContains", 1)
+        && small("minItems", 1)
+        && !m.contains_key("maxContains")
+        && !m.contains_key("maxItems")
+        && !m.contains_key("prefixItems")
+        && !m.get("items").is_some_and(Value::is_array)
+        && m.get("items") != Some(&Value::Bool(false))
+}
+
+/// Most `contains` one array may have to witness (their orders grow factorially).
+const MAX_CONTAINS: usize = 3;
+
+/// Every ordered split of the set `set` (a bit set) into nonempty groups.
+fn ordered_splits(set: u32) -> Vec<Vec<u32>> {
+    if set == 0 {
+        return vec![Vec::new()];
+    }
+    let mut out = Vec::new();
+    // Every nonempty subset of `set` as the first group.
+    let mut g = set;
+    while g != 0 {
+        for mut rest in ordered_splits(set & !g) {
+            rest.insert(0, g);
+            out.push(rest);
+        }
+        g = (g - 1) & set;
+    }
+    out
+}
+
 /// The kind of the disjunctions `oneOf` adds to a branch: the union forms of another
 /// alternative's complement (an `anyOf` whose keywords merge after the branch's own).
 const COMPLEMENT: &str = "oneOf/complement";
@@ -2113,4 +2198,27 @@ pub fn lower(schema: &Value, opts: &SchemaOptions) -> Result<LoweredSchema, Sche
     let mut l = Lowerer::new(schema, *opts);
     let root = l.schema(schema, "")?;
     l.finish(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ordered_splits;
+
+    #[test]
+    fn ordered_splits_are_every_ordered_partition_once() {
+        // The ordered Bell (Fubini) numbers: 1, 1, 3, 13, 75.
+        for (n, want) in [(0u32, 1usize), (1, 1), (2, 3), (3, 13), (4, 75)] {
+            let set = (1u32 << n) - 1;
+            let splits = ordered_splits(set);
+            assert_eq!(splits.len(), want, "{n} elements");
+            let mut seen = std::collections::HashSet::new();
+            for s in &splits {
+                // Nonempty, pairwise disjoint groups covering the set.
+                assert!(s.iter().all(|&g| g != 0));
+                assert_eq!(s.iter().fold(0, |a, &g| a | g), set);
+                assert_eq!(s.iter().map(|g| g.count_ones()).sum::<u32>(), n);
+                assert!(seen.insert(s.clone()), "{s:?} twice");
+            }
+        }
+    }
 }

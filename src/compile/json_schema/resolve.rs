@@ -61,6 +61,15 @@ pub const ASSERTIONS: &[&str] = &[
     "nullable",
 ];
 
+/// The schemas some item must each match: a `contains`, or the list merged `allOf`
+/// members leave (see `merge`).
+pub fn contains_list(v: &Value) -> Vec<Value> {
+    match v {
+        Value::Array(all) => all.clone(),
+        one => vec![one.clone()],
+    }
+}
+
 /// How deep `$ref`/`allOf` inlining may nest before it is taken to be a cycle.
 const MAX_INLINE_DEPTH: usize = 24;
 /// Most schemas one flattening may inline: `allOf` members that reference the same
@@ -799,7 +808,21 @@ fn merge(
             }
             // ¬A ∧ ¬B = ¬(A ∨ B).
             "not" => disjoin(&old, &v),
-            "items" | "additionalItems" | "propertyNames" | "contains" => {
+            // Two `contains` may be met by two different items: not one `contains` but
+            // both, kept as a list (a form no schema spells: `contains` is one schema).
+            "contains" => {
+                let mut all = contains_list(&old);
+                for c in contains_list(&v) {
+                    if !all.contains(&c) {
+                        all.push(c);
+                    }
+                }
+                match all.len() {
+                    1 => all.pop().expect("one element"),
+                    _ => Value::Array(all),
+                }
+            }
+            "items" | "additionalItems" | "propertyNames" => {
                 if old.is_array() || v.is_array() {
                     return Err(unsupported(&k, pointer, "two tuple forms in allOf"));
                 }
