@@ -456,13 +456,70 @@ fn strip_anchors(h: &Hir) -> (Hir, bool, bool) {
     }
 }
 
-fn top_alternatives(h: &Hir) -> Vec<Hir> {
+/// One way a pattern can match: whether it needs the value's start (`^`) and end (`$`)
+/// there, and the text it matches, free of anchors.
+type Anchored = (bool, bool, Hir);
+
+/// The ways `h` can match (see [`Anchored`]). `^` and `$` hold only at the ends of the
+/// value (ECMA-262 without the `m` flag), so a part after a `$` or before a `^` must match
+/// the empty string there, and a way where it cannot is dropped.
+fn anchored_ways(h: &Hir) -> Result<Vec<Anchored>, String> {
+    let matches_empty = |h: &Hir| h.properties().minimum_len() == Some(0);
     match h.kind() {
-        HirKind::Alternation(v) => v.iter().flat_map(top_alternatives).collect(),
-        HirKind::Capture(c) if matches!(c.sub.kind(), HirKind::Alternation(_)) => {
-            top_alternatives(&c.sub)
+        HirKind::Look(Look::Start) => Ok(vec![(true, false, Hir::empty())]),
+        HirKind::Look(Look::End) => Ok(vec![(false, true, Hir::empty())]),
+        HirKind::Look(_) => Err("a word-boundary assertion".into()),
+        HirKind::Capture(c) => anchored_ways(&c.sub),
+        // `(…$)?` is one alternation; a repeated anchor is not compiled.
+        HirKind::Repetition(r) if has_look(&r.sub) && r.max == Some(1) => {
+            let mut out = anchored_ways(&r.sub)?;
+            if r.min == 0 {
+                out.push((false, false, Hir::empty()));
+            }
+            Ok(out)
         }
-        _ => vec![h.clone()],
+        HirKind::Repetition(r) if has_look(&r.sub) => Err("an anchor under a repetition".into()),
+        HirKind::Alternation(v) => {
+            let mut out = Vec::new();
+            for alt in v {
+                out.extend(anchored_ways(alt)?);
+            }
+            Ok(out)
+        }
+        HirKind::Concat(v) => {
+            let mut ways: Vec<(bool, bool, Vec<Hir>)> = vec![(false, false, Vec::new())];
+            for item in v {
+                let next_ways = anchored_ways(item)?;
+                let mut joined = Vec::new();
+                for (s, e, parts) in &ways {
+                    for (s2, e2, body) in &next_ways {
+                        let mut parts = parts.clone();
+                        if *s2 {
+                            // `^` here: everything before it matched nothing.
+                            if !parts.iter().all(matches_empty) {
+                                continue;
+                            }
+                            parts.clear();
+                        }
+                        if *e {
+                            // After a `$`: this part matches nothing.
+                            if !matches_empty(body) {
+                                continue;
+                            }
+                        } else {
+                            parts.push(body.clone());
+                        }
+                        joined.push((*s || *s2, *e || *e2, parts));
+                    }
+                }
+                ways = joined;
+            }
+            Ok(ways
+                .into_iter()
+                .map(|(s, e, parts)| (s, e, Hir::concat(parts)))
+                .collect())
+        }
+        _ => Ok(vec![(false, false, h.clone())]),
     }
 }
 
@@ -489,11 +546,7 @@ pub fn parse_pattern(pattern: &str) -> Result<Hir, String> {
         sub: Box::new(any_char()),
     });
     let mut branches = Vec::new();
-    for alt in top_alternatives(&h) {
-        let (body, start, end) = strip_anchors(&alt);
-        if has_look(&body) {
-            return Err("an anchor that is not at the start or end".into());
-        }
+    for (start, end, body) in anchored_ways(&h)? {
         let mut parts = Vec::new();
         if !start {
             parts.push(any.clone());
@@ -794,6 +847,46 @@ mod tests {
         assert!(r.is_match(r#""a::d""#) && r.is_match(r#""a:bcb:d""#));
         let r = lit("^(?:x+)?y$");
         assert!(r.is_match(r#""xxxy""#) && r.is_match(r#""y""#));
+    }
+
+    #[test]
+    fn anchors_anywhere_match_only_at_the_ends() {
+        // Search semantics by a regex engine (Rust's `^`/`$` are ECMA's without `m`).
+        let words = {
+            let mut all = vec![String::new()];
+            let mut last = all.clone();
+            for _ in 0..4 {
+                last = last
+                    .iter()
+                    .flat_map(|w| ["a", "b", "c"].map(|c| format!("{w}{c}")))
+                    .collect();
+                all.extend(last.iter().cloned());
+            }
+            all
+        };
+        for p in [
+            "^$|^b$",
+            "^a$|^b$",
+            "^(a|b$)",
+            "a^b",
+            "(^a|b)c$",
+            "x$|^y|c",
+            "^(ab|a$)",
+            "(a$)?b",
+            "b(^|a)",
+            "(a|^)b$",
+            "^(?:a*$|b)",
+            "a?^b",
+            "(c|)^b$",
+            "a$b?",
+        ] {
+            let ours = ValueMatcher::new(&parse_pattern(p).unwrap()).unwrap();
+            let theirs = regex_automata::meta::Regex::new(p).unwrap();
+            for w in &words {
+                assert_eq!(ours.is_match(w), theirs.is_match(w), "/{p}/ on {w:?}");
+            }
+        }
+        assert!(parse_pattern("(^a)*b").is_err());
     }
 
     #[test]
