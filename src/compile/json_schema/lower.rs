@@ -458,6 +458,13 @@ impl<'a> Lowerer<'a> {
                 continue;
             }
             let Some((kw, alts)) = f.disjunctions.pop() else {
+                if let Some(forms) = self.not_as_complement(&f.base, pointer) {
+                    // ¬X as the union of X's complement forms, distributed like an anyOf.
+                    f.base.remove("not");
+                    f.disjunctions.push(("anyOf", forms));
+                    todo.push(f);
+                    continue;
+                }
                 done.push(f.base);
                 continue;
             };
@@ -1347,6 +1354,29 @@ impl<'a> Lowerer<'a> {
             alts.push(Ebnf::Seq(seq));
         }
         Ok(Ebnf::Alt(alts))
+    }
+
+    /// The union forms of a `not` that [`Self::negation`] would refuse but whose subschema
+    /// has a complement (see `complement`): `not: {properties: …}`, bounds, items….
+    fn not_as_complement(
+        &mut self,
+        m: &Map<String, Value>,
+        pointer: &str,
+    ) -> Option<Vec<(Value, String)>> {
+        let n = m.get("not")?;
+        // Would the direct forms refuse it? Asked leniently, then forgotten.
+        let (lenient, reported) = (self.opts.lenient, self.dropped.len());
+        self.opts.lenient = true;
+        let direct = self.negation(n, pointer);
+        let refused = self.dropped.len() > reported;
+        self.dropped.truncate(reported);
+        self.opts.lenient = lenient;
+        if direct.is_err() || !refused {
+            return None;
+        }
+        let at = format!("{pointer}/not");
+        let f = self.resolver.probe(|r| r.flatten(n, &at).ok())?;
+        self.resolver.probe(|r| complement(&f, &at, r))
     }
 
     /// What a `not` subschema excludes, in the forms compiled exactly: a conjunction of
