@@ -169,9 +169,10 @@ const MAX_COMPLEMENT_DEPTH: usize = 4;
 /// ¬A ∨ ¬B), for conjuncts whose negation `not` compiles: a `type` list, `required`
 /// names (objects lacking one of them; non-objects satisfy `required`), one string
 /// language, scalar `enum`/`const`, count and number bounds (the opposite bound, for
-/// values of the bounded type), and `properties` whose schemas have such complements
-/// themselves. `None` when some conjunct has no such negation; empty (no value) when `f`
-/// asserts nothing. `resolver` flattens property schemas (lenient drops unreported).
+/// values of the bounded type), `properties`, `items` and `contains` whose schemas have
+/// such complements themselves, and pending `anyOf` / `oneOf` whose alternatives do.
+/// `None` when some conjunct has no such negation; empty (no value) when `f` asserts
+/// nothing. `resolver` flattens property schemas (lenient drops unreported).
 pub(super) fn complement(
     f: &Flat,
     pointer: &str,
@@ -186,7 +187,7 @@ fn complement_at(
     resolver: &Resolver<'_>,
     depth: usize,
 ) -> Option<Vec<(Value, String)>> {
-    if !f.disjunctions.is_empty() || depth > MAX_COMPLEMENT_DEPTH {
+    if depth > MAX_COMPLEMENT_DEPTH {
         return None;
     }
     let at = format!("{pointer}/not");
@@ -207,6 +208,8 @@ fn complement_at(
                 }
             }
             _ if !ASSERTIONS.contains(&k.as_str()) => {}
+            // A format stackmask does not know is an annotation: it asserts nothing.
+            "format" if v.as_str().is_some_and(|f| matches!(format(f), Format::Annotation)) => {}
             "pattern" | "format" | "minLength" | "maxLength" => {
                 // The conjunct alone, negated as one string language (or not at all).
                 let alone = Map::from_iter([(k.clone(), v.clone())]);
@@ -291,6 +294,45 @@ fn complement_at(
             }
             _ => return None,
         }
+    }
+    for (kind, alts) in &f.disjunctions {
+        out.extend(disjunction_complement(kind, alts, resolver, depth, &at)?);
+    }
+    Some(out)
+}
+
+/// The complement of one pending `anyOf` / `oneOf`: no alternative holds (every one's
+/// complement at once) and, for `oneOf`, two alternatives hold together.
+fn disjunction_complement(
+    kind: &str,
+    alts: &[(Value, String)],
+    resolver: &Resolver<'_>,
+    depth: usize,
+    at: &str,
+) -> Option<Vec<(Value, String)>> {
+    let mut none = Vec::new();
+    let mut possible = true;
+    for (alt, ap) in alts {
+        let negated = complement_of(alt, ap, resolver, depth)?;
+        // An alternative that holds for every value: "none holds" is impossible.
+        possible &= !negated.is_empty();
+        let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
+        none.push(json!({ "anyOf": any }));
+    }
+    let mut out = Vec::new();
+    if possible {
+        out.push((json!({ "allOf": none }), at.to_string()));
+    }
+    match kind {
+        "anyOf" => {}
+        "oneOf" => {
+            for i in 0..alts.len() {
+                for j in i + 1..alts.len() {
+                    out.push((json!({ "allOf": [alts[i].0, alts[j].0] }), at.to_string()));
+                }
+            }
+        }
+        _ => return None,
     }
     Some(out)
 }
