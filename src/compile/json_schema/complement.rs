@@ -70,7 +70,7 @@ fn complement_of(
     if f.never {
         return Some(vec![(Value::Bool(true), pointer.to_string())]);
     }
-    complement_at(&f, pointer, resolver, depth + 1)
+    complement_at(&f, pointer, resolver, depth + 1, None)
 }
 
 /// Arrays none of whose items match `c`: every item in its complement.
@@ -178,7 +178,20 @@ pub(super) fn complement(
     pointer: &str,
     resolver: &Resolver<'_>,
 ) -> Option<Vec<(Value, String)>> {
-    complement_at(f, pointer, resolver, 0)
+    complement_at(f, pointer, resolver, 0, None)
+}
+
+/// [`complement`] among objects whose names are all in `names` (a branch with
+/// `additionalProperties: false`): there `additionalProperties` of `f` fails exactly when
+/// one of those names that `f` does not declare is present (with, for a schema, a value it
+/// rejects). Values of other types are complemented as by [`complement`].
+pub(super) fn complement_within(
+    f: &Flat,
+    pointer: &str,
+    resolver: &Resolver<'_>,
+    names: &[String],
+) -> Option<Vec<(Value, String)>> {
+    complement_at(f, pointer, resolver, 0, Some(names))
 }
 
 fn complement_at(
@@ -186,6 +199,7 @@ fn complement_at(
     pointer: &str,
     resolver: &Resolver<'_>,
     depth: usize,
+    names: Option<&[String]>,
 ) -> Option<Vec<(Value, String)>> {
     if depth > MAX_COMPLEMENT_DEPTH {
         return None;
@@ -244,6 +258,33 @@ fn complement_at(
                 out.push(opposite(ty, min, &json!(n.checked_add(1)?)));
             }
             "additionalProperties" | "items" if v == &Value::Bool(true) => {}
+            "additionalProperties" if names.is_some() && !f.base.contains_key("patternProperties") => {
+                let declared = f.base.get("properties").and_then(Value::as_object);
+                let undeclared = names
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|k| !declared.is_some_and(|d| d.contains_key(*k)));
+                let value = match v {
+                    Value::Bool(false) => None,
+                    Value::Object(_) => {
+                        let ap = format!("{pointer}/additionalProperties");
+                        let negated = complement_of(v, &ap, resolver, depth)?;
+                        if negated.is_empty() {
+                            continue;
+                        }
+                        let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
+                        Some(json!({ "anyOf": any }))
+                    }
+                    _ => return None,
+                };
+                for k in undeclared {
+                    let mut o = json!({ "type": "object", "required": [k] });
+                    if let Some(value) = &value {
+                        o["properties"] = json!({ k: value });
+                    }
+                    out.push((o, at.clone()));
+                }
+            }
             // Arrays with an item the schema rejects; with some item at all, for `false`.
             "items" if v == &Value::Bool(false) => {
                 out.push((json!({ "type": "array", "minItems": 1 }), at.clone()))
@@ -266,6 +307,10 @@ fn complement_at(
                 // Objects that have the property with a value its schema rejects (a
                 // missing property satisfies `properties`).
                 for (name, sub) in v.as_object()? {
+                    // Within a branch that cannot have the name, this conjunct holds.
+                    if names.is_some_and(|ns| !ns.contains(name)) {
+                        continue;
+                    }
                     let with = |value: Option<Value>| {
                         let mut o = json!({ "type": "object", "required": [name] });
                         if let Some(value) = value {

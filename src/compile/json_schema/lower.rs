@@ -15,7 +15,8 @@ use regex_syntax::hir::{Hir, Repetition};
 use serde_json::{Map, Value};
 
 use super::complement::{
-    any_string_hir, complement, excludes_only_integers, scalar_values, string_language,
+    any_string_hir, complement, complement_within, excludes_only_integers, scalar_values,
+    string_language,
 };
 use super::finite;
 use super::format::{format, Format};
@@ -496,12 +497,17 @@ impl<'a> Lowerer<'a> {
             let mut own = Vec::new();
             // For `oneOf`: each alternative's complement, when it has a compiled form.
             let mut complements: Vec<Option<Vec<(Value, String)>>> = Vec::new();
+            // For `oneOf`: each alternative, for complements within another branch.
+            let mut alt_flats: Vec<(Flat, &str)> = Vec::new();
             for (alt, ap) in &alts {
                 let af = self.resolver.flatten(alt, ap)?;
                 if af.never {
                     continue;
                 }
                 complements.push(self.resolver.probe(|r| complement(&af, ap, r)));
+                if kw == "oneOf" {
+                    alt_flats.push((af.clone(), ap.as_str()));
+                }
                 // The alternative's keywords first: its properties usually come first in
                 // instances (a discriminating `type`, the variant's own fields).
                 if kw == "oneOf" {
@@ -554,19 +560,15 @@ impl<'a> Lowerer<'a> {
                             pointer,
                         )?;
                     }
-                } else if overlapping
-                    && complements.iter().all(Option::is_some)
-                    && !non_integers_asked(&branches, &complements)
+                } else if let Some(pairs) = overlapping
+                    .then(|| self.pairwise_complements(&branches, &alt_flats, &complements))
+                    .flatten()
                 {
                     // Exactly one: alternative i and the complement of every other one
                     // (the branches are then disjoint by construction).
-                    for (i, b) in branches.iter_mut().enumerate() {
-                        for (j, c) in complements.iter().enumerate() {
-                            if i != j {
-                                // All complements are known to exist here.
-                                let c = c.clone().expect("checked above");
-                                b.disjunctions.push((COMPLEMENT, c));
-                            }
+                    for (b, cs) in branches.iter_mut().zip(pairs) {
+                        for c in cs {
+                            b.disjunctions.push((COMPLEMENT, c));
                         }
                     }
                 } else if overlapping {
@@ -593,6 +595,44 @@ impl<'a> Lowerer<'a> {
             alts.push(self.keywords(&m, pointer)?);
         }
         Ok(Ebnf::Alt(alts))
+    }
+
+    /// For each branch of a `oneOf`, the complement of every other alternative (see
+    /// `complement`); where one has none, its complement within the branch's finite set
+    /// of names (`complement_within`). `None` when some pair has neither, or when joining
+    /// them would ask for non-integer numbers.
+    fn pairwise_complements(
+        &self,
+        branches: &[Flat],
+        alt_flats: &[(Flat, &str)],
+        complements: &[Option<Vec<(Value, String)>>],
+    ) -> Option<Vec<Vec<Vec<(Value, String)>>>> {
+        let mut out = Vec::with_capacity(branches.len());
+        for (i, b) in branches.iter().enumerate() {
+            let names = closed_names(&b.base);
+            let mut cs = Vec::new();
+            for (j, c) in complements.iter().enumerate() {
+                if i == j {
+                    continue;
+                }
+                let c = match (c, &names) {
+                    (Some(c), _) => c.clone(),
+                    (None, Some(names)) => {
+                        let (af, ap) = &alt_flats[j];
+                        self.resolver
+                            .probe(|r| complement_within(af, ap, r, names))?
+                    }
+                    (None, None) => return None,
+                };
+                cs.push(c);
+            }
+            out.push(cs);
+        }
+        // The per-branch complements, as the check below reads them.
+        let asks = branches.iter().zip(&out).any(|(b, cs)| {
+            admits_numbers(b) && cs.iter().flatten().any(|(form, _)| excludes_only_integers(form))
+        });
+        (!asks).then_some(out)
     }
 
     /// The values satisfying exactly one of `alts` when every alternative is a finite
@@ -2015,18 +2055,24 @@ fn oneof_candidates(alts: &[(Value, String)], resolver: &Resolver<'_>) -> Option
     Some(out)
 }
 
-/// Whether joining every other alternative's complement to a branch would ask for
-/// numbers that are not integers (a branch admitting numbers, a complement of `integer`).
-fn non_integers_asked(branches: &[Flat], complements: &[Option<Vec<(Value, String)>>]) -> bool {
-    branches.iter().enumerate().any(|(i, b)| {
-        let numbers = type_set(b.base.get("type")).is_none_or(|ts| ts.iter().any(|t| t == "number"));
-        numbers
-            && complements.iter().enumerate().any(|(j, c)| {
-                i != j
-                    && c.as_ref()
-                        .is_some_and(|c| c.iter().any(|(form, _)| excludes_only_integers(form)))
-            })
-    })
+/// Whether a branch admits non-integer numbers (so a complement of `integer` joined to
+/// it would ask for them).
+fn admits_numbers(b: &Flat) -> bool {
+    type_set(b.base.get("type")).is_none_or(|ts| ts.iter().any(|t| t == "number"))
+}
+
+/// The only names objects of a flat schema may have (`additionalProperties: false`, no
+/// `patternProperties`): its declared properties.
+fn closed_names(m: &Map<String, Value>) -> Option<Vec<String>> {
+    if m.get("additionalProperties") != Some(&Value::Bool(false)) || m.contains_key("patternProperties") {
+        return None;
+    }
+    Some(
+        m.get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default(),
+    )
 }
 
 /// Whether an array schema's `contains` lowers exactly: at least one matching item for
