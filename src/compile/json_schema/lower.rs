@@ -696,7 +696,9 @@ impl<'a> Lowerer<'a> {
                 "dependencies" | "dependentRequired" | "dependentSchemas" => {
                     "property dependencies are not compiled"
                 }
-                "propertyNames" if !is_trivial(&m[k]) => "propertyNames is not compiled",
+                "propertyNames" if !is_trivial(&m[k]) && self.property_names(m).is_none() => {
+                    "propertyNames is compiled only as one string language (pattern, format, lengths or a string enum)"
+                }
                 "contains" | "minContains" | "maxContains" if !contains_compiles(m) => {
                     "contains is compiled only as a matching item (for at most three schemas) among items of one schema: no counts, tuples or maxItems"
                 }
@@ -1534,12 +1536,48 @@ impl<'a> Lowerer<'a> {
         Ok(kn)
     }
 
+    /// The language `propertyNames` holds names to: `Some(None)` when it holds every
+    /// name (absent, or asserting nothing of strings), `Some(Some(h))` for one string
+    /// language, `None` when it is not one the lowering compiles.
+    fn property_names(&self, m: &Map<String, Value>) -> Option<Option<Hir>> {
+        let Some(pn) = m.get("propertyNames").filter(|v| !is_trivial(v)) else {
+            return Some(None);
+        };
+        let f = self.resolver.probe(|r| r.flatten(pn, "").ok())?;
+        if f.never {
+            // No name is allowed: only the empty object.
+            return Some(Some(Hir::fail()));
+        }
+        if !f.disjunctions.is_empty() {
+            return None;
+        }
+        let strings_only = f.base.iter().all(|(k, v)| {
+            !ASSERTIONS.contains(&k.as_str()) || (k == "type" && type_set(Some(v)).is_some_and(|ts| ts.iter().any(|t| t == "string")))
+        });
+        if strings_only {
+            return Some(None);
+        }
+        string_language(&f.base).map(|(h, _)| Some(h))
+    }
+
     fn object(
         &mut self,
         m: &Map<String, Value>,
         forbidden: &[String],
         pointer: &str,
     ) -> Result<Ebnf, SchemaError> {
+        // Names outside `propertyNames`' language: declared ones may not appear, the
+        // others' keys are drawn from it.
+        let names_in = match self.property_names(m) {
+            Some(Some(h)) => {
+                let mm = ValueMatcher::new(&h).map_err(|e| invalid("propertyNames", pointer, &e))?;
+                Some((h, mm))
+            }
+            _ => None,
+        };
+        // `propertyNames: false`: no name at all (and no key terminal for the empty language).
+        let no_names = names_in.as_ref().is_some_and(|(h, _)| h.properties().minimum_len().is_none());
+        let name_ok = |k: &str| !no_names && names_in.as_ref().is_none_or(|(_, mm)| mm.is_match(k));
         let empty = Map::new();
         let props = match m.get("properties") {
             None => &empty,
@@ -1569,6 +1607,10 @@ impl<'a> Lowerer<'a> {
             Some(Value::Object(p)) => p.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             Some(_) => return Err(invalid("patternProperties", pointer, "must be an object")),
         };
+        if no_names {
+            patterns.clear();
+        }
+        let addl = if no_names { Value::Bool(false) } else { addl };
         let addl_false = addl == Value::Bool(false);
         if !patterns.is_empty()
             && !addl_false
@@ -1674,6 +1716,13 @@ impl<'a> Lowerer<'a> {
                 declared.push((r.clone(), schema, format!("{pointer}/additionalProperties")));
             }
         }
+        // A declared name outside propertyNames' language may not appear.
+        for d in declared.iter_mut().filter(|d| !name_ok(&d.0)) {
+            if required.contains(&d.0) {
+                return Ok(nothing());
+            }
+            d.1 = Value::Bool(false);
+        }
         // `not: {required: [x]}`: x may not appear at all (a declared slot that accepts
         // nothing, so it is also excluded from the additional keys).
         for name in forbidden {
@@ -1691,7 +1740,7 @@ impl<'a> Lowerer<'a> {
         // written in any order among the additional ones.
         let extra_names: Vec<String> = pattern_names
             .iter()
-            .filter(|n| !declared.iter().any(|d| &d.0 == *n))
+            .filter(|n| !declared.iter().any(|d| &d.0 == *n) && name_ok(n))
             .cloned()
             .collect();
         let extra_allowed = !addl_false || !open_patterns.is_empty() || !extra_names.is_empty();
@@ -1755,11 +1804,32 @@ impl<'a> Lowerer<'a> {
             )?;
             let mut key_alts = Vec::new();
             for &i in &open_patterns {
-                let kn = self.key_nt(&pattern_hirs[i].0, &excluded, pointer)?;
+                // Beside propertyNames, only a pattern matching every name is compiled:
+                // its keys are then propertyNames' (no intersection of two is written).
+                let h = match &names_in {
+                    None => &pattern_hirs[i].0,
+                    Some((h, _)) if matches!(split_pattern(&patterns[i].0), Some(PatternSplit::All)) => h,
+                    Some((h, _)) => {
+                        self.refuse(
+                            "propertyNames",
+                            pointer,
+                            "beside a patternProperties pattern that does not match every name",
+                        )?;
+                        h
+                    }
+                };
+                let kn = self.key_nt(h, &excluded, pointer)?;
                 key_alts.push(e_sym(Symbol::N(kn)));
             }
             pairs.push(Ebnf::Seq(vec![Ebnf::Alt(key_alts), e_sym(colon), e_sym(v)]));
             if let Some(PatternSplit::Complement(h)) = &complement {
+                if names_in.is_some() {
+                    self.refuse(
+                        "propertyNames",
+                        pointer,
+                        "beside names that no patternProperties pattern matches",
+                    )?;
+                }
                 let kn = self.key_nt(h, &excluded, pointer)?;
                 let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
                 pairs.push(Ebnf::Seq(vec![
@@ -1770,7 +1840,9 @@ impl<'a> Lowerer<'a> {
             }
         } else if !addl_false {
             let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
-            let key = if excluded.is_empty() {
+            let key = if let Some((h, _)) = &names_in {
+                Symbol::N(self.key_nt(h, &excluded, pointer)?)
+            } else if excluded.is_empty() {
                 self.any_string()
             } else {
                 Symbol::N(self.string_nt(
