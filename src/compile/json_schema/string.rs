@@ -465,6 +465,11 @@ type Anchored = (bool, bool, Hir);
 /// the empty string there, and a way where it cannot is dropped.
 fn anchored_ways(h: &Hir) -> Result<Vec<Anchored>, String> {
     let matches_empty = |h: &Hir| h.properties().minimum_len() == Some(0);
+    // Parts without anchors stay whole: splitting their alternations would multiply the
+    // ways (and the search automaton's states) for nothing.
+    if !has_look(h) {
+        return Ok(vec![(false, false, h.clone())]);
+    }
     match h.kind() {
         HirKind::Look(Look::Start) => Ok(vec![(true, false, Hir::empty())]),
         HirKind::Look(Look::End) => Ok(vec![(false, true, Hir::empty())]),
