@@ -53,9 +53,8 @@ fn negatable_value(m: &Map<String, Value>) -> bool {
 /// lowering compiles (`1.0` and `1e2` are integers), so a list with `integer` but not
 /// `number` has no compiled complement (returning none names the caller's keyword).
 fn type_negatable(v: &Value) -> bool {
-    type_set(Some(v)).is_some_and(|ts| {
-        !ts.iter().any(|t| t == "integer") || ts.iter().any(|t| t == "number")
-    })
+    type_set(Some(v))
+        .is_some_and(|ts| !ts.iter().any(|t| t == "integer") || ts.iter().any(|t| t == "number"))
 }
 
 /// The complement of a subschema one level below a complemented one (a property value,
@@ -223,7 +222,9 @@ fn complement_at(
             }
             _ if !ASSERTIONS.contains(&k.as_str()) => {}
             // A format stackmask does not know is an annotation: it asserts nothing.
-            "format" if v.as_str().is_some_and(|f| matches!(format(f), Format::Annotation)) => {}
+            "format"
+                if v.as_str()
+                    .is_some_and(|f| matches!(format(f), Format::Annotation)) => {}
             "pattern" | "format" | "minLength" | "maxLength" => {
                 // The conjunct alone, negated as one string language (or not at all).
                 let alone = Map::from_iter([(k.clone(), v.clone())]);
@@ -242,7 +243,11 @@ fn complement_at(
             "minItems" | "minProperties" => {
                 let n = v.as_u64()?;
                 let ty = if k == "minItems" { "array" } else { "object" };
-                let max = if k == "minItems" { "maxItems" } else { "maxProperties" };
+                let max = if k == "minItems" {
+                    "maxItems"
+                } else {
+                    "maxProperties"
+                };
                 // A minimum of zero holds for every value.
                 if n > 0 {
                     out.push(opposite(ty, max, &json!(n - 1)));
@@ -258,7 +263,9 @@ fn complement_at(
                 out.push(opposite(ty, min, &json!(n.checked_add(1)?)));
             }
             "additionalProperties" | "items" if v == &Value::Bool(true) => {}
-            "additionalProperties" if names.is_some() && !f.base.contains_key("patternProperties") => {
+            "additionalProperties"
+                if names.is_some() && !f.base.contains_key("patternProperties") =>
+            {
                 let declared = f.base.get("properties").and_then(Value::as_object);
                 let undeclared = names
                     .unwrap_or_default()
@@ -293,7 +300,10 @@ fn complement_at(
                 let negated = complement_of(v, &format!("{pointer}/items"), resolver, depth)?;
                 if !negated.is_empty() {
                     let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
-                    out.push((json!({ "type": "array", "contains": { "anyOf": any } }), at.clone()));
+                    out.push((
+                        json!({ "type": "array", "contains": { "anyOf": any } }),
+                        at.clone(),
+                    ));
                 }
             }
             // Arrays none of whose items match: every item in the complement.

@@ -606,7 +606,7 @@ impl<'a> Lowerer<'a> {
         branches: &[Flat],
         alt_flats: &[(Flat, &str)],
         complements: &[Option<Vec<(Value, String)>>],
-    ) -> Option<Vec<Vec<Vec<(Value, String)>>>> {
+    ) -> Option<Vec<Vec<Forms>>> {
         let mut out = Vec::with_capacity(branches.len());
         for (i, b) in branches.iter().enumerate() {
             let names = closed_names(&b.base);
@@ -630,7 +630,11 @@ impl<'a> Lowerer<'a> {
         }
         // The per-branch complements, as the check below reads them.
         let asks = branches.iter().zip(&out).any(|(b, cs)| {
-            admits_numbers(b) && cs.iter().flatten().any(|(form, _)| excludes_only_integers(form))
+            admits_numbers(b)
+                && cs
+                    .iter()
+                    .flatten()
+                    .any(|(form, _)| excludes_only_integers(form))
         });
         (!asks).then_some(out)
     }
@@ -640,7 +644,8 @@ impl<'a> Lowerer<'a> {
     /// lists, numerically equal spellings and context keywords are all exact.
     fn finite_oneof(&self, alts: &[(Value, String)]) -> Option<Vec<Value>> {
         let values = oneof_candidates(alts, &self.resolver)?;
-        let node = serde_json::json!({ "oneOf": alts.iter().map(|(v, _)| v.clone()).collect::<Vec<_>>() });
+        let node =
+            serde_json::json!({ "oneOf": alts.iter().map(|(v, _)| v.clone()).collect::<Vec<_>>() });
         finite::filter(self.resolver.root(), &node, &values)
     }
 
@@ -1384,8 +1389,15 @@ impl<'a> Lowerer<'a> {
             let mut seq = vec![any(Ebnf::Seq(vec![e_sym(r), e_sym(comma)]))];
             for (i, g) in groups.iter().enumerate() {
                 let mut all = vec![rest.clone()];
-                all.extend((0..conds.len()).filter(|k| g >> k & 1 == 1).map(|k| conds[k].clone()));
-                let w = self.schema(&serde_json::json!({ "allOf": all }), &format!("{pointer}/contains"))?;
+                all.extend(
+                    (0..conds.len())
+                        .filter(|k| g >> k & 1 == 1)
+                        .map(|k| conds[k].clone()),
+                );
+                let w = self.schema(
+                    &serde_json::json!({ "allOf": all }),
+                    &format!("{pointer}/contains"),
+                )?;
                 if i > 0 {
                     seq.push(any(Ebnf::Seq(vec![e_sym(comma), e_sym(r)])));
                     seq.push(e_sym(comma));
@@ -1552,7 +1564,9 @@ impl<'a> Lowerer<'a> {
             return None;
         }
         let strings_only = f.base.iter().all(|(k, v)| {
-            !ASSERTIONS.contains(&k.as_str()) || (k == "type" && type_set(Some(v)).is_some_and(|ts| ts.iter().any(|t| t == "string")))
+            !ASSERTIONS.contains(&k.as_str())
+                || (k == "type"
+                    && type_set(Some(v)).is_some_and(|ts| ts.iter().any(|t| t == "string")))
         });
         if strings_only {
             return Some(None);
@@ -1570,13 +1584,16 @@ impl<'a> Lowerer<'a> {
         // others' keys are drawn from it.
         let names_in = match self.property_names(m) {
             Some(Some(h)) => {
-                let mm = ValueMatcher::new(&h).map_err(|e| invalid("propertyNames", pointer, &e))?;
+                let mm =
+                    ValueMatcher::new(&h).map_err(|e| invalid("propertyNames", pointer, &e))?;
                 Some((h, mm))
             }
             _ => None,
         };
         // `propertyNames: false`: no name at all (and no key terminal for the empty language).
-        let no_names = names_in.as_ref().is_some_and(|(h, _)| h.properties().minimum_len().is_none());
+        let no_names = names_in
+            .as_ref()
+            .is_some_and(|(h, _)| h.properties().minimum_len().is_none());
         let name_ok = |k: &str| !no_names && names_in.as_ref().is_none_or(|(_, mm)| mm.is_match(k));
         let empty = Map::new();
         let props = match m.get("properties") {
@@ -1808,7 +1825,11 @@ impl<'a> Lowerer<'a> {
                 // its keys are then propertyNames' (no intersection of two is written).
                 let h = match &names_in {
                     None => &pattern_hirs[i].0,
-                    Some((h, _)) if matches!(split_pattern(&patterns[i].0), Some(PatternSplit::All)) => h,
+                    Some((h, _))
+                        if matches!(split_pattern(&patterns[i].0), Some(PatternSplit::All)) =>
+                    {
+                        h
+                    }
                     Some((h, _)) => {
                         self.refuse(
                             "propertyNames",
@@ -2127,6 +2148,9 @@ fn oneof_candidates(alts: &[(Value, String)], resolver: &Resolver<'_>) -> Option
     Some(out)
 }
 
+/// Schemas (with their pointers) whose union is a complement.
+type Forms = Vec<(Value, String)>;
+
 /// Whether a branch admits non-integer numbers (so a complement of `integer` joined to
 /// it would ask for them).
 fn admits_numbers(b: &Flat) -> bool {
@@ -2136,7 +2160,9 @@ fn admits_numbers(b: &Flat) -> bool {
 /// The only names objects of a flat schema may have (`additionalProperties: false`, no
 /// `patternProperties`): its declared properties.
 fn closed_names(m: &Map<String, Value>) -> Option<Vec<String>> {
-    if m.get("additionalProperties") != Some(&Value::Bool(false)) || m.contains_key("patternProperties") {
+    if m.get("additionalProperties") != Some(&Value::Bool(false))
+        || m.contains_key("patternProperties")
+    {
         return None;
     }
     Some(
@@ -2152,7 +2178,10 @@ fn closed_names(m: &Map<String, Value>) -> Option<Vec<String>> {
 /// items of one schema, at most one item required and no maximum (counting around the
 /// witnesses is not compiled).
 fn contains_compiles(m: &Map<String, Value>) -> bool {
-    let small = |k: &str, most: u64| m.get(k).is_none_or(|v| v.as_u64().is_some_and(|n| n <= most));
+    let small = |k: &str, most: u64| {
+        m.get(k)
+            .is_none_or(|v| v.as_u64().is_some_and(|n| n <= most))
+    };
     let conds = m.get("contains").map_or(0, |c| contains_list(c).len());
     (1..=MAX_CONTAINS).contains(&conds)
         && (conds == 1 || !m.contains_key("minContains"))
