@@ -19,7 +19,7 @@
 //!
 //! Owns: `draft` (what a declared old draft changes: `$ref` siblings), `string` (value languages → JSON string literal regexes), `number` (ranges),
 //! `format`, `resolve` (`$ref`, `allOf` merging, `if` as a disjunction), `complement`
-//! (the negations `oneOf` and `if` need, as `not` forms), `finite` (an `enum`/`const` beside
+//! (the negations `oneOf`, `if` and `not` need, as unions of schemas that compile), `finite` (an `enum`/`const` beside
 //! other keywords: its values filtered by the `jsonschema` validator), `lower` (schema →
 //! IR). Depends on the IR, the EBNF expansion and pruning passes, `regex-syntax`,
 //! `serde_json` and `jsonschema`.
