@@ -85,10 +85,15 @@ fn no_item_matches(
         // Every item would match: only the empty array has none.
         json!({ "type": "array", "maxItems": 0 })
     } else {
-        let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
-        json!({ "type": "array", "items": { "anyOf": any } })
+        json!({ "type": "array", "items": any_of(negated) })
     };
     Some((form, at.to_string()))
+}
+
+/// The union of complement forms as one schema.
+pub(super) fn any_of(forms: Vec<(Value, String)>) -> Value {
+    let alts: Vec<Value> = forms.into_iter().map(|(v, _)| v).collect();
+    json!({ "anyOf": alts })
 }
 
 /// Whether a complement form is `not: {type}` of a list with `integer` but no `number`:
@@ -279,8 +284,7 @@ fn complement_at(
                         if negated.is_empty() {
                             continue;
                         }
-                        let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
-                        Some(json!({ "anyOf": any }))
+                        Some(any_of(negated))
                     }
                     _ => return None,
                 };
@@ -299,9 +303,8 @@ fn complement_at(
             "items" if v.is_object() => {
                 let negated = complement_of(v, &format!("{pointer}/items"), resolver, depth)?;
                 if !negated.is_empty() {
-                    let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
                     out.push((
-                        json!({ "type": "array", "contains": { "anyOf": any } }),
+                        json!({ "type": "array", "contains": any_of(negated) }),
                         at.clone(),
                     ));
                 }
@@ -339,8 +342,7 @@ fn complement_at(
                             let negated = complement_of(sub, &sp, resolver, depth)?;
                             // An empty complement: the schema holds for every value.
                             if !negated.is_empty() {
-                                let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
-                                out.push(with(Some(json!({ "anyOf": any }))));
+                                out.push(with(Some(any_of(negated))));
                             }
                         }
                         _ => return None,
@@ -371,8 +373,7 @@ fn disjunction_complement(
         let negated = complement_of(alt, ap, resolver, depth)?;
         // An alternative that holds for every value: "none holds" is impossible.
         possible &= !negated.is_empty();
-        let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
-        none.push(json!({ "anyOf": any }));
+        none.push(any_of(negated));
     }
     let mut out = Vec::new();
     if possible {

@@ -274,9 +274,8 @@ impl<'a> Resolver<'a> {
             format!("{pointer}/then"),
         )];
         if !negated.is_empty() {
-            let any: Vec<Value> = negated.into_iter().map(|(v, _)| v).collect();
             alts.push((
-                serde_json::json!({ "allOf": [{ "anyOf": any }, no] }),
+                serde_json::json!({ "allOf": [super::complement::any_of(negated), no] }),
                 format!("{pointer}/else"),
             ));
         }
