@@ -242,8 +242,7 @@ fn run_grammar(
     tokenizer: Option<&str>,
 ) -> Result<(), String> {
     let spec = args.grammar.as_str();
-    let (text, format) = cli::load::grammar_text(spec, args.format)?;
-    let g = compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"))?;
+    let g = cli::load::grammar_ir(args)?;
     let lexer = build_lexer(&g).map_err(|e| format!("{spec}:{e}"))?;
     print!("{}", g.display());
     println!(

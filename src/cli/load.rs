@@ -91,28 +91,34 @@ pub fn grammar_text(spec: &str, format: Option<Format>) -> Result<(String, Gramm
     Ok((text, format))
 }
 
+/// Compiles a grammar's text into the IR, honouring the JSON Schema options
+/// (`--lenient` drops are listed on stderr).
+pub fn grammar_ir(args: &GrammarArgs) -> Result<compile::Grammar, String> {
+    let spec = args.grammar.as_str();
+    let (text, format) = grammar_text(spec, args.format)?;
+    if format != GrammarFormat::JsonSchema {
+        return compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"));
+    }
+    let opts = compile::json_schema::SchemaOptions {
+        compact: args.compact,
+        lenient: args.lenient,
+    };
+    let lowered =
+        compile::json_schema::compile(&text, &opts).map_err(|e| format!("{spec}: {e}"))?;
+    for d in &lowered.dropped {
+        eprintln!(
+            "{spec}: dropped `{}` at {}: {}",
+            d.keyword, d.pointer, d.reason
+        );
+    }
+    Ok(lowered.grammar)
+}
+
 /// Compiles a grammar into recognizer tables, timing it.
 pub fn grammar(args: &GrammarArgs) -> Result<Loaded, String> {
     let spec = args.grammar.as_str();
-    let (text, format) = grammar_text(spec, args.format)?;
     let t0 = Instant::now();
-    let grammar = if format == GrammarFormat::JsonSchema {
-        let opts = compile::json_schema::SchemaOptions {
-            compact: args.compact,
-            lenient: args.lenient,
-        };
-        let lowered =
-            compile::json_schema::compile(&text, &opts).map_err(|e| format!("{spec}: {e}"))?;
-        for d in &lowered.dropped {
-            eprintln!(
-                "{spec}: dropped `{}` at {}: {}",
-                d.keyword, d.pointer, d.reason
-            );
-        }
-        lowered.grammar
-    } else {
-        compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"))?
-    };
+    let grammar = grammar_ir(args)?;
     let tables = compile::build_glr_tables(&grammar).map_err(|e| format!("{spec}:{e}"))?;
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(Loaded {
