@@ -243,10 +243,19 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
             a.text,
             tokens.len(),
             match rejected_at {
-                Some(k) => format!(
-                    "token {k} ({:?}) rejected",
-                    String::from_utf8_lossy(vocab.token_bytes(tokens[k]).unwrap_or_default())
-                ),
+                Some(k) => {
+                    // The last bytes before the token say where in the document it stands.
+                    let before: Vec<u8> = tokens[..k]
+                        .iter()
+                        .flat_map(|&t| vocab.token_bytes(t).unwrap_or_default().iter().copied())
+                        .collect();
+                    let from = before.len().saturating_sub(80);
+                    format!(
+                        "token {k} ({:?}) rejected after …{:?}",
+                        String::from_utf8_lossy(vocab.token_bytes(tokens[k]).unwrap_or_default()),
+                        String::from_utf8_lossy(&before[from..])
+                    )
+                }
                 None if accepted => "accepted".into(),
                 None =>
                     "every token allowed, but the document is incomplete (EOS not allowed)".into(),

@@ -4,7 +4,8 @@
 //! tree; [`BnfBuilder`] expands it the way Lark does, so that LR tables look like Lark's:
 //! alternations and optionals inside a sequence are distributed into separate productions
 //! (`a (b|c)? d` → `a d | a b d | a c d`), `x+` becomes a left-recursive helper
-//! (`P → x | P x`), `x*` is an optional `x+`, and bounded repeats `x{m,n}` are spelled out.
+//! (`P → x | P x`), `x*` is an optional `x+`, and bounded repeats `x{m,n}` are spelled out
+//! when short, else counted by left-recursive helpers (`T_k → T_{k-1} x`).
 //! Distribution is capped: a sequence whose expansion would exceed
 //! [`MAX_ALTERNATIVES`] gets its widest parts factored into helper nonterminals instead.
 //! None of this changes the language.
@@ -22,7 +23,7 @@ pub const MAX_REPEAT: u32 = 10_000;
 /// Most right-hand-side symbols in the whole grammar; bounds memory.
 pub const MAX_SYMBOLS: usize = 4_000_000;
 /// Bounded repeats with at most this many optional copies are spelled out as alternatives;
-/// longer ones become a chain of nested optionals (linear size).
+/// longer ones become a left-recursive counting chain (linear size, flat stack).
 const SPELL_OUT: u32 = 4;
 
 /// An EBNF expression over resolved symbols.
@@ -296,28 +297,43 @@ impl BnfBuilder {
                         Ok((min..=max).map(|k| vec![x; k as usize]).collect())
                     }
                     Some(max) => {
-                        // A chain C_j → ε | x C_{j-1} of nested optionals: linear size.
-                        let mut prev: Option<NonterminalId> = None;
-                        for j in 1..=(max - min) {
+                        // Left-recursive counting: T_k → T_{k-1} x holds exactly k copies,
+                        // and one helper R → T_min | … | T_max (| ε) picks the count. A
+                        // right-nested chain of optionals would instead keep one stack
+                        // entry per copy, so every mask after k copies would read k levels
+                        // to see past the repetition; here the stack stays flat.
+                        let mut exact: Vec<NonterminalId> = Vec::with_capacity(max as usize);
+                        for k in 1..=max {
                             let key = Ebnf::Repeat {
                                 inner: Box::new(Ebnf::Sym(x)),
-                                min: 0,
-                                max: Some(j),
+                                min: k,
+                                max: Some(k),
                             };
-                            let p = prev;
-                            let c = self.helper("upto", key, parent, span, move |_, _| {
-                                let mut more = vec![x];
-                                if let Some(p) = p {
-                                    more.push(Symbol::N(p));
-                                }
-                                Ok(vec![Vec::new(), more])
+                            let prev = exact.last().copied();
+                            let t = self.helper("times", key, parent, span, move |_, _| {
+                                Ok(vec![match prev {
+                                    None => vec![x],
+                                    Some(p) => vec![Symbol::N(p), x],
+                                }])
                             })?;
-                            prev = Some(c);
+                            exact.push(t);
                         }
-                        let mut v = vec![x; min as usize];
-                        // max > min + SPELL_OUT, so the loop ran at least once.
-                        v.push(Symbol::N(prev.expect("chain is non-empty")));
-                        Ok(vec![v])
+                        let key = Ebnf::Repeat {
+                            inner: Box::new(Ebnf::Sym(x)),
+                            min,
+                            max: Some(max),
+                        };
+                        let range = self.helper("range", key, parent, span, |_, _| {
+                            let mut alts: Alts = Vec::new();
+                            if min == 0 {
+                                alts.push(Vec::new());
+                            }
+                            alts.extend(
+                                (min.max(1)..=max).map(|k| vec![Symbol::N(exact[k as usize - 1])]),
+                            );
+                            Ok(alts)
+                        })?;
+                        Ok(vec![vec![Symbol::N(range)]])
                     }
                 }
             }
@@ -388,8 +404,61 @@ mod tests {
         assert!(prods.len() < 200, "{}", prods.len());
     }
 
+    /// The lengths (up to `cap`) of the words nonterminal 0 derives, when every
+    /// production is over nonterminals and the single terminal 0.
+    fn lengths(prods: &[Production], n: usize, cap: usize) -> Vec<usize> {
+        let mut sets = vec![vec![false; cap + 1]; n];
+        loop {
+            let mut changed = false;
+            for p in prods {
+                let mut cur = vec![false; cap + 1];
+                cur[0] = true;
+                for s in &p.rhs {
+                    let mut next = vec![false; cap + 1];
+                    for (i, _) in cur.iter().enumerate().filter(|(_, &b)| b) {
+                        match s {
+                            Symbol::T(_) if i < cap => next[i + 1] = true,
+                            Symbol::T(_) => {}
+                            Symbol::N(m) => {
+                                for (j, _) in sets[m.index()].iter().enumerate().filter(|(_, &b)| b)
+                                {
+                                    if i + j <= cap {
+                                        next[i + j] = true;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    cur = next;
+                }
+                for (i, b) in cur.into_iter().enumerate() {
+                    if b && !sets[p.lhs.index()][i] {
+                        sets[p.lhs.index()][i] = true;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return (0..=cap).filter(|&i| sets[0][i]).collect();
+            }
+        }
+    }
+
     #[test]
     fn long_bounded_repeat_is_linear() {
+        for (min, max) in [(0, 9), (2, 9), (3, 12)] {
+            let mut b = builder();
+            let body = Ebnf::Repeat {
+                inner: Box::new(t(0)),
+                min,
+                max: Some(max),
+            };
+            b.define(NonterminalId::new(0), &body, 0, Span::default())
+                .unwrap();
+            let (nts, prods) = b.finish();
+            let want: Vec<usize> = (min as usize..=max as usize).collect();
+            assert_eq!(lengths(&prods, nts.len(), 20), want, "{min}..{max}");
+        }
         let mut b = builder();
         let body = Ebnf::Repeat {
             inner: Box::new(t(0)),
@@ -399,8 +468,9 @@ mod tests {
         b.define(NonterminalId::new(0), &body, 0, Span::default())
             .unwrap();
         let (nts, prods) = b.finish();
-        assert_eq!(nts.len(), 1 + 998);
-        assert!(prods.len() <= 1 + 2 * 998);
+        // One helper per count and one choosing the count.
+        assert_eq!(nts.len(), 1 + 1000 + 1);
+        assert!(prods.len() <= 1 + 1000 + 999);
         let huge = Ebnf::Repeat {
             inner: Box::new(t(0)),
             min: 0,

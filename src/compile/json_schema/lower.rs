@@ -45,7 +45,10 @@ use crate::ids::{NonterminalId, TerminalId};
 /// string is a position the tokenizer tries are built from.
 pub const MAX_COUNTED_LENGTH: u64 = 4096;
 /// Largest `minItems`/`maxItems` compiled exactly (each counted item is a nonterminal).
-pub const MAX_COUNTED_ITEMS: u64 = 256;
+pub const MAX_COUNTED_ITEMS: u64 = 1024;
+/// Most (declared properties + 1) × (largest property count + 1) an object with
+/// `minProperties` / `maxProperties` is compiled with: one grammar state per pair.
+pub const MAX_COUNTED_PROPERTY_STATES: u64 = 4096;
 /// Deepest nesting of `anyOf` inside `not` that is negated member by member.
 const MAX_NEGATION_DEPTH: usize = 16;
 /// Most alternatives `anyOf`/`oneOf` may distribute into at one schema node.
@@ -1761,29 +1764,58 @@ impl<'a> Lowerer<'a> {
             .cloned()
             .collect();
         let extra_allowed = !addl_false || !open_patterns.is_empty() || !extra_names.is_empty();
-        // At least one property, none required: the body's "nothing written yet" state may
-        // not reach the closing brace.
-        let mut non_empty = false;
-        if let Some(minp) = count(m, "minProperties", pointer)? {
-            if minp == 1 && nreq == 0 {
-                non_empty = true;
-            } else if minp > nreq {
+        // Property counts. Declared names are written at most once each, so counting the
+        // pairs written is counting properties; additional pairs may repeat a key, so a
+        // minimum above what the required names give (other than "not empty") is refused
+        // beside them. A maximum counts pairs: a text that repeats a key is rejected.
+        let minp = count(m, "minProperties", pointer)?;
+        let maxp = count(m, "maxProperties", pointer)?;
+        let mut lo = 0;
+        let mut counted = false;
+        if let Some(minp) = minp {
+            if minp > nreq && minp > 1 && extra_allowed {
                 self.refuse(
                     "minProperties",
                     pointer,
-                    "a minimum above the required properties (other than one) is not compiled",
+                    "a minimum above the required properties (other than one) beside \
+                     additional properties, whose keys may repeat",
                 )?;
+            } else {
+                lo = minp;
+                counted |= minp > 1 && minp > nreq;
             }
         }
-        if let Some(maxp) = count(m, "maxProperties", pointer)? {
-            if extra_allowed || maxp < n as u64 {
-                self.refuse(
-                    "maxProperties",
-                    pointer,
-                    "a maximum below the possible properties is not compiled",
-                )?;
-            }
+        if maxp.is_some_and(|x| x < lo) {
+            return Ok(nothing());
         }
+        let mut maxp = maxp.filter(|&x| extra_allowed || x < n as u64);
+        counted |= maxp.is_some();
+        let cap = maxp.unwrap_or(lo);
+        if counted && (n as u64 + 1) * (cap + 1) > MAX_COUNTED_PROPERTY_STATES {
+            let kw = if maxp.is_some() {
+                "maxProperties"
+            } else {
+                "minProperties"
+            };
+            self.refuse(
+                kw,
+                pointer,
+                &format!(
+                    "{n} properties counted up to {cap} need more than \
+                     {MAX_COUNTED_PROPERTY_STATES} grammar states"
+                ),
+            )?;
+            counted = false;
+            maxp = None;
+            lo = lo.min(1);
+        }
+        // Uncounted, the body only knows whether something was written (count 0 or 1+).
+        let (cap, saturates) = if counted {
+            (cap, maxp.is_none())
+        } else {
+            (1, true)
+        };
+        let lo = lo.min(cap);
         let names: Vec<String> = declared.iter().map(|d| d.0.clone()).collect();
         let fx = self.f();
         let (lb, rb, comma, colon) = (fx.lbrace, fx.rbrace, fx.comma, fx.colon);
@@ -1874,6 +1906,7 @@ impl<'a> Lowerer<'a> {
             pairs.push(Ebnf::Seq(vec![e_sym(key), e_sym(colon), e_sym(v)]));
         }
         let extra = (!pairs.is_empty()).then_some(Ebnf::Alt(pairs));
+        // Extra pairs once the count no longer matters: any number of them, flat.
         let tail = match &extra {
             Some(x) => {
                 let t = self.nonterminal(format!("{pointer}/extra*"));
@@ -1883,50 +1916,106 @@ impl<'a> Lowerer<'a> {
                     max: None,
                 };
                 self.define(t, body);
-                e_sym(Symbol::N(t))
+                Some(e_sym(Symbol::N(t)))
             }
-            None => eps(),
+            None => None,
         };
-        // body[i][0]: from property i, nothing written yet; body[i][1]: something written.
-        let body: Vec<[NonterminalId; 2]> = (0..=n)
+        // body[i][c]: from declared property i on, with c properties written (at least c
+        // when the count saturates at `cap`).
+        let body: Vec<Vec<NonterminalId>> = (0..=n)
             .map(|i| {
-                [
-                    self.nonterminal(format!("{pointer}/props{i}")),
-                    self.nonterminal(format!("{pointer}/props{i},")),
-                ]
+                (0..=cap)
+                    .map(|c| {
+                        self.nonterminal(match (counted, c) {
+                            (false, 0) => format!("{pointer}/props{i}"),
+                            (false, _) => format!("{pointer}/props{i},"),
+                            (true, _) => format!("{pointer}/props{i}#{c}"),
+                        })
+                    })
+                    .collect()
             })
             .collect();
-        for i in 0..=n {
-            for after in [false, true] {
-                let nt = body[i][after as usize];
-                if i == n {
-                    let end = if non_empty && !after {
-                        nothing()
-                    } else {
-                        eps()
+        let next = |c: u64| -> Option<u64> {
+            if c < cap {
+                Some(c + 1)
+            } else {
+                saturates.then_some(cap)
+            }
+        };
+        // What follows a pair that brought the count to c: extra pairs, then body[i][·].
+        let mut after_memo: HashMap<(usize, u64), Ebnf> = HashMap::new();
+        let mut after = |me: &mut Self, i: usize, c: u64| -> Ebnf {
+            let cont = e_sym(Symbol::N(body[i][c as usize]));
+            let (Some(x), Some(tail)) = (&extra, &tail) else {
+                return cont;
+            };
+            if saturates && c == cap {
+                return Ebnf::Seq(vec![tail.clone(), cont]);
+            }
+            if let Some(e) = after_memo.get(&(i, c)) {
+                return e.clone();
+            }
+            // Below the cap each extra pair is counted: a chain of at most `cap` steps.
+            let mut chain: Vec<NonterminalId> = Vec::new();
+            let mut k = c;
+            loop {
+                chain.push(me.nonterminal(format!("{pointer}/extra{i}#{k}")));
+                match next(k) {
+                    Some(k2) if !(saturates && k2 == cap) && k2 != k => k = k2,
+                    _ => break,
+                }
+            }
+            for (j, &nt) in chain.iter().enumerate() {
+                let k = c + j as u64;
+                let mut alts = vec![e_sym(Symbol::N(body[i][k as usize]))];
+                if let Some(k2) = next(k) {
+                    let rest = match chain.get(j + 1) {
+                        Some(&n2) => e_sym(Symbol::N(n2)),
+                        None => {
+                            Ebnf::Seq(vec![tail.clone(), e_sym(Symbol::N(body[i][k2 as usize]))])
+                        }
                     };
-                    self.define(nt, end);
+                    alts.push(Ebnf::Seq(vec![e_sym(comma), x.clone(), rest]));
+                }
+                me.define(nt, Ebnf::Alt(alts));
+            }
+            let e = e_sym(Symbol::N(chain[0]));
+            after_memo.insert((i, c), e.clone());
+            e
+        };
+        for i in 0..=n {
+            for c in 0..=cap {
+                let nt = body[i][c as usize];
+                if i == n {
+                    self.define(nt, if c >= lo { eps() } else { nothing() });
                     continue;
                 }
-                let mut this = Vec::new();
-                if after {
-                    this.push(e_sym(comma));
+                let mut alts = Vec::new();
+                if let Some(c2) = next(c) {
+                    let mut this = Vec::new();
+                    if c > 0 {
+                        this.push(e_sym(comma));
+                    }
+                    this.push(kvs[i].clone());
+                    this.push(after(self, i + 1, c2));
+                    alts.push(Ebnf::Seq(this));
                 }
-                this.extend([
-                    kvs[i].clone(),
-                    tail.clone(),
-                    e_sym(Symbol::N(body[i + 1][1])),
-                ]);
-                let mut alts = vec![Ebnf::Seq(this)];
                 if !required.contains(&declared[i].0) {
-                    alts.push(e_sym(Symbol::N(body[i + 1][after as usize])));
+                    alts.push(e_sym(Symbol::N(body[i + 1][c as usize])));
                 }
-                self.define(nt, Ebnf::Alt(alts));
+                self.define(
+                    nt,
+                    if alts.is_empty() {
+                        nothing()
+                    } else {
+                        Ebnf::Alt(alts)
+                    },
+                );
             }
         }
         let mut start = vec![e_sym(Symbol::N(body[0][0]))];
-        if let Some(x) = extra {
-            start.push(Ebnf::Seq(vec![x, tail, e_sym(Symbol::N(body[0][1]))]));
+        if let (Some(x), Some(c2)) = (&extra, next(0)) {
+            start.push(Ebnf::Seq(vec![x.clone(), after(self, 0, c2)]));
         }
         Ok(Ebnf::Seq(vec![e_sym(lb), Ebnf::Alt(start), e_sym(rb)]))
     }
