@@ -49,6 +49,9 @@ pub const MAX_COUNTED_ITEMS: u64 = 1024;
 /// Most (declared properties + 1) × (largest property count + 1) an object with
 /// `minProperties` / `maxProperties` is compiled with: one grammar state per pair.
 pub const MAX_COUNTED_PROPERTY_STATES: u64 = 4096;
+/// Most `patternProperties` patterns with different schemas on one object: each
+/// non-empty set of them is a region of names with its own key terminal.
+const MAX_PATTERN_REGIONS_OF: usize = 3;
 /// Deepest nesting of `anyOf` inside `not` that is negated member by member.
 const MAX_NEGATION_DEPTH: usize = 16;
 /// Most alternatives `anyOf`/`oneOf` may distribute into at one schema node.
@@ -1551,6 +1554,40 @@ impl<'a> Lowerer<'a> {
         Ok(kn)
     }
 
+    /// A key nonterminal for the names in every language of `ins` and in none of `outs`
+    /// (one terminal, intersected and subtracted in the lexer builder), less `names`.
+    fn key_nt_region(
+        &mut self,
+        ins: &[Hir],
+        outs: &[Hir],
+        names: &[String],
+        pointer: &str,
+    ) -> Result<NonterminalId, SchemaError> {
+        let quoted = |h: &Hir| {
+            quoted_regex(h).map_err(|e| SchemaError::Unsupported {
+                keyword: "patternProperties".into(),
+                pointer: pointer.to_string(),
+                reason: e,
+            })
+        };
+        let mut res = ins.iter().map(quoted).collect::<Result<Vec<_>, _>>()?;
+        let not_res = outs.iter().map(quoted).collect::<Result<Vec<_>, _>>()?;
+        let mm = ValueMatcher::all(ins)
+            .and_then(|mm| mm.except(outs))
+            .map_err(|e| invalid("patternProperties", pointer, &e))?;
+        let key = format!(
+            "{}\u{0}except:{}\u{0}names:{}",
+            res.join("\u{0}"),
+            not_res.join("\u{0}"),
+            names.join("\u{0}")
+        );
+        let main = res.remove(0);
+        let t = self.terminal_also(&format!("KEY<{pointer}>"), &main, res, not_res);
+        let kn = self.string_nt(key, StringRule::Constrained(t, mm));
+        self.exclusions.push((kn, names.to_vec()));
+        Ok(kn)
+    }
+
     /// The language `propertyNames` holds names to: `Some(None)` when it holds every
     /// name (absent, or asserting nothing of strings), `Some(Some(h))` for one string
     /// language, `None` when it is not one the lowering compiles.
@@ -1666,44 +1703,34 @@ impl<'a> Lowerer<'a> {
         }
         // Beside additional properties, the names no pattern matches need their own
         // terminal: written out as the complement of the one open pattern.
+        // Names no open pattern matches get additionalProperties: written out for the
+        // shapes `split_pattern` knows, else as any name minus the patterns' languages.
         let mut complement: Option<PatternSplit> = None;
+        let mut complement_except = false;
         if !addl_false && !open_patterns.is_empty() {
-            let p = &patterns[open_patterns[0]].0;
             match (open_patterns.len(), open_splits.pop().flatten()) {
                 (1, Some(split)) => complement = Some(split),
-                (1, None) => {
-                    self.refuse(
-                        "patternProperties",
-                        pointer,
-                        &format!(
-                            "beside additionalProperties, /{p}/ is not compiled (only ^name$ and \
-                             class repetitions such as ^[a-z_]+$ or .+)"
-                        ),
-                    )?;
-                    open_patterns.clear();
-                }
-                _ => {
-                    self.refuse(
-                        "patternProperties",
-                        pointer,
-                        "several patterns beside additionalProperties are not compiled",
-                    )?;
-                    open_patterns.clear();
-                }
+                _ => complement_except = true,
             }
         }
-        if open_patterns.len() > 1
+        // Patterns with different schemas: a name gets the conjunction of those it matches,
+        // so every non-empty set of patterns is its own region of names (at most 2^3 - 1).
+        let regions = open_patterns.len() > 1
             && open_patterns
                 .iter()
-                .any(|&i| patterns[i].1 != patterns[open_patterns[0]].1)
-        {
+                .any(|&i| patterns[i].1 != patterns[open_patterns[0]].1);
+        if regions && open_patterns.len() > MAX_PATTERN_REGIONS_OF {
             self.refuse(
                 "patternProperties",
                 pointer,
-                "several patterns with different schemas (a name matching two must satisfy both)",
+                &format!(
+                    "more than {MAX_PATTERN_REGIONS_OF} patterns with different schemas (a name \
+                     matching several must satisfy each)"
+                ),
             )?;
             open_patterns.truncate(1);
         }
+        let regions = regions && open_patterns.len() > 1;
         // The conjunction of the patterns a name matches, if any.
         let matched = |name: &str| -> Option<Value> {
             let mut schema: Option<Value> = None;
@@ -1845,7 +1872,48 @@ impl<'a> Lowerer<'a> {
                 e_sym(v),
             ]));
         }
-        if !open_patterns.is_empty() {
+        if regions {
+            if names_in.is_some() {
+                self.refuse(
+                    "propertyNames",
+                    pointer,
+                    "beside patternProperties patterns with different schemas",
+                )?;
+            }
+            let k = open_patterns.len();
+            for set in 1u32..(1 << k) {
+                let (ins, outs): (Vec<usize>, Vec<usize>) = open_patterns.iter().enumerate().fold(
+                    (Vec::new(), Vec::new()),
+                    |(mut ins, mut outs), (j, &i)| {
+                        if set & (1 << j) != 0 {
+                            ins.push(i)
+                        } else {
+                            outs.push(i)
+                        }
+                        (ins, outs)
+                    },
+                );
+                let schema = ins[1..].iter().fold(patterns[ins[0]].1.clone(), |acc, &i| {
+                    conjoin(&acc, &patterns[i].1)
+                });
+                let v = self.schema(
+                    &schema,
+                    &format!(
+                        "{pointer}/patternProperties/{}",
+                        escape_pointer(&patterns[ins[0]].0)
+                    ),
+                )?;
+                let in_h: Vec<Hir> = ins.iter().map(|&i| pattern_hirs[i].0.clone()).collect();
+                let out_h: Vec<Hir> = outs.iter().map(|&i| pattern_hirs[i].0.clone()).collect();
+                let kn = self.key_nt_region(&in_h, &out_h, &excluded, pointer)?;
+                pairs.push(Ebnf::Seq(vec![
+                    e_sym(Symbol::N(kn)),
+                    e_sym(colon),
+                    e_sym(v),
+                ]));
+            }
+        }
+        if !open_patterns.is_empty() && !regions {
             let (p, s) = &patterns[open_patterns[0]];
             let v = self.schema(
                 s,
@@ -1891,7 +1959,27 @@ impl<'a> Lowerer<'a> {
                     e_sym(v),
                 ]));
             }
-        } else if !addl_false {
+        }
+        if complement_except {
+            if names_in.is_some() {
+                self.refuse(
+                    "propertyNames",
+                    pointer,
+                    "beside names that no patternProperties pattern matches",
+                )?;
+            }
+            let outs: Vec<Hir> = open_patterns
+                .iter()
+                .map(|&i| pattern_hirs[i].0.clone())
+                .collect();
+            let kn = self.key_nt_region(&[any_string_hir()], &outs, &excluded, pointer)?;
+            let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
+            pairs.push(Ebnf::Seq(vec![
+                e_sym(Symbol::N(kn)),
+                e_sym(colon),
+                e_sym(v),
+            ]));
+        } else if !addl_false && open_patterns.is_empty() {
             let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
             let key = if let Some((h, _)) = &names_in {
                 Symbol::N(self.key_nt(h, &excluded, pointer)?)

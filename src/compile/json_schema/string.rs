@@ -567,7 +567,8 @@ pub fn parse_pattern(pattern: &str) -> Result<Hir, String> {
 
 /// What a `pattern` says about property names, for `patternProperties` beside
 /// additional properties: the names it does *not* match must be told apart from those it
-/// does, and regex complement is only written out for the shapes that occur.
+/// does. For the common shapes the complement is written out as a small regex; other
+/// patterns are subtracted from the any-name terminal in the lexer builder instead.
 pub enum PatternSplit {
     /// `^literal$`: exactly one name.
     Name(String),
