@@ -52,6 +52,8 @@ pub const MAX_COUNTED_PROPERTY_STATES: u64 = 4096;
 /// Most `patternProperties` patterns with different schemas on one object: each
 /// non-empty set of them is a region of names with its own key terminal.
 const MAX_PATTERN_REGIONS_OF: usize = 3;
+/// Most distinct values `uniqueItems` is compiled over: one grammar state per subset.
+const MAX_UNIQUE_VALUES: usize = 8;
 /// Deepest nesting of `anyOf` inside `not` that is negated member by member.
 const MAX_NEGATION_DEPTH: usize = 16;
 /// Most alternatives `anyOf`/`oneOf` may distribute into at one schema node.
@@ -1248,6 +1250,97 @@ impl<'a> Lowerer<'a> {
         Ok(e_sym(Symbol::N(n)))
     }
 
+    /// `uniqueItems` over items drawn from a short list of values (an `enum`/`const` of
+    /// strings, booleans or null): one nonterminal per set of values used so far, so no
+    /// value can come twice. `None` when the items are not such a list.
+    fn unique_items(
+        &mut self,
+        m: &Map<String, Value>,
+        min: u64,
+        max: Option<u64>,
+        pointer: &str,
+    ) -> Result<Option<Ebnf>, SchemaError> {
+        let tuple = m.contains_key("prefixItems") || m.get("items").is_some_and(Value::is_array);
+        let Some(items) = m
+            .get("items")
+            .filter(|_| !tuple && !m.contains_key("contains"))
+        else {
+            return Ok(None);
+        };
+        let at = format!("{pointer}/items");
+        let Some(listed) = oneof_candidates(&[(items.clone(), at)], &self.resolver) else {
+            return Ok(None);
+        };
+        let Some(values) = finite::filter(self.resolver.root(), items, &listed) else {
+            return Ok(None);
+        };
+        if values.len() > MAX_UNIQUE_VALUES
+            || values
+                .iter()
+                .any(|v| v.is_number() || v.is_array() || v.is_object())
+        {
+            return Ok(None);
+        }
+        let k = values.len();
+        let max = max.map_or(k, |x| (x as usize).min(k));
+        let min = min as usize;
+        if min > max {
+            return Ok(Some(nothing()));
+        }
+        let mut syms = Vec::with_capacity(k);
+        for v in &values {
+            let e = self.exact_value(v)?;
+            let n = self.nonterminal(format!("{pointer}/unique:{v}"));
+            self.define(n, e);
+            syms.push(Symbol::N(n));
+        }
+        let fx = self.f();
+        let (lk, rk, comma) = (fx.lbrack, fx.rbrack, fx.comma);
+        // used[s]: the values in bit set s are written; more may follow, each new.
+        let used: Vec<NonterminalId> = (0..1usize << k)
+            .map(|s| self.nonterminal(format!("{pointer}/unique{s:b}")))
+            .collect();
+        for (s, &nt) in used.iter().enumerate() {
+            let n = s.count_ones() as usize;
+            let mut alts = Vec::new();
+            if n >= min {
+                alts.push(eps());
+            }
+            if n < max {
+                for (j, &sym) in syms.iter().enumerate().filter(|(j, _)| s & (1 << j) == 0) {
+                    alts.push(Ebnf::Seq(vec![
+                        e_sym(comma),
+                        e_sym(sym),
+                        e_sym(Symbol::N(used[s | 1 << j])),
+                    ]));
+                }
+            }
+            self.define(
+                nt,
+                if alts.is_empty() {
+                    nothing()
+                } else {
+                    Ebnf::Alt(alts)
+                },
+            );
+        }
+        let mut body = Vec::new();
+        if min == 0 {
+            body.push(eps());
+        }
+        if max > 0 {
+            for (j, &sym) in syms.iter().enumerate() {
+                body.push(Ebnf::Seq(vec![e_sym(sym), e_sym(Symbol::N(used[1 << j]))]));
+            }
+        }
+        let body = if body.is_empty() {
+            nothing()
+        } else {
+            Ebnf::Alt(body)
+        };
+        Ok(Some(Ebnf::Seq(vec![e_sym(lk), body, e_sym(rk)])))
+    }
+
     fn array(&mut self, m: &Map<String, Value>, pointer: &str) -> Result<Ebnf, SchemaError> {
         let min = count(m, "minItems", pointer)?.unwrap_or(0);
         let max = count(m, "maxItems", pointer)?;
@@ -1266,10 +1359,16 @@ impl<'a> Lowerer<'a> {
         let min = if min > MAX_COUNTED_ITEMS { 0 } else { min };
         let max = max.filter(|&x| x <= MAX_COUNTED_ITEMS);
         if m.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|x| x > 1) {
+            if let Some(e) = self.unique_items(m, min, max, pointer)? {
+                return Ok(e);
+            }
             self.refuse(
                 "uniqueItems",
                 pointer,
-                "uniqueness of items is not a context-free property",
+                &format!(
+                    "uniqueness of items is not a context-free property (compiled only over \
+                     at most {MAX_UNIQUE_VALUES} listed strings, booleans or null)"
+                ),
             )?;
         }
         let (prefix, rest, prefix_kw): (Vec<Value>, Value, &str) =
