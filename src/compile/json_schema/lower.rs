@@ -837,9 +837,13 @@ impl<'a> Lowerer<'a> {
                         return Ok(false);
                     }
                 }
-                if let Some(p) = m.get("pattern").and_then(Value::as_str) {
+                for p in m.get("pattern").map(contains_list).unwrap_or_default() {
+                    let Some(p) = p.as_str() else {
+                        return Err(invalid("pattern", pointer, "must be a string"));
+                    };
                     match parse_pattern(p).and_then(|h| ValueMatcher::new(&h)) {
-                        Ok(mm) => return Ok(mm.is_match(s)),
+                        Ok(mm) if !mm.is_match(s) => return Ok(false),
+                        Ok(_) => {}
                         Err(e) => {
                             self.refuse("pattern", pointer, &e)?;
                         }
@@ -1145,7 +1149,8 @@ impl<'a> Lowerer<'a> {
         pointer: &str,
     ) -> Result<Ebnf, SchemaError> {
         let mut parts: Vec<(&str, Hir)> = Vec::new();
-        if let Some(p) = m.get("pattern") {
+        // One pattern, or the list an allOf merge leaves: every one must match.
+        for p in m.get("pattern").map(contains_list).unwrap_or_default() {
             let Some(p) = p.as_str() else {
                 return Err(invalid("pattern", pointer, "must be a string"));
             };

@@ -62,7 +62,7 @@ pub const ASSERTIONS: &[&str] = &[
 ];
 
 /// The schemas some item must each match: a `contains`, or the list merged `allOf`
-/// members leave (see `merge`).
+/// members leave (see `merge`); likewise the patterns a string must all match.
 pub fn contains_list(v: &Value) -> Vec<Value> {
     match v {
         Value::Array(all) => all.clone(),
@@ -814,6 +814,20 @@ fn merge(
                 for c in contains_list(&v) {
                     if !all.contains(&c) {
                         all.push(c);
+                    }
+                }
+                match all.len() {
+                    1 => all.pop().expect("one element"),
+                    _ => Value::Array(all),
+                }
+            }
+            // Two patterns: the value must match both, so both are kept, as a list (a
+            // form no schema spells; the string lowering intersects its languages).
+            "pattern" => {
+                let mut all = contains_list(&old);
+                for p in contains_list(&v) {
+                    if !all.contains(&p) {
+                        all.push(p);
                     }
                 }
                 match all.len() {
