@@ -143,6 +143,7 @@ fn e_sym(s: Symbol) -> Ebnf {
     Ebnf::Sym(s)
 }
 
+/// The empty language: an alternation of nothing (so `Alt` of an empty list is one too).
 fn nothing() -> Ebnf {
     Ebnf::Alt(Vec::new())
 }
@@ -1320,14 +1321,7 @@ impl<'a> Lowerer<'a> {
                     ]));
                 }
             }
-            self.define(
-                nt,
-                if alts.is_empty() {
-                    nothing()
-                } else {
-                    Ebnf::Alt(alts)
-                },
-            );
+            self.define(nt, Ebnf::Alt(alts));
         }
         let mut body = Vec::new();
         if min == 0 {
@@ -1338,11 +1332,7 @@ impl<'a> Lowerer<'a> {
                 body.push(Ebnf::Seq(vec![e_sym(sym), e_sym(Symbol::N(used[1 << j]))]));
             }
         }
-        let body = if body.is_empty() {
-            nothing()
-        } else {
-            Ebnf::Alt(body)
-        };
+        let body = Ebnf::Alt(body);
         Ok(Some(Ebnf::Seq(vec![e_sym(lk), body, e_sym(rk)])))
     }
 
@@ -2195,14 +2185,7 @@ impl<'a> Lowerer<'a> {
                 if !required.contains(&declared[i].0) {
                     alts.push(e_sym(Symbol::N(body[i + 1][c as usize])));
                 }
-                self.define(
-                    nt,
-                    if alts.is_empty() {
-                        nothing()
-                    } else {
-                        Ebnf::Alt(alts)
-                    },
-                );
+                self.define(nt, Ebnf::Alt(alts));
             }
         }
         let mut start = vec![e_sym(Symbol::N(body[0][0]))];

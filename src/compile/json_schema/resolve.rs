@@ -807,27 +807,14 @@ fn merge(
             }
             // ¬A ∧ ¬B = ¬(A ∨ B).
             "not" => disjoin(&old, &v),
-            // Two `contains` may be met by two different items: not one `contains` but
-            // both, kept as a list (a form no schema spells: `contains` is one schema).
-            "contains" => {
+            // Two `contains` may be met by two different items, and two patterns must both
+            // match: not one value but both, kept as a list (a form no schema spells; the
+            // array and string lowerings read it back with `contains_list`).
+            "contains" | "pattern" => {
                 let mut all = contains_list(&old);
                 for c in contains_list(&v) {
                     if !all.contains(&c) {
                         all.push(c);
-                    }
-                }
-                match all.len() {
-                    1 => all.pop().expect("one element"),
-                    _ => Value::Array(all),
-                }
-            }
-            // Two patterns: the value must match both, so both are kept, as a list (a
-            // form no schema spells; the string lowering intersects its languages).
-            "pattern" => {
-                let mut all = contains_list(&old);
-                for p in contains_list(&v) {
-                    if !all.contains(&p) {
-                        all.push(p);
                     }
                 }
                 match all.len() {
