@@ -2037,24 +2037,20 @@ impl<'a> Lowerer<'a> {
                 key_alts.push(e_sym(Symbol::N(kn)));
             }
             pairs.push(Ebnf::Seq(vec![Ebnf::Alt(key_alts), e_sym(colon), e_sym(v)]));
-            if let Some(PatternSplit::Complement(h)) = &complement {
-                if names_in.is_some() {
-                    self.refuse(
-                        "propertyNames",
-                        pointer,
-                        "beside names that no patternProperties pattern matches",
-                    )?;
-                }
-                let kn = self.key_nt(h, &excluded, pointer)?;
-                let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
-                pairs.push(Ebnf::Seq(vec![
-                    e_sym(Symbol::N(kn)),
-                    e_sym(colon),
-                    e_sym(v),
-                ]));
-            }
         }
-        if complement_except {
+        // The names no open pattern matches, beside additional properties.
+        let complement_key = match &complement {
+            Some(PatternSplit::Complement(h)) => Some(self.key_nt(h, &excluded, pointer)?),
+            _ if complement_except => {
+                let outs: Vec<Hir> = open_patterns
+                    .iter()
+                    .map(|&i| pattern_hirs[i].0.clone())
+                    .collect();
+                Some(self.key_nt_region(&[any_string_hir()], &outs, &excluded, pointer)?)
+            }
+            _ => None,
+        };
+        if let Some(kn) = complement_key {
             if names_in.is_some() {
                 self.refuse(
                     "propertyNames",
@@ -2062,11 +2058,6 @@ impl<'a> Lowerer<'a> {
                     "beside names that no patternProperties pattern matches",
                 )?;
             }
-            let outs: Vec<Hir> = open_patterns
-                .iter()
-                .map(|&i| pattern_hirs[i].0.clone())
-                .collect();
-            let kn = self.key_nt_region(&[any_string_hir()], &outs, &excluded, pointer)?;
             let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
             pairs.push(Ebnf::Seq(vec![
                 e_sym(Symbol::N(kn)),
