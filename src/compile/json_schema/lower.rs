@@ -1635,17 +1635,7 @@ impl<'a> Lowerer<'a> {
         names: &[String],
         pointer: &str,
     ) -> Result<NonterminalId, SchemaError> {
-        let re = quoted_regex(h).map_err(|e| SchemaError::Unsupported {
-            keyword: "patternProperties".into(),
-            pointer: pointer.to_string(),
-            reason: e,
-        })?;
-        let t = self.terminal(&format!("KEY<{pointer}>"), &re, 0, false);
-        let mm = ValueMatcher::new(h).map_err(|e| invalid("patternProperties", pointer, &e))?;
-        let key = format!("{re}\u{0}except:{}", names.join("\u{0}"));
-        let kn = self.string_nt(key, StringRule::Constrained(t, mm));
-        self.exclusions.push((kn, names.to_vec()));
-        Ok(kn)
+        self.key_nt_region(std::slice::from_ref(h), &[], names, pointer)
     }
 
     /// A key nonterminal for the names in every language of `ins` and in none of `outs`
