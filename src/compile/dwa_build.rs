@@ -34,17 +34,19 @@ use rayon::prelude::*;
 use roaring::RoaringBitmap;
 use smallvec::SmallVec;
 
+use super::class_tables::{freeze, ClassAtoms};
 use super::dwa_determinize::{determinize, Nfa, NfaEdge};
 use super::error::GrammarError;
 use super::lexer_equiv::{canonical_end, end_reps};
-use super::terminal_trie::{
-    build_tries_with, sorted_tokens, start_positions, EmitId, EmitTable, WalkShare,
-};
+use super::terminal_trie::{sorted_tokens, start_positions, EmitId, EmitTable, WalkShare, Walks};
+use super::token_atoms::atomize;
 use super::token_classes::{classify, ClassList, Shape};
 use super::weight_table::WeightTable;
-use crate::dwa::{ClassTokens, Dwa, StartPos, NO_EDGE};
+use crate::dwa::{Dwa, StartPos, NO_EDGE};
 use crate::glr::Tables;
-use crate::ids::{DwaStateId, LrStateId, NonterminalId, ProductionId, TerminalId, WeightId};
+use crate::ids::{
+    DwaStateId, LexStateId, LrStateId, NonterminalId, ProductionId, TerminalId, WeightId,
+};
 use crate::lexer::{LexPos, LexerDfa};
 use crate::lr::Action;
 use crate::termset::TermSet;
@@ -633,16 +635,32 @@ pub fn build_dwa_limited(
         .iter()
         .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
         .expect("the plain boundary is always a start position");
-    // Each trie is condensed as it is built (its shape and class → token table, the base
-    // set below), so tens of thousands of positions never hold their tries at once.
-    let (shapes, mut own_tables): (Vec<Shape>, Vec<ClassTokens>) =
-        build_tries_with(lexer, &emits, &tokens, &built, Some(&share), |mut t| {
-            t.canonicalize_finals(canon);
-            let c = classify(&t);
-            let table = ClassTokens::new(0, &c.tokens);
-            (c.shape, table)
+    // Tries are built over atoms (tokens no position tells apart, `token_atoms`), so
+    // a position's trie, classes and table cost its classes, not the vocabulary. The
+    // inhibited boundaries are among the positions atoms are split for, so their tables
+    // can drop atoms by first byte. Each trie is condensed as it is built (its shape and
+    // class → atom table, the base set below), so tens of thousands of positions never
+    // hold their tries at once.
+    let inhibited_positions: Vec<(LexPos, LexStateId)> = positions
+        .iter()
+        .filter_map(|&p| match p {
+            LexPos::Boundary(q) if q != LexerDfa::DEAD => Some((p, q)),
+            _ => None,
         })
-        .into_iter()
+        .collect();
+    let universe: Vec<LexPos> = built
+        .iter()
+        .copied()
+        .chain(inhibited_positions.iter().map(|&(p, _)| p))
+        .collect();
+    let walks = Walks::new(lexer, &emits, &tokens, &universe, Some(&share));
+    let atoms = atomize(lexer, &walks, &universe, canon, vocab.len());
+    let (shapes, own_tables): (Vec<Shape>, Vec<ClassAtoms>) = built
+        .par_iter()
+        .map(|&p| {
+            let c = classify(&atoms.trie(lexer, &walks, p));
+            (c.shape, ClassAtoms::new(&c.tokens))
+        })
         .unzip();
     let mut shape_index: HashMap<&Shape, u32> = HashMap::new();
     let mut shape_list: Vec<&Shape> = Vec::new();
@@ -749,14 +767,11 @@ pub fn build_dwa_limited(
     }
     // After every start, so that shallow states see all their riders before being built.
     b.drain()?;
-    let mut tables_out: Vec<ClassTokens> = Vec::new();
+    let mut tables_out: Vec<(u32, ClassAtoms)> = Vec::new();
     let mut start_pos: Vec<StartPos> = Vec::new();
-    for (i, t) in own_tables.iter_mut().enumerate() {
-        t.base = base[trie_shape[i] as usize];
-    }
     // Equal tables are stored once (positions far from a count's end share theirs).
-    let mut table_index: HashMap<ClassTokens, u32> = HashMap::new();
-    let mut intern_table = |t: ClassTokens, out: &mut Vec<ClassTokens>| -> u32 {
+    let mut table_index: HashMap<(u32, ClassAtoms), u32> = HashMap::new();
+    let mut intern_table = |t: (u32, ClassAtoms), out: &mut Vec<(u32, ClassAtoms)>| -> u32 {
         *table_index.entry(t).or_insert_with_key(|t| {
             out.push(t.clone());
             out.len() as u32 - 1
@@ -764,7 +779,8 @@ pub fn build_dwa_limited(
     };
     let own_ids: Vec<u32> = own_tables
         .into_iter()
-        .map(|t| intern_table(t, &mut tables_out))
+        .enumerate()
+        .map(|(i, t)| intern_table((base[trie_shape[i] as usize], t), &mut tables_out))
         .collect();
     for (&p, &i) in own_trie.iter().zip(&trie_of) {
         start_pos.push(StartPos {
@@ -773,32 +789,25 @@ pub fn build_dwa_limited(
             table: own_ids[i],
         });
     }
-    // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme.
-    let mut first_byte = vec![0u8; vocab.len()];
-    for (bytes, t) in &tokens {
-        first_byte[t.index()] = bytes[0];
-    }
-    let dead_table = &tables_out[own_ids[dead] as usize];
-    let inhibited: Vec<(LexPos, ClassTokens)> = positions
+    // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme;
+    // an atom's tokens share their first byte as far as any boundary can tell.
+    let (dead_base, dead_table) = tables_out[own_ids[dead] as usize].clone();
+    let inhibited: Vec<(LexPos, ClassAtoms)> = inhibited_positions
         .par_iter()
-        .filter_map(|p| match *p {
-            LexPos::Boundary(q) if q != LexerDfa::DEAD => {
-                let extends: Vec<bool> = (0..=255u8)
-                    .map(|b| !lexer.is_dead(lexer.next(q, b)))
-                    .collect();
-                let table = dead_table.filtered(|t| !extends[first_byte[t as usize] as usize]);
-                Some((*p, table))
-            }
-            _ => None,
+        .map(|&(p, q)| {
+            let table =
+                dead_table.filtered(|a| lexer.is_dead(lexer.next(q, atoms.first_byte[a as usize])));
+            (p, table)
         })
         .collect();
     for (p, t) in inhibited {
         start_pos.push(StartPos {
             pos: p,
             shape: trie_shape[dead],
-            table: intern_table(t, &mut tables_out),
+            table: intern_table((dead_base, t), &mut tables_out),
         });
     }
+    let (tables_out, words) = freeze(&tables_out, &atoms.tokens, vocab.len());
     start_pos.sort_by_key(|p| p.pos);
     let shape_classes: Vec<WeightId> = (0..nshapes)
         .map(|i| {
@@ -843,6 +852,7 @@ pub fn build_dwa_limited(
         num_lr: num_lr as u32,
         positions: start_pos,
         tables: tables_out,
+        words,
         vocab_len: vocab.len() as u32,
         eos: vocab.eos().to_vec(),
     };

@@ -9,6 +9,7 @@
 //! line:column ([`error`]). Nothing here runs at decode time, and the decode-time layers
 //! never import this module.
 
+pub mod class_tables;
 pub mod dwa_build;
 mod dwa_determinize;
 pub mod ebnf;
@@ -24,6 +25,7 @@ pub mod lr;
 pub mod prune;
 pub mod regex;
 pub mod terminal_trie;
+pub mod token_atoms;
 pub mod token_classes;
 pub mod weight_table;
 

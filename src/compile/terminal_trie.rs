@@ -477,78 +477,142 @@ pub fn build_tries_with<T: Send>(
     share: Option<&WalkShare>,
     f: impl Fn(TerminalTrie) -> T + Sync,
 ) -> Vec<T> {
-    let bounds: Vec<usize> = share.map_or(vec![usize::MAX], |s| s.bounds.clone());
-    let nb = bounds.len();
-    // Token lists by first byte and length bucket (each in byte order; tokens are in byte
-    // order and never empty).
-    let mut parts: Vec<Vec<(&[u8], TokenId)>> = vec![Vec::new(); 256 * nb];
-    for &(t, id) in tokens {
-        let i = bounds.partition_point(|&b| b < t.len()).min(nb - 1);
-        parts[t[0] as usize * nb + i].push((t, id));
-    }
-    // Positions enter few distinct (first byte, state) pairs; each pair's parts are keyed
-    // once, so the per-position work is one lookup per first byte, not per part.
-    let mut pair_index: HashMap<(u8, LexStateId), u32> = HashMap::new();
-    let mut pairs: Vec<(u8, LexStateId)> = Vec::new();
-    for &p in positions {
-        for b in 0..=255u8 {
-            if let Some(n) = after_first_byte(lexer, p, b) {
-                pair_index.entry((b, n)).or_insert_with(|| {
-                    pairs.push((b, n));
-                    pairs.len() as u32 - 1
-                });
-            }
-        }
-    }
-    // The key a part is walked under: the entered state's class at the part's depth.
-    let key_of = |b: u8, i: usize, n: LexStateId| -> (u8, u8, u32) {
-        let k = share.map_or(n.as_u32(), |s| s.classes[i][n.index()]);
-        (b, i as u8, k)
-    };
-    let mut rep: HashMap<(u8, u8, u32), LexStateId> = HashMap::new();
-    for &(b, n) in &pairs {
-        for i in 0..nb {
-            if !parts[b as usize * nb + i].is_empty() {
-                rep.entry(key_of(b, i, n)).or_insert(n);
-            }
-        }
-    }
-    let mut keys: Vec<((u8, u8, u32), LexStateId)> = rep.into_iter().collect();
-    keys.sort_unstable();
-    let walked: Vec<Vec<TrieNode>> = keys
-        .par_iter()
-        .map(|&((b, i, _), n)| walk_block(lexer, emits, &parts[b as usize * nb + i as usize], n))
-        .collect();
-    // The walked parts of each pair, in bucket order.
-    let pair_parts: Vec<Vec<u32>> = pairs
-        .iter()
-        .map(|&(b, n)| {
-            (0..nb)
-                .filter(|&i| !parts[b as usize * nb + i].is_empty())
-                .map(|i| {
-                    // Every part of every pair was keyed above.
-                    keys.binary_search_by_key(&key_of(b, i, n), |x| x.0)
-                        .expect("part walked") as u32
-                })
-                .collect()
-        })
-        .collect();
+    let walks = Walks::new(lexer, emits, tokens, positions, share);
     positions
         .par_iter()
         .map(|&p| {
             let mut t = Grafter::new();
             for b in 0..=255u8 {
-                let Some(n) = after_first_byte(lexer, p, b) else {
-                    continue;
-                };
-                // Every pair a position enters was indexed above.
-                for &k in &pair_parts[pair_index[&(b, n)] as usize] {
-                    t.graft(&walked[k as usize]);
+                for &k in walks.walks_at(lexer, p, b) {
+                    t.graft(&walks.walked[k as usize]);
                 }
             }
             f(t.finish(p))
         })
         .collect()
+}
+
+/// The token blocks of a set of start positions, each walked once per class of entered
+/// states (see [`build_tries_shared`]); a position's trie is the graft of its walks.
+pub struct Walks<'t> {
+    /// Length buckets per first byte.
+    nb: usize,
+    /// Token lists by `first byte * nb + bucket` (each in byte order).
+    pub parts: Vec<Vec<(&'t [u8], TokenId)>>,
+    /// Per walk, the part it walked (walks of one part are consecutive).
+    pub part_of: Vec<u32>,
+    /// Per walk, its trie nodes over token ids.
+    pub walked: Vec<Vec<TrieNode>>,
+    /// `(first byte, entered state)` → index in `pair_walks`.
+    pair_index: HashMap<(u8, LexStateId), u32>,
+    /// The walks of each pair, in bucket order.
+    pair_walks: Vec<Vec<u32>>,
+}
+
+impl<'t> Walks<'t> {
+    /// Walks the blocks every position in `positions` enters.
+    pub fn new(
+        lexer: &LexerDfa,
+        emits: &EmitTable,
+        tokens: &[(&'t [u8], TokenId)],
+        positions: &[LexPos],
+        share: Option<&WalkShare>,
+    ) -> Self {
+        let bounds: Vec<usize> = share.map_or(vec![usize::MAX], |s| s.bounds.clone());
+        let nb = bounds.len();
+        // Token lists by first byte and length bucket (each in byte order; tokens are in
+        // byte order and never empty).
+        let mut parts: Vec<Vec<(&[u8], TokenId)>> = vec![Vec::new(); 256 * nb];
+        for &(t, id) in tokens {
+            let i = bounds.partition_point(|&b| b < t.len()).min(nb - 1);
+            parts[t[0] as usize * nb + i].push((t, id));
+        }
+        // Positions enter few distinct (first byte, state) pairs; each pair's parts are
+        // keyed once, so the per-position work is one lookup per first byte, not per part.
+        let mut pair_index: HashMap<(u8, LexStateId), u32> = HashMap::new();
+        let mut pairs: Vec<(u8, LexStateId)> = Vec::new();
+        for &p in positions {
+            for b in 0..=255u8 {
+                if let Some(n) = after_first_byte(lexer, p, b) {
+                    pair_index.entry((b, n)).or_insert_with(|| {
+                        pairs.push((b, n));
+                        pairs.len() as u32 - 1
+                    });
+                }
+            }
+        }
+        // The key a part is walked under: the entered state's class at the part's depth.
+        let key_of = |b: u8, i: usize, n: LexStateId| -> (u8, u8, u32) {
+            let k = share.map_or(n.as_u32(), |s| s.classes[i][n.index()]);
+            (b, i as u8, k)
+        };
+        let mut rep: HashMap<(u8, u8, u32), LexStateId> = HashMap::new();
+        for &(b, n) in &pairs {
+            for i in 0..nb {
+                if !parts[b as usize * nb + i].is_empty() {
+                    rep.entry(key_of(b, i, n)).or_insert(n);
+                }
+            }
+        }
+        let mut keys: Vec<((u8, u8, u32), LexStateId)> = rep.into_iter().collect();
+        keys.sort_unstable();
+        let walked: Vec<Vec<TrieNode>> = keys
+            .par_iter()
+            .map(|&((b, i, _), n)| {
+                walk_block(lexer, emits, &parts[b as usize * nb + i as usize], n)
+            })
+            .collect();
+        let part_of = keys
+            .iter()
+            .map(|&((b, i, _), _)| (b as usize * nb + i as usize) as u32)
+            .collect();
+        let pair_walks: Vec<Vec<u32>> = pairs
+            .iter()
+            .map(|&(b, n)| {
+                (0..nb)
+                    .filter(|&i| !parts[b as usize * nb + i].is_empty())
+                    .map(|i| {
+                        // Every part of every pair was keyed above.
+                        keys.binary_search_by_key(&key_of(b, i, n), |x| x.0)
+                            .expect("part walked") as u32
+                    })
+                    .collect()
+            })
+            .collect();
+        Self {
+            nb,
+            parts,
+            part_of,
+            walked,
+            pair_index,
+            pair_walks,
+        }
+    }
+
+    /// The walks position `p` (one of those the walks were made for) enters with first
+    /// byte `b`, one per nonempty length bucket; empty when no token starting with `b`
+    /// is viable at `p`.
+    pub fn walks_at(&self, lexer: &LexerDfa, p: LexPos, b: u8) -> &[u32] {
+        self.pair_at(lexer, p, b)
+            .map_or(&[], |pair| self.pair_walks(pair))
+    }
+
+    /// The `(first byte, entered state)` pair position `p` enters with byte `b`, as an
+    /// index for [`Walks::pair_walks`], if any token starting with `b` is viable at `p`.
+    pub fn pair_at(&self, lexer: &LexerDfa, p: LexPos, b: u8) -> Option<u32> {
+        // Every pair a position enters was indexed when walking.
+        after_first_byte(lexer, p, b).map(|n| self.pair_index[&(b, n)])
+    }
+
+    /// The walks of a pair, one per nonempty length bucket of its byte, in bucket order.
+    pub fn pair_walks(&self, pair: u32) -> &[u32] {
+        &self.pair_walks[pair as usize]
+    }
+
+    /// Length buckets per first byte: part `j` holds first byte `j / buckets()`.
+    pub fn buckets(&self) -> usize {
+        self.nb
+    }
 }
 
 /// Every lexer position a configuration can be in: the boundary with no inhibitor, the

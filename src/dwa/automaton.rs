@@ -1,6 +1,5 @@
 //! The frozen mask automaton.
 
-use roaring::RoaringBitmap;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{DwaStateId, LrStateId, TokenId, WeightId};
@@ -26,92 +25,22 @@ pub struct Edge {
     pub targets: (u32, u32),
 }
 
-/// Class → token expansion of one start position: per class, the nonzero 32-bit words of
-/// its token set, so the final mask write costs the words touched, not the tokens.
+/// Class → token expansion of one start position: per class, a range of the
+/// automaton's word pool holding the nonzero 32-bit words of its token set, so the final
+/// mask write costs the words touched, not the tokens (positions with equal classes share
+/// ranges).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct ClassTokens {
     /// The first class of this table's shape in the automaton's class space.
     pub base: u32,
-    /// `words[offsets[c]..offsets[c + 1]]` are class `c`'s `(word index, bits)`.
-    pub offsets: Vec<u32>,
-    /// `(word index, bits)` pairs, sorted by word within a class.
-    pub words: Vec<(u32, u32)>,
+    /// Per class, `(start, end)` in the word pool.
+    pub ranges: Vec<(u32, u32)>,
 }
 
 impl ClassTokens {
-    /// Builds the expansion table from per-class token sets.
-    pub fn new(base: u32, classes: &[RoaringBitmap]) -> Self {
-        let mut offsets = Vec::with_capacity(classes.len() + 1);
-        let mut words: Vec<(u32, u32)> = Vec::new();
-        offsets.push(0);
-        // Tokens are read in batches: roaring's per-element iterator was most of the
-        // automaton build for schemas whose positions each see the whole vocabulary.
-        let mut buf = [0u32; 1024];
-        for c in classes {
-            let mut it = c.iter();
-            // `u32::MAX` is no word index (token ids are below 2^32), so the first token
-            // of every class starts a word.
-            let (mut w, mut bits) = (u32::MAX, 0u32);
-            loop {
-                let batch = it.next_many(&mut buf);
-                if batch.is_empty() {
-                    break;
-                }
-                for &t in batch.iter() {
-                    if t / 32 != w {
-                        if bits != 0 {
-                            words.push((w, bits));
-                        }
-                        (w, bits) = (t / 32, 0);
-                    }
-                    bits |= 1 << (t % 32);
-                }
-            }
-            if bits != 0 {
-                words.push((w, bits));
-            }
-            offsets.push(words.len() as u32);
-        }
-        Self {
-            base,
-            offsets,
-            words,
-        }
-    }
-
-    /// The same classes with only the tokens `keep` accepts (a class may become empty);
-    /// equal to [`ClassTokens::new`] over the filtered token sets, without rebuilding them.
-    pub fn filtered(&self, keep: impl Fn(u32) -> bool) -> Self {
-        let mut offsets = Vec::with_capacity(self.offsets.len());
-        let mut words: Vec<(u32, u32)> = Vec::new();
-        offsets.push(0);
-        for c in self.offsets.windows(2) {
-            for &(w, bits) in &self.words[c[0] as usize..c[1] as usize] {
-                let mut kept = 0u32;
-                let mut rest = bits;
-                while rest != 0 {
-                    let b = rest.trailing_zeros();
-                    rest &= rest - 1;
-                    if keep(w * 32 + b) {
-                        kept |= 1 << b;
-                    }
-                }
-                if kept != 0 {
-                    words.push((w, kept));
-                }
-            }
-            offsets.push(words.len() as u32);
-        }
-        Self {
-            base: self.base,
-            offsets,
-            words,
-        }
-    }
-
     /// Number of classes.
     pub fn num_classes(&self) -> usize {
-        self.offsets.len().saturating_sub(1)
+        self.ranges.len()
     }
 
     /// The words of the class space this table's classes occupy.
@@ -121,10 +50,11 @@ impl ClassTokens {
         lo / 64..hi.div_ceil(64)
     }
 
-    /// ORs into `out` the tokens of `classes`: dense class-set words starting at word
-    /// `first_word` of the class space (classes outside this table are ignored).
+    /// ORs into `out` the tokens of `classes`, whose words are in `pool`: dense class-set
+    /// words starting at word `first_word` of the class space (classes outside this table
+    /// are ignored).
     #[inline]
-    pub fn expand(&self, classes: &[u64], first_word: usize, out: &mut [u32]) {
+    pub fn expand(&self, pool: &[(u32, u32)], classes: &[u64], first_word: usize, out: &mut [u32]) {
         let (lo, hi) = (self.base as usize, self.base as usize + self.num_classes());
         for (i, &word) in classes.iter().enumerate() {
             let mut word = word;
@@ -134,16 +64,11 @@ impl ClassTokens {
                 if c < lo || c >= hi {
                     continue;
                 }
-                self.expand_one(c - lo, out);
+                let (a, b) = self.ranges[c - lo];
+                for &(w, bits) in &pool[a as usize..b as usize] {
+                    out[w as usize] |= bits;
+                }
             }
-        }
-    }
-
-    #[inline]
-    fn expand_one(&self, c: usize, out: &mut [u32]) {
-        let (a, b) = (self.offsets[c], self.offsets[c + 1]);
-        for &(w, bits) in &self.words[a as usize..b as usize] {
-            out[w as usize] |= bits;
         }
     }
 }
@@ -180,6 +105,8 @@ pub struct Dwa {
     pub(crate) num_lr: u32,
     pub(crate) positions: Vec<StartPos>,
     pub(crate) tables: Vec<ClassTokens>,
+    /// The `(word index, bits)` pairs class tables' ranges point into.
+    pub(crate) words: Vec<(u32, u32)>,
     pub(crate) vocab_len: u32,
     pub(crate) eos: Vec<TokenId>,
 }
@@ -247,20 +174,18 @@ impl Dwa {
         }
         let vw = (self.vocab_len as usize).div_ceil(32);
         for t in &self.tables {
-            if t.offsets.first() != Some(&0)
-                || t.offsets.windows(2).any(|w| w[0] > w[1])
-                || t.offsets
-                    .last()
-                    .is_some_and(|&l| l as usize != t.words.len())
-            {
-                return bad("class table offsets");
-            }
             if t.base as usize + t.num_classes() > cw * 64 {
                 return bad("class table beyond the class space");
             }
-            if t.words.iter().any(|&(w, _)| w as usize >= vw) {
-                return bad("class table names a token outside the vocabulary");
+            if t.ranges
+                .iter()
+                .any(|&(a, b)| a > b || b as usize > self.words.len())
+            {
+                return bad("class table range outside the word pool");
             }
+        }
+        if self.words.iter().any(|&(w, _)| w as usize >= vw) {
+            return bad("word pool names a token outside the vocabulary");
         }
         if self.eos.iter().any(|t| t.as_u32() >= self.vocab_len) {
             return bad("EOS token out of range");
@@ -325,6 +250,12 @@ impl Dwa {
         &self.tables[i as usize]
     }
 
+    /// The word pool class tables' ranges point into.
+    #[inline]
+    pub fn words(&self) -> &[(u32, u32)] {
+        &self.words
+    }
+
     /// The number of states.
     pub fn num_states(&self) -> usize {
         self.states.len()
@@ -379,65 +310,21 @@ impl Dwa {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::SplitMix64;
-
-    /// The words of one class, bit by bit (what [`ClassTokens::new`] must compress).
-    fn naive_words(tokens: &RoaringBitmap) -> Vec<(u32, u32)> {
-        let mut out: Vec<(u32, u32)> = Vec::new();
-        for t in tokens {
-            match out.last_mut() {
-                Some((w, bits)) if *w == t / 32 => *bits |= 1 << (t % 32),
-                _ => out.push((t / 32, 1 << (t % 32))),
-            }
-        }
-        out
-    }
-
-    /// Disjoint random classes over a 130K vocabulary, sparse and dense, some empty, with
-    /// more tokens than one batch of the batched reader.
-    fn random_classes(rng: &mut SplitMix64) -> Vec<RoaringBitmap> {
-        let mut classes = vec![RoaringBitmap::new(); 1 + rng.below(12)];
-        let n = classes.len();
-        let skip_class = rng.below(n + 1);
-        for t in 0..130_000u32 {
-            let c = rng.below(n + 1);
-            if c < n && c != skip_class {
-                classes[c].insert(t);
-            }
-        }
-        classes
-    }
 
     #[test]
-    fn tables_hold_exactly_each_class_tokens() {
-        let mut rng = SplitMix64::new(7);
-        for _ in 0..8 {
-            let classes = random_classes(&mut rng);
-            let t = ClassTokens::new(5, &classes);
-            assert_eq!(t.base, 5);
-            assert_eq!(t.num_classes(), classes.len());
-            for (c, set) in classes.iter().enumerate() {
-                let (a, b) = (t.offsets[c] as usize, t.offsets[c + 1] as usize);
-                assert_eq!(t.words[a..b], naive_words(set)[..], "class {c}");
-            }
-        }
-    }
-
-    #[test]
-    fn filtering_a_table_equals_building_it_from_filtered_sets() {
-        let mut rng = SplitMix64::new(11);
-        for round in 0..8 {
-            let classes = random_classes(&mut rng);
-            let modulus = 2 + round as u32;
-            let keep = |t: u32| (t / 7) % modulus != 0;
-            let filtered: Vec<RoaringBitmap> = classes
-                .iter()
-                .map(|c| c.iter().filter(|&t| keep(t)).collect())
-                .collect();
-            assert_eq!(
-                ClassTokens::new(3, &classes).filtered(keep),
-                ClassTokens::new(3, &filtered)
-            );
-        }
+    fn expanding_classes_writes_the_words_of_exactly_the_chosen_classes() {
+        // Classes 60..63 of the class space (straddling a class-set word), each with one
+        // range of a small pool.
+        let pool = vec![(0, 0b1), (2, 0b10), (0, 0b100), (1, 0b1000), (2, 0b1)];
+        let t = ClassTokens {
+            base: 62,
+            ranges: vec![(0, 2), (2, 3), (3, 5)],
+        };
+        assert_eq!(t.word_range(), 0..2);
+        // Choose classes 62 and 64 (table classes 0 and 2), and 61, outside the table.
+        let chosen = [1u64 << 62 | 1 << 61, 1];
+        let mut out = vec![0u32; 3];
+        t.expand(&pool, &chosen, 0, &mut out);
+        assert_eq!(out, vec![0b1, 0b1000, 0b11]);
     }
 }

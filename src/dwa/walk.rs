@@ -163,6 +163,6 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
             }
         }
     }
-    table.expand(&decided, range.start, out);
+    table.expand(dwa.words(), &decided, range.start, out);
     reads
 }
