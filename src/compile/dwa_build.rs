@@ -653,8 +653,8 @@ pub fn build_dwa_limited(
         .copied()
         .chain(inhibited_positions.iter().map(|&(p, _)| p))
         .collect();
-    let walks = Walks::new(lexer, &emits, &tokens, &universe, Some(&share));
-    let atoms = atomize(lexer, &walks, &universe, canon, vocab.len());
+    let walks = Walks::new(lexer, &tokens, &universe, Some(&share));
+    let atoms = atomize(lexer, &emits, &walks, &universe, canon);
     let (shapes, own_tables): (Vec<Shape>, Vec<ClassAtoms>) = built
         .par_iter()
         .map(|&p| {

@@ -477,14 +477,18 @@ pub fn build_tries_with<T: Send>(
     share: Option<&WalkShare>,
     f: impl Fn(TerminalTrie) -> T + Sync,
 ) -> Vec<T> {
-    let walks = Walks::new(lexer, emits, tokens, positions, share);
+    let walks = Walks::new(lexer, tokens, positions, share);
+    let walked: Vec<Vec<TrieNode>> = (0..walks.len())
+        .into_par_iter()
+        .map(|w| walk_block(lexer, emits, walks.tokens(w), walks.start(w)))
+        .collect();
     positions
         .par_iter()
         .map(|&p| {
             let mut t = Grafter::new();
             for b in 0..=255u8 {
                 for &k in walks.walks_at(lexer, p, b) {
-                    t.graft(&walks.walked[k as usize]);
+                    t.graft(&walked[k as usize]);
                 }
             }
             f(t.finish(p))
@@ -492,8 +496,9 @@ pub fn build_tries_with<T: Send>(
         .collect()
 }
 
-/// The token blocks of a set of start positions, each walked once per class of entered
-/// states (see [`build_tries_shared`]); a position's trie is the graft of its walks.
+/// The walks a set of start positions needs: the vocabulary split into parts (first byte
+/// × length bucket), each to be walked once per class of states positions enter it in
+/// (see [`build_tries_shared`]); a position's trie is the graft of its walks.
 pub struct Walks<'t> {
     /// Length buckets per first byte.
     nb: usize,
@@ -501,8 +506,8 @@ pub struct Walks<'t> {
     pub parts: Vec<Vec<(&'t [u8], TokenId)>>,
     /// Per walk, the part it walked (walks of one part are consecutive).
     pub part_of: Vec<u32>,
-    /// Per walk, its trie nodes over token ids.
-    pub walked: Vec<Vec<TrieNode>>,
+    /// Per walk, the state its tokens' first byte enters (a representative of its class).
+    starts: Vec<LexStateId>,
     /// `(first byte, entered state)` → index in `pair_walks`.
     pair_index: HashMap<(u8, LexStateId), u32>,
     /// The walks of each pair, in bucket order.
@@ -510,10 +515,9 @@ pub struct Walks<'t> {
 }
 
 impl<'t> Walks<'t> {
-    /// Walks the blocks every position in `positions` enters.
+    /// Plans the walks of the blocks every position in `positions` enters.
     pub fn new(
         lexer: &LexerDfa,
-        emits: &EmitTable,
         tokens: &[(&'t [u8], TokenId)],
         positions: &[LexPos],
         share: Option<&WalkShare>,
@@ -556,12 +560,7 @@ impl<'t> Walks<'t> {
         }
         let mut keys: Vec<((u8, u8, u32), LexStateId)> = rep.into_iter().collect();
         keys.sort_unstable();
-        let walked: Vec<Vec<TrieNode>> = keys
-            .par_iter()
-            .map(|&((b, i, _), n)| {
-                walk_block(lexer, emits, &parts[b as usize * nb + i as usize], n)
-            })
-            .collect();
+        let starts = keys.iter().map(|&(_, n)| n).collect();
         let part_of = keys
             .iter()
             .map(|&((b, i, _), _)| (b as usize * nb + i as usize) as u32)
@@ -583,7 +582,7 @@ impl<'t> Walks<'t> {
             nb,
             parts,
             part_of,
-            walked,
+            starts,
             pair_index,
             pair_walks,
         }
@@ -607,6 +606,26 @@ impl<'t> Walks<'t> {
     /// The walks of a pair, one per nonempty length bucket of its byte, in bucket order.
     pub fn pair_walks(&self, pair: u32) -> &[u32] {
         &self.pair_walks[pair as usize]
+    }
+
+    /// Number of walks.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// True when no position can take any token.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// The state walk `w`'s tokens' first byte enters.
+    pub fn start(&self, w: usize) -> LexStateId {
+        self.starts[w]
+    }
+
+    /// The tokens walk `w` walks (its part's, in byte order).
+    pub fn tokens(&self, w: usize) -> &[(&'t [u8], TokenId)] {
+        &self.parts[self.part_of[w] as usize]
     }
 
     /// Length buckets per first byte: part `j` holds first byte `j / buckets()`.

@@ -26,7 +26,8 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 
-use super::terminal_trie::{EmitId, TerminalTrie, TrieNode, Walks};
+use super::terminal_trie::{EmitId, EmitTable, TerminalTrie, TrieNode, Walks};
+use crate::ids::LexStateId;
 use crate::lexer::{LexPos, LexerDfa};
 
 /// A token's outcome from one walk: its (at most two) finals as interned `(emission path,
@@ -68,67 +69,37 @@ pub struct Atoms {
     paths: Vec<(u32, EmitId)>,
 }
 
-/// One part's grouping of tokens, computed independently of other parts.
+/// One part's walks and grouping of tokens, computed independently of other parts
+/// (paths and finals numbered locally, from 1).
 struct PartGroups {
     /// The part's index in `Walks::parts`.
     part: usize,
     ordinal: u32,
     first_walk: u32,
+    /// Local path `p` is `paths[p - 1]`: `(parent local path, emission)`.
+    paths: Vec<(u32, EmitId)>,
+    /// Local final `f` is `finals[f - 1]`: `(local path, canonical position)`.
+    finals: Vec<(u32, LexPos)>,
     /// Per token of the part (in the part's order), its group.
     token_group: Vec<u32>,
-    /// Per group, its outcomes under the part's walks, and its signature (`None` when no
-    /// position can take it).
-    groups: Vec<(Vec<Outcome>, Option<Signature>)>,
+    /// Per group, its outcomes under the part's walks (local finals).
+    rows: Vec<Vec<Outcome>>,
+    /// `(walk in the part, position group of the byte)`: the positions of each group
+    /// enter the part with that walk (the part's walk count: with none).
+    members: Vec<(u32, u32)>,
 }
 
 /// Splits the tokens of `walks` into atoms for the start positions `positions` (every
-/// position a trie or table is built for; the walks must have been made for all of them),
-/// with final positions compared after `canon`.
+/// position a trie or table is built for; the walks must have been planned for all of
+/// them), with final positions compared after `canon`.
 pub fn atomize(
     lexer: &LexerDfa,
+    emits: &EmitTable,
     walks: &Walks<'_>,
     positions: &[LexPos],
-    canon: impl Fn(LexPos) -> LexPos,
-    vocab_len: usize,
+    canon: impl Fn(LexPos) -> LexPos + Sync,
 ) -> Atoms {
     let nb = walks.buckets();
-    let mut atoms = Atoms::default();
-    // Paths and finals interned across walks; per walk, its finals' ids in (node, final)
-    // order.
-    let mut path_index: HashMap<(u32, EmitId), u32> = HashMap::new();
-    let mut final_index: HashMap<(u32, LexPos), u32> = HashMap::new();
-    let walk_finals: Vec<Vec<u32>> = walks
-        .walked
-        .iter()
-        .map(|nodes| {
-            let mut path = vec![0u32; nodes.len()];
-            let mut ids = Vec::new();
-            // Children are created after their parent, so a parent's path is set first.
-            for (v, n) in nodes.iter().enumerate() {
-                for &(e, c) in &n.children {
-                    path[c as usize] = *path_index.entry((path[v], e)).or_insert_with(|| {
-                        atoms.paths.push((path[v], e));
-                        atoms.paths.len() as u32
-                    });
-                }
-                for (pos, _) in &n.finals {
-                    let key = (path[v], canon(*pos));
-                    ids.push(*final_index.entry(key).or_insert_with(|| {
-                        atoms.finals.push(key);
-                        atoms.finals.len() as u32
-                    }));
-                }
-            }
-            ids
-        })
-        .collect();
-    // Every token is in one part: its index there.
-    let mut local = vec![u32::MAX; vocab_len];
-    for part in &walks.parts {
-        for (i, &(_, t)) in part.iter().enumerate() {
-            local[t.index()] = i as u32;
-        }
-    }
     // The walks of each part (consecutive, in part order).
     let mut part_walks = vec![(0u32, 0u32); walks.parts.len()];
     for (w, &j) in walks.part_of.iter().enumerate() {
@@ -138,41 +109,90 @@ pub fn atomize(
         }
         r.1 = w as u32 + 1;
     }
-    let by_byte: Vec<Vec<PartGroups>> = (0..=255u8)
+    let by_byte: Vec<(Vec<Vec<u32>>, Vec<PartGroups>)> = (0..=255u8)
         .into_par_iter()
         .map(|b| {
-            // Positions entering byte `b` enter one walk per nonempty part of `b`.
-            let entered: Vec<&[u32]> = positions
-                .iter()
-                .map(|&p| walks.walks_at(lexer, p, b))
-                .collect();
-            (0..nb)
+            // Positions entering byte `b` in the same pair enter the same walk of every
+            // part of `b` (one per nonempty part): group them once.
+            let mut group_of_pair: HashMap<Option<u32>, u32> = HashMap::new();
+            let mut pair_groups: Vec<(Option<u32>, Vec<u32>)> = Vec::new();
+            for (p, &pos) in positions.iter().enumerate() {
+                let pair = walks.pair_at(lexer, pos, b);
+                let g = *group_of_pair.entry(pair).or_insert_with(|| {
+                    pair_groups.push((pair, Vec::new()));
+                    pair_groups.len() as u32 - 1
+                });
+                pair_groups[g as usize].1.push(p as u32);
+            }
+            let mut end_cache = vec![(NO_STATE, (0, 0)); lexer.num_states()];
+            let parts = (0..nb)
                 .map(|i| b as usize * nb + i)
                 .filter(|&j| !walks.parts[j].is_empty())
                 .enumerate()
                 .map(|(ordinal, j)| {
                     let (w0, w1) = part_walks[j];
-                    group_part(
-                        walks,
-                        &walk_finals,
-                        &local,
-                        &entered,
+                    let nw = w1 - w0;
+                    let members = pair_groups
+                        .iter()
+                        .enumerate()
+                        .map(|(g, (pair, _))| {
+                            let k = pair.map_or(nw, |pair| walks.pair_walks(pair)[ordinal] - w0);
+                            (k, g as u32)
+                        })
+                        .collect();
+                    let part = PartSpec {
                         j,
-                        ordinal as u32,
-                        w0..w1,
-                    )
+                        ordinal: ordinal as u32,
+                        walks: w0..w1,
+                        members,
+                        group_sizes: pair_groups.iter().map(|(_, ps)| ps.len()).collect(),
+                    };
+                    group_part(lexer, emits, walks, &canon, part, &mut end_cache)
                 })
-                .collect()
+                .collect();
+            (pair_groups.into_iter().map(|(_, ps)| ps).collect(), parts)
         })
         .collect();
+    let mut atoms = Atoms::default();
+    let mut path_index: HashMap<(u32, EmitId), u32> = HashMap::new();
+    let mut final_index: HashMap<(u32, LexPos), u32> = HashMap::new();
     let mut atom_of_sig: HashMap<Signature, u32> = HashMap::new();
-    for pg in by_byte.into_iter().flatten() {
+    for (pg, groups) in by_byte
+        .iter()
+        .flat_map(|(groups, parts)| parts.iter().map(move |pg| (pg, groups)))
+    {
         let b = (pg.part / nb) as u8;
+        // Local paths and finals to global ones (a local path's parent comes first).
+        let mut path_map = vec![0u32; pg.paths.len() + 1];
+        for (i, &(parent, e)) in pg.paths.iter().enumerate() {
+            let key = (path_map[parent as usize], e);
+            path_map[i + 1] = *path_index.entry(key).or_insert_with(|| {
+                atoms.paths.push(key);
+                atoms.paths.len() as u32
+            });
+        }
+        let mut final_map = vec![0u32; pg.finals.len() + 1];
+        for (i, &(path, pos)) in pg.finals.iter().enumerate() {
+            let key = (path_map[path as usize], pos);
+            final_map[i + 1] = *final_index.entry(key).or_insert_with(|| {
+                atoms.finals.push(key);
+                atoms.finals.len() as u32
+            });
+        }
+        let global = |o: Outcome| -> Outcome {
+            let (x, y) = (final_map[o.0 as usize], final_map[o.1 as usize]);
+            if y != 0 && y < x {
+                (y, x)
+            } else {
+                (x, y)
+            }
+        };
         let group_atom: Vec<Option<u32>> = pg
-            .groups
-            .into_iter()
-            .map(|(row, sig)| {
-                let sig = sig?;
+            .rows
+            .iter()
+            .map(|row| {
+                let row: Vec<Outcome> = row.iter().map(|&o| global(o)).collect();
+                let sig = signature(&row, &pg.members, groups)?;
                 Some(*atom_of_sig.entry(sig).or_insert_with(|| {
                     atoms.tokens.push(Vec::new());
                     atoms.first_byte.push(b);
@@ -198,98 +218,278 @@ pub fn atomize(
     atoms
 }
 
-/// Groups the tokens of part `j` by their outcomes under the part's walks `ws`, and signs
-/// each group; `entered[p]` lists the walks position `p` enters the part's byte with.
-fn group_part(
-    walks: &Walks<'_>,
-    walk_finals: &[Vec<u32>],
-    local: &[u32],
-    entered: &[&[u32]],
+/// The signature of a group with outcomes `row` (one per walk of its part), given which
+/// walk each group of positions enters the part with (`members`, the part's walk count
+/// for none; `groups` lists each group's positions); `None` when no position can take
+/// the group.
+fn signature(row: &[Outcome], members: &[(u32, u32)], groups: &[Vec<u32>]) -> Option<Signature> {
+    let value = |k: u32| row.get(k as usize).copied().unwrap_or((0, 0));
+    // The most common outcome over positions, the smallest on a tie.
+    let mut count: Vec<(Outcome, usize)> = Vec::new();
+    for &(k, g) in members {
+        let n = groups[g as usize].len();
+        match count.iter_mut().find(|(v, _)| *v == value(k)) {
+            Some((_, c)) => *c += n,
+            None => count.push((value(k), n)),
+        }
+    }
+    let common = count
+        .iter()
+        .max_by_key(|&&(v, c)| (c, std::cmp::Reverse(v)))
+        .map_or((0, 0), |&(v, _)| v);
+    let mut differ: Vec<(u32, Outcome)> = Vec::new();
+    for &(k, g) in members {
+        let v = value(k);
+        if v != common {
+            differ.extend(groups[g as usize].iter().map(|&p| (p, v)));
+        }
+    }
+    differ.sort_unstable();
+    (common != (0, 0) || !differ.is_empty()).then_some((common, differ))
+}
+
+/// Which part to walk, and who enters it how.
+struct PartSpec {
+    /// The part's index in `Walks::parts`.
     j: usize,
+    /// Its rank among its byte's nonempty parts.
     ordinal: u32,
-    ws: std::ops::Range<u32>,
+    /// Its walks.
+    walks: std::ops::Range<u32>,
+    /// `(walk in the part, position group)`, as in [`PartGroups::members`].
+    members: Vec<(u32, u32)>,
+    /// Positions per group.
+    group_sizes: Vec<usize>,
+}
+
+/// Local interning of one part's emission paths and finals.
+#[derive(Default)]
+struct LocalIds {
+    path_index: HashMap<(u32, EmitId), u32>,
+    paths: Vec<(u32, EmitId)>,
+    final_index: HashMap<(u32, LexPos), u32>,
+    finals: Vec<(u32, LexPos)>,
+}
+
+impl LocalIds {
+    fn path(&mut self, parent: u32, e: EmitId) -> u32 {
+        *self.path_index.entry((parent, e)).or_insert_with(|| {
+            self.paths.push((parent, e));
+            self.paths.len() as u32
+        })
+    }
+
+    fn final_id(&mut self, path: u32, pos: LexPos) -> u32 {
+        *self.final_index.entry((path, pos)).or_insert_with(|| {
+            self.finals.push((path, pos));
+            self.finals.len() as u32
+        })
+    }
+}
+
+/// No state (dead, or past a closed lexeme, where walks are not compared).
+const NO_STATE: u32 = u32::MAX;
+
+/// Walks part `j`'s tokens from each of its walks' entered states `ws`, groups the tokens
+/// by their outcomes, and lists which positions enter with which walk (`entered[p]`: the
+/// walks position `p` enters the part's byte with).
+///
+/// The walk most positions enter is walked first, recording its lexer state at every
+/// token prefix before any lexeme closes; another walk reaching the same state at the
+/// same prefix, also with nothing closed, has from there the same outcomes for every
+/// token with that prefix, so they are copied instead of walked. Key-literal positions
+/// enter a part in a literal's state but most tokens leave the literal after a byte or
+/// two and rejoin the generic string's walk, so most of their walking is skipped.
+fn group_part(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    walks: &Walks<'_>,
+    canon: &(impl Fn(LexPos) -> LexPos + Sync),
+    spec: PartSpec,
+    end_cache: &mut [(u32, Outcome)],
 ) -> PartGroups {
+    let PartSpec {
+        j,
+        ordinal,
+        walks: ws,
+        members,
+        group_sizes,
+    } = spec;
     let part = &walks.parts[j];
     let nw = ws.len();
+    let mut entering = vec![0usize; nw + 1];
+    for &(k, g) in &members {
+        entering[k as usize] += group_sizes[g as usize];
+    }
+    let reference = (0..nw).max_by_key(|&k| entering[k]).unwrap_or(0);
+    let mut ids = LocalIds::default();
     // outs[i * nw + k]: token i's outcome under the part's k-th walk.
     let mut outs = vec![(0u32, 0u32); part.len() * nw];
-    for (k, w) in ws.clone().enumerate() {
-        let ids = &walk_finals[w as usize];
-        let mut f = 0;
-        for n in &walks.walked[w as usize] {
-            for (_, set) in &n.finals {
-                let id = ids[f];
-                f += 1;
-                for t in set {
-                    let o = &mut outs[local[t as usize] as usize * nw + k];
-                    // A token has at most two finals in a walk (pending, then closed).
-                    debug_assert_eq!(o.1, 0);
-                    *o = if o.0 == 0 {
-                        (id, 0)
-                    } else {
-                        (o.0.min(id), o.0.max(id))
-                    };
+    // The reference walk's state at the prefixes of token `i` it walked (depths
+    // `ref_lcp[i] + 1..=len`), `ref_at[i]..ref_at[i + 1]` in `ref_states`.
+    let mut ref_states: Vec<u32> = Vec::new();
+    let mut ref_at: Vec<u32> = vec![0; part.len() + 1];
+    let mut ref_lcp: Vec<u32> = vec![0; part.len()];
+    // No walks: no position takes the part's byte.
+    let order = (nw > 0)
+        .then_some(reference)
+        .into_iter()
+        .chain((0..nw).filter(|&k| k != reference));
+    for k in order {
+        let is_ref = k == reference;
+        let start = walks.start(ws.start as usize + k);
+        let mut stack: Vec<Option<(LexStateId, u32)>> = vec![None, Some((start, 0))];
+        let mut prev: &[u8] = part.first().map_or(&[], |(t, _)| &t[..1]);
+        let mut i = 0;
+        while i < part.len() {
+            let bytes = part[i].0;
+            // Every token of the part shares the first byte, so `lcp >= 1`.
+            let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+            stack.truncate(lcp + 1);
+            let mut dead_at = None;
+            let mut same_at = None;
+            if is_ref {
+                ref_lcp[i] = lcp as u32;
+            }
+            for d in lcp..bytes.len() {
+                let next = stack[d].and_then(|w| step(lexer, emits, &mut ids, w, bytes[d]));
+                stack.push(next);
+                if next.is_none() && stack[d].is_some() {
+                    dead_at = Some(d + 1);
                 }
+                let open = match next {
+                    Some((q, 0)) => q.as_u32(),
+                    _ => NO_STATE,
+                };
+                if is_ref {
+                    ref_states.push(open);
+                } else if open != NO_STATE && d >= ref_lcp[i] as usize {
+                    // Prefixes the reference walked before token `i` are not compared
+                    // (a missed copy at worst, never a wrong one).
+                    let r = ref_at[i] as usize + (d - ref_lcp[i] as usize);
+                    if r < ref_at[i + 1] as usize && ref_states[r] == open {
+                        same_at = Some(d + 1);
+                        break;
+                    }
+                }
+            }
+            if is_ref {
+                ref_at[i + 1] = ref_states.len() as u32;
+            }
+            prev = bytes;
+            if let Some(a) = same_at {
+                // Every token with this prefix behaves as under the reference walk.
+                let run = part[i..].partition_point(|(t, _)| t.starts_with(&bytes[..a]));
+                for t in i..i + run {
+                    outs[t * nw + k] = outs[t * nw + reference];
+                }
+                i += run;
+                continue;
+            }
+            if let Some(&Some((q, path))) = stack.get(bytes.len()) {
+                // Most tokens end with no lexeme closed, in a few states: their outcome
+                // is looked up by state (entries of this part only, tagged by `j`).
+                let cached = &mut end_cache[q.index()];
+                outs[i * nw + k] = if path == 0 && cached.0 == j as u32 {
+                    cached.1
+                } else {
+                    let o = end_outcome(lexer, emits, canon, &mut ids, q, path);
+                    if path == 0 {
+                        *cached = (j as u32, o);
+                    }
+                    o
+                };
+            }
+            i += 1;
+            // Tokens are in byte order: every later token sharing the prefix that just
+            // died is dead too, so the whole run is skipped (the reference walk records
+            // no states for it, so no other walk is compared there).
+            if let Some(a) = dead_at {
+                let dead = &bytes[..a];
+                let run = part[i..].partition_point(|(t, _)| t.starts_with(dead));
+                if is_ref {
+                    for r in &mut ref_at[i + 1..=i + run] {
+                        *r = ref_states.len() as u32;
+                    }
+                }
+                i += run;
             }
         }
     }
     let mut group_of_row: HashMap<&[Outcome], u32> = HashMap::new();
-    let mut rows: Vec<&[Outcome]> = Vec::new();
+    let mut rows: Vec<Vec<Outcome>> = Vec::new();
     let token_group: Vec<u32> = (0..part.len())
         .map(|i| {
             let row = &outs[i * nw..(i + 1) * nw];
             *group_of_row.entry(row).or_insert_with(|| {
-                rows.push(row);
+                rows.push(row.to_vec());
                 rows.len() as u32 - 1
             })
-        })
-        .collect();
-    // The positions entering the part with each walk (`nw`: with none).
-    let mut members: Vec<Vec<u32>> = vec![Vec::new(); nw + 1];
-    for (p, e) in entered.iter().enumerate() {
-        let k = e
-            .get(ordinal as usize)
-            .map_or(nw, |&w| (w - ws.start) as usize);
-        members[k].push(p as u32);
-    }
-    let groups = rows
-        .iter()
-        .map(|row| {
-            let value = |k: usize| if k == nw { (0, 0) } else { row[k] };
-            // The most common outcome over positions, the smallest on a tie.
-            let mut count: Vec<(Outcome, usize)> = Vec::new();
-            for (k, m) in members.iter().enumerate() {
-                if m.is_empty() {
-                    continue;
-                }
-                match count.iter_mut().find(|(v, _)| *v == value(k)) {
-                    Some((_, c)) => *c += m.len(),
-                    None => count.push((value(k), m.len())),
-                }
-            }
-            let common = count
-                .iter()
-                .max_by_key(|&&(v, c)| (c, std::cmp::Reverse(v)))
-                .map_or((0, 0), |&(v, _)| v);
-            let mut differ: Vec<(u32, Outcome)> = Vec::new();
-            for (k, m) in members.iter().enumerate() {
-                let v = value(k);
-                if v != common {
-                    differ.extend(m.iter().map(|&p| (p, v)));
-                }
-            }
-            differ.sort_unstable();
-            let viable = common != (0, 0) || !differ.is_empty();
-            (row.to_vec(), viable.then_some((common, differ)))
         })
         .collect();
     PartGroups {
         part: j,
         ordinal,
         first_walk: ws.start,
+        paths: ids.paths,
+        finals: ids.finals,
         token_group,
-        groups,
+        rows,
+        members,
     }
+}
+
+/// The outcome of a token ending in state `q` after the emission path `path`: pending in
+/// `q` if it can grow, and closed as `q`'s lexeme (inhibited by it if it can grow).
+fn end_outcome(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    canon: &impl Fn(LexPos) -> LexPos,
+    ids: &mut LocalIds,
+    q: LexStateId,
+    path: u32,
+) -> Outcome {
+    let mut o = (0u32, 0u32);
+    if lexer.can_extend(q) {
+        o.0 = ids.final_id(path, canon(LexPos::Pending(q)));
+    }
+    if let Some(e) = emits.of_state(q) {
+        let inhibitor = if lexer.can_extend(q) {
+            q
+        } else {
+            LexerDfa::DEAD
+        };
+        let child = ids.path(path, e);
+        let f = ids.final_id(child, canon(LexPos::Boundary(inhibitor)));
+        o = if o.0 == 0 {
+            (f, 0)
+        } else {
+            (o.0.min(f), o.0.max(f))
+        };
+    }
+    o
+}
+
+/// One byte of a walk: the lexer state and the emission path closed so far, or `None`
+/// when the token cannot go on (as `terminal_trie`'s walks).
+fn step(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    ids: &mut LocalIds,
+    (q, path): (LexStateId, u32),
+    byte: u8,
+) -> Option<(LexStateId, u32)> {
+    let n = lexer.next(q, byte);
+    if !lexer.is_dead(n) {
+        return Some((n, path));
+    }
+    if q == LexerDfa::START {
+        return None;
+    }
+    let e = emits.of_state(q)?;
+    let path = ids.path(path, e);
+    let q = lexer.next(LexerDfa::START, byte);
+    (!lexer.is_dead(q)).then_some((q, path))
 }
 
 impl Atoms {

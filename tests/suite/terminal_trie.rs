@@ -228,3 +228,77 @@ fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
         }
     }
 }
+
+/// Tries built over token atoms (`token_atoms`) hold, atom by atom, exactly the canonical
+/// outcomes of the token tries, from every start position including the inhibited
+/// boundaries: on counted terminals, JSON, multi-byte characters, and a schema whose key
+/// literals share prefixes with each other and with the generic string (where most walks
+/// are copied from the string's walk instead of walked).
+#[test]
+fn atom_tries_expand_to_the_canonical_token_tries() {
+    use stackmask::compile::lexer_equiv::{canonical_end, end_reps};
+    use stackmask::compile::terminal_trie::{build_tries_shared, WalkShare, Walks};
+    use stackmask::compile::token_atoms::atomize;
+    let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
+    let counted = "start: entry+\nentry: SHORT \";\" | LONG \".\"\nSHORT: /<[a-z ]{1,5}>/\nLONG: /<[a-z é-]{3,140}>/\n%ignore \" \"\n";
+    let uni = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/corpus/unicode/grammar.lark"
+    ))
+    .unwrap();
+    let schema = r#"{"type": "object", "properties": {
+        "description": {"type": "string"}, "descriptor": {"enum": ["desk", "des", "d\u00e9"]},
+        "desk": {"type": "integer"}, "name": {"type": "string", "maxLength": 9},
+        "names": {"type": "array", "items": {"type": "string"}}},
+        "additionalProperties": {"type": "number"}}"#;
+    for (name, text, format) in [
+        ("counted", counted.to_string(), GrammarFormat::Lark),
+        ("json", BUILTIN_JSON.to_string(), GrammarFormat::Lark),
+        ("unicode", uni, GrammarFormat::Lark),
+        ("schema", schema.to_string(), GrammarFormat::JsonSchema),
+    ] {
+        let g = compile_grammar(&text, format).unwrap();
+        let tables = build_glr_tables(&g).unwrap();
+        let lexer = &tables.lexer;
+        let emits = EmitTable::new(lexer);
+        let tokens = sorted_tokens(&gpt2);
+        let reps = end_reps(lexer, &tables.follow);
+        let (share, _) = WalkShare::new(lexer, &reps, gpt2.max_token_len());
+        let canon = |p: LexPos| canonical_end(&reps, p);
+        let positions = start_positions(lexer);
+        let walks = Walks::new(lexer, &tokens, &positions, Some(&share));
+        let atoms = atomize(lexer, &emits, &walks, &positions, canon);
+        assert!(
+            atoms.len() < tokens.len() / 10,
+            "{name}: {} atoms",
+            atoms.len()
+        );
+        let step = (positions.len() / 300).max(1);
+        let picked: Vec<LexPos> = positions.iter().copied().step_by(step).collect();
+        let token_tries = build_tries_shared(lexer, &emits, &tokens, &picked, Some(&share));
+        for (&pos, mut want) in picked.iter().zip(token_tries) {
+            want.canonicalize_finals(canon);
+            let want = all_outcomes(&want);
+            let mut got: std::collections::HashMap<u32, BTreeSet<(Vec<EmitId>, LexPos)>> =
+                Default::default();
+            for (a, outcomes) in all_outcomes(&atoms.trie(lexer, &walks, pos)) {
+                for &t in &atoms.tokens[a as usize] {
+                    got.insert(t, outcomes.clone());
+                }
+            }
+            let differ: Vec<&u32> = want
+                .keys()
+                .chain(got.keys())
+                .filter(|t| want.get(t) != got.get(t))
+                .collect();
+            assert!(
+                differ.is_empty(),
+                "{name}: {pos:?}: {} tokens differ, e.g. {} ({:?} vs {:?})",
+                differ.len(),
+                differ[0],
+                want.get(differ[0]),
+                got.get(differ[0])
+            );
+        }
+    }
+}
