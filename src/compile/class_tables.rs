@@ -13,6 +13,7 @@
 use hashbrown::HashMap;
 use roaring::RoaringBitmap;
 
+use super::token_atoms::NO_ATOM;
 use crate::dwa::ClassTokens;
 
 /// Class → atom table of one start position (build time).
@@ -65,34 +66,45 @@ impl ClassAtoms {
     }
 }
 
-/// The words of a token set: `(word index, bits)` for every nonzero 32-bit word, sorted.
-fn words_of(tokens: &[u32], out: &mut Vec<(u32, u32)>) {
-    let start = out.len();
-    for &t in tokens {
-        match out[start..].last_mut() {
-            Some((w, bits)) if *w == t / 32 => *bits |= 1 << (t % 32),
-            _ => out.push((t / 32, 1 << (t % 32))),
-        }
-    }
-}
-
 /// Freezes build-time tables (`(base, table)`: the table's first class in the class
-/// space) into run-time ones over one word pool, given each atom's sorted token ids and
-/// the vocabulary size. Returns the tables, in order, and the pool.
+/// space) into run-time ones over one word pool, given each token's atom (`NO_ATOM` for
+/// none) and the number of atoms. Returns the tables, in order, and the pool.
 pub fn freeze(
     tables: &[(u32, ClassAtoms)],
-    atoms: &[Vec<u32>],
-    vocab_len: usize,
+    atom_of_token: &[u32],
+    num_atoms: usize,
 ) -> (Vec<ClassTokens>, Vec<(u32, u32)>) {
-    let mut pool: Vec<(u32, u32)> = Vec::new();
-    let mut atom_range: Vec<(u32, u32)> = Vec::with_capacity(atoms.len());
-    for tokens in atoms {
-        let lo = pool.len() as u32;
-        words_of(tokens, &mut pool);
-        atom_range.push((lo, pool.len() as u32));
+    // Each atom's words, in one pass over the tokens in id order: count, then fill.
+    let mut last_word = vec![u32::MAX; num_atoms];
+    let mut count = vec![0u32; num_atoms];
+    for (t, &a) in atom_of_token.iter().enumerate() {
+        if a != NO_ATOM && last_word[a as usize] != t as u32 / 32 {
+            last_word[a as usize] = t as u32 / 32;
+            count[a as usize] += 1;
+        }
+    }
+    let mut atom_range: Vec<(u32, u32)> = Vec::with_capacity(num_atoms);
+    let mut end = 0u32;
+    for &c in &count {
+        atom_range.push((end, end));
+        end += c;
+    }
+    let mut pool: Vec<(u32, u32)> = vec![(u32::MAX, 0); end as usize];
+    for (t, &a) in atom_of_token.iter().enumerate() {
+        if a == NO_ATOM {
+            continue;
+        }
+        let (w, bit) = (t as u32 / 32, 1u32 << (t % 32));
+        let r = &mut atom_range[a as usize];
+        if r.1 > r.0 && pool[r.1 as usize - 1].0 == w {
+            pool[r.1 as usize - 1].1 |= bit;
+        } else {
+            pool[r.1 as usize] = (w, bit);
+            r.1 += 1;
+        }
     }
     // Merging scratch: word values, and which words are nonzero (read back in order).
-    let nw = vocab_len.div_ceil(32);
+    let nw = atom_of_token.len().div_ceil(32);
     let mut acc = vec![0u32; nw];
     let mut touched = vec![0u64; nw.div_ceil(64)];
     let mut merged: HashMap<&[u32], (u32, u32)> = HashMap::new();
@@ -137,23 +149,40 @@ mod tests {
     use super::*;
     use crate::rng::SplitMix64;
 
+    /// The words of a sorted token set, one bit at a time.
+    fn words_of(tokens: &[u32]) -> Vec<(u32, u32)> {
+        let mut out: Vec<(u32, u32)> = Vec::new();
+        for &t in tokens {
+            match out.last_mut() {
+                Some((w, bits)) if *w == t / 32 => *bits |= 1 << (t % 32),
+                _ => out.push((t / 32, 1 << (t % 32))),
+            }
+        }
+        out
+    }
+
     #[test]
     fn frozen_classes_hold_exactly_the_tokens_of_their_atoms() {
         let mut rng = SplitMix64::new(5);
         let vocab_len = 130_000usize;
         for _ in 0..6 {
-            // Random disjoint atoms, sparse and dense, dealt to the classes of two tables.
-            let mut atoms: Vec<Vec<u32>> = vec![Vec::new(); 1 + rng.below(40)];
-            for t in 0..vocab_len as u32 {
-                let a = rng.below(atoms.len() + 1);
-                if a < atoms.len() {
-                    atoms[a].push(t);
-                }
-            }
+            // Random atoms, sparse and dense, some tokens in none, dealt to the classes
+            // of two tables.
+            let num_atoms = 1 + rng.below(40);
+            let atom_of_token: Vec<u32> = (0..vocab_len)
+                .map(|_| {
+                    let a = rng.below(num_atoms + 1);
+                    if a < num_atoms {
+                        a as u32
+                    } else {
+                        NO_ATOM
+                    }
+                })
+                .collect();
             let tables: Vec<(u32, ClassAtoms)> = (0..2)
                 .map(|i| {
                     let mut classes = vec![RoaringBitmap::new(); 1 + rng.below(10)];
-                    for a in 0..atoms.len() as u32 {
+                    for a in 0..num_atoms as u32 {
                         let c = rng.below(classes.len() + 1);
                         if c < classes.len() {
                             classes[c].insert(a);
@@ -162,21 +191,20 @@ mod tests {
                     (i * 11, ClassAtoms::new(&classes))
                 })
                 .collect();
-            let (frozen, pool) = freeze(&tables, &atoms, vocab_len);
+            let (frozen, pool) = freeze(&tables, &atom_of_token, num_atoms);
             for ((base, t), f) in tables.iter().zip(&frozen) {
                 assert_eq!(f.base, *base);
                 assert_eq!(f.ranges.len(), t.num_classes());
                 for c in 0..t.num_classes() {
-                    let mut want: Vec<u32> = t
-                        .class(c)
-                        .iter()
-                        .flat_map(|&a| atoms[a as usize].clone())
+                    let want: Vec<u32> = (0..vocab_len as u32)
+                        .filter(|&tok| t.class(c).contains(&atom_of_token[tok as usize]))
                         .collect();
-                    want.sort_unstable();
-                    let mut want_words = Vec::new();
-                    words_of(&want, &mut want_words);
                     let (lo, hi) = f.ranges[c];
-                    assert_eq!(pool[lo as usize..hi as usize], want_words[..], "class {c}");
+                    assert_eq!(
+                        pool[lo as usize..hi as usize],
+                        words_of(&want)[..],
+                        "class {c}"
+                    );
                 }
             }
         }

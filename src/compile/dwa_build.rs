@@ -654,7 +654,7 @@ pub fn build_dwa_limited(
         .chain(inhibited_positions.iter().map(|&(p, _)| p))
         .collect();
     let walks = Walks::new(lexer, &tokens, &universe, Some(&share));
-    let atoms = atomize(lexer, &emits, &walks, &universe, canon);
+    let atoms = atomize(lexer, &emits, &walks, &universe, canon, vocab.len());
     let (shapes, own_tables): (Vec<Shape>, Vec<ClassAtoms>) = built
         .par_iter()
         .map(|&p| {
@@ -807,7 +807,7 @@ pub fn build_dwa_limited(
             table: intern_table((dead_base, t), &mut tables_out),
         });
     }
-    let (tables_out, words) = freeze(&tables_out, &atoms.tokens, vocab.len());
+    let (tables_out, words) = freeze(&tables_out, &atoms.of_token, atoms.len());
     start_pos.sort_by_key(|p| p.pos);
     let shape_classes: Vec<WeightId> = (0..nshapes)
         .map(|i| {

@@ -526,10 +526,23 @@ impl<'t> Walks<'t> {
         let nb = bounds.len();
         // Token lists by first byte and length bucket (each in byte order; tokens are in
         // byte order and never empty).
-        let mut parts: Vec<Vec<(&[u8], TokenId)>> = vec![Vec::new(); 256 * nb];
-        for &(t, id) in tokens {
-            let i = bounds.partition_point(|&b| b < t.len()).min(nb - 1);
-            parts[t[0] as usize * nb + i].push((t, id));
+        // Counted first: growing ~2K lists token by token was most of this for small
+        // grammars.
+        let part_of_token: Vec<u32> = tokens
+            .iter()
+            .map(|&(t, _)| {
+                let i = bounds.partition_point(|&b| b < t.len()).min(nb - 1);
+                (t[0] as usize * nb + i) as u32
+            })
+            .collect();
+        let mut sizes = vec![0usize; 256 * nb];
+        for &j in &part_of_token {
+            sizes[j as usize] += 1;
+        }
+        let mut parts: Vec<Vec<(&[u8], TokenId)>> =
+            sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+        for (&(t, id), &j) in tokens.iter().zip(&part_of_token) {
+            parts[j as usize].push((t, id));
         }
         // Positions enter few distinct (first byte, state) pairs; each pair's parts are
         // keyed once, so the per-position work is one lookup per first byte, not per part.

@@ -30,6 +30,9 @@ use super::terminal_trie::{EmitId, EmitTable, TerminalTrie, TrieNode, Walks};
 use crate::ids::LexStateId;
 use crate::lexer::{LexPos, LexerDfa};
 
+/// No atom: a token no position can take (or a special token).
+pub const NO_ATOM: u32 = u32::MAX;
+
 /// A token's outcome from one walk: its (at most two) finals as interned `(emission path,
 /// canonical position)` ids, smaller first, 0 for none; `(0, 0)` is "not viable". Ids are
 /// interned across walks, so outcomes of different walks and parts compare by value.
@@ -55,8 +58,9 @@ struct AtomRep {
 /// needed to build those positions' tries over atoms.
 #[derive(Debug, Clone, Default)]
 pub struct Atoms {
-    /// Per atom, its tokens (sorted ids, never empty).
-    pub tokens: Vec<Vec<u32>>,
+    /// Per token id, its atom ([`NO_ATOM`] for a token no position can take, and for
+    /// special tokens). Every atom has a token.
+    pub of_token: Vec<u32>,
     /// Per atom, the first byte of its tokens: atoms never mix tokens a boundary's
     /// inhibition could tell apart, so one byte stands for all of them.
     pub first_byte: Vec<u8>,
@@ -98,6 +102,7 @@ pub fn atomize(
     walks: &Walks<'_>,
     positions: &[LexPos],
     canon: impl Fn(LexPos) -> LexPos + Sync,
+    vocab_len: usize,
 ) -> Atoms {
     let nb = walks.buckets();
     // The walks of each part (consecutive, in part order).
@@ -153,9 +158,12 @@ pub fn atomize(
             (pair_groups.into_iter().map(|(_, ps)| ps).collect(), parts)
         })
         .collect();
-    let mut atoms = Atoms::default();
-    let mut path_index: HashMap<(u32, EmitId), u32> = HashMap::new();
-    let mut final_index: HashMap<(u32, LexPos), u32> = HashMap::new();
+    let mut atoms = Atoms {
+        of_token: vec![NO_ATOM; vocab_len],
+        ..Atoms::default()
+    };
+    let mut paths: Interned<(u32, EmitId)> = Interned::default();
+    let mut finals: Interned<(u32, LexPos)> = Interned::default();
     let mut atom_of_sig: HashMap<Signature, u32> = HashMap::new();
     for (pg, groups) in by_byte
         .iter()
@@ -165,20 +173,15 @@ pub fn atomize(
         // Local paths and finals to global ones (a local path's parent comes first).
         let mut path_map = vec![0u32; pg.paths.len() + 1];
         for (i, &(parent, e)) in pg.paths.iter().enumerate() {
-            let key = (path_map[parent as usize], e);
-            path_map[i + 1] = *path_index.entry(key).or_insert_with(|| {
-                atoms.paths.push(key);
-                atoms.paths.len() as u32
-            });
+            path_map[i + 1] = paths.id((path_map[parent as usize], e));
         }
-        let mut final_map = vec![0u32; pg.finals.len() + 1];
-        for (i, &(path, pos)) in pg.finals.iter().enumerate() {
-            let key = (path_map[path as usize], pos);
-            final_map[i + 1] = *final_index.entry(key).or_insert_with(|| {
-                atoms.finals.push(key);
-                atoms.finals.len() as u32
-            });
-        }
+        let final_map: Vec<u32> = std::iter::once(0)
+            .chain(
+                pg.finals
+                    .iter()
+                    .map(|&(path, pos)| finals.id((path_map[path as usize], pos))),
+            )
+            .collect();
         let global = |o: Outcome| -> Outcome {
             let (x, y) = (final_map[o.0 as usize], final_map[o.1 as usize]);
             if y != 0 && y < x {
@@ -194,7 +197,6 @@ pub fn atomize(
                 let row: Vec<Outcome> = row.iter().map(|&o| global(o)).collect();
                 let sig = signature(&row, &pg.members, groups)?;
                 Some(*atom_of_sig.entry(sig).or_insert_with(|| {
-                    atoms.tokens.push(Vec::new());
                     atoms.first_byte.push(b);
                     atoms.reps.push(AtomRep {
                         ordinal: pg.ordinal,
@@ -202,19 +204,16 @@ pub fn atomize(
                         row: atoms.rows.len() as u32,
                     });
                     atoms.rows.extend(row);
-                    atoms.tokens.len() as u32 - 1
+                    atoms.first_byte.len() as u32 - 1
                 }))
             })
             .collect();
         for (&(_, t), &g) in walks.parts[pg.part].iter().zip(&pg.token_group) {
-            if let Some(a) = group_atom[g as usize] {
-                atoms.tokens[a as usize].push(t.as_u32());
-            }
+            atoms.of_token[t.index()] = group_atom[g as usize].unwrap_or(NO_ATOM);
         }
     }
-    for list in &mut atoms.tokens {
-        list.sort_unstable();
-    }
+    atoms.paths = paths.items;
+    atoms.finals = finals.items;
     atoms
 }
 
@@ -262,28 +261,45 @@ struct PartSpec {
     group_sizes: Vec<usize>,
 }
 
+/// Values numbered from 1 in order of first appearance (0 is left for "none").
+struct Interned<K> {
+    index: HashMap<K, u32>,
+    /// Value `i` is `items[i - 1]`.
+    items: Vec<K>,
+}
+
+impl<K> Default for Interned<K> {
+    fn default() -> Self {
+        Self {
+            index: HashMap::new(),
+            items: Vec::new(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Copy> Interned<K> {
+    fn id(&mut self, k: K) -> u32 {
+        *self.index.entry(k).or_insert_with(|| {
+            self.items.push(k);
+            self.items.len() as u32
+        })
+    }
+}
+
 /// Local interning of one part's emission paths and finals.
 #[derive(Default)]
 struct LocalIds {
-    path_index: HashMap<(u32, EmitId), u32>,
-    paths: Vec<(u32, EmitId)>,
-    final_index: HashMap<(u32, LexPos), u32>,
-    finals: Vec<(u32, LexPos)>,
+    paths: Interned<(u32, EmitId)>,
+    finals: Interned<(u32, LexPos)>,
 }
 
 impl LocalIds {
     fn path(&mut self, parent: u32, e: EmitId) -> u32 {
-        *self.path_index.entry((parent, e)).or_insert_with(|| {
-            self.paths.push((parent, e));
-            self.paths.len() as u32
-        })
+        self.paths.id((parent, e))
     }
 
     fn final_id(&mut self, path: u32, pos: LexPos) -> u32 {
-        *self.final_index.entry((path, pos)).or_insert_with(|| {
-            self.finals.push((path, pos));
-            self.finals.len() as u32
-        })
+        self.finals.id((path, pos))
     }
 }
 
@@ -418,21 +434,30 @@ fn group_part(
     }
     let mut group_of_row: HashMap<&[Outcome], u32> = HashMap::new();
     let mut rows: Vec<Vec<Outcome>> = Vec::new();
+    // Neighbours in byte order mostly share their row: compared before hashing.
+    let mut last: Option<(&[Outcome], u32)> = None;
     let token_group: Vec<u32> = (0..part.len())
         .map(|i| {
             let row = &outs[i * nw..(i + 1) * nw];
-            *group_of_row.entry(row).or_insert_with(|| {
+            if let Some((r, g)) = last {
+                if r == row {
+                    return g;
+                }
+            }
+            let g = *group_of_row.entry(row).or_insert_with(|| {
                 rows.push(row.to_vec());
                 rows.len() as u32 - 1
-            })
+            });
+            last = Some((row, g));
+            g
         })
         .collect();
     PartGroups {
         part: j,
         ordinal,
         first_walk: ws.start,
-        paths: ids.paths,
-        finals: ids.finals,
+        paths: ids.paths.items,
+        finals: ids.finals.items,
         token_group,
         rows,
         members,
@@ -559,11 +584,11 @@ impl Atoms {
 
     /// Number of atoms.
     pub fn len(&self) -> usize {
-        self.tokens.len()
+        self.first_byte.len()
     }
 
     /// True when no token is viable anywhere.
     pub fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
+        self.first_byte.is_empty()
     }
 }

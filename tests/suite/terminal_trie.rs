@@ -174,27 +174,44 @@ fn tries_match_whole_document_lexing() {
     }
 }
 
-/// Walks shared between lexer states alike to each length bucket's depth give the same
-/// tries, once token ends are canonical, as walking every state on its own: on counted
-/// terminals longer than GPT-2's longest token, JSON, and multi-byte characters.
-#[test]
-fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
-    use stackmask::compile::lexer_equiv::{canonical_end, end_reps};
-    use stackmask::compile::terminal_trie::{build_tries, build_tries_shared, WalkShare};
-    let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
+/// Grammars whose tries exercise walk sharing: counted terminals longer than GPT-2's
+/// longest token, JSON, multi-byte characters, and a schema whose key literals share
+/// prefixes with each other and with the generic string. Each with its tables.
+fn walk_cases() -> Vec<(&'static str, stackmask::glr::Tables)> {
     let counted = "start: entry+\nentry: SHORT \";\" | LONG \".\"\nSHORT: /<[a-z ]{1,5}>/\nLONG: /<[a-z é-]{3,140}>/\n%ignore \" \"\n";
     let uni = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/corpus/unicode/grammar.lark"
     ))
     .unwrap();
-    for (name, text) in [
-        ("counted", counted.to_string()),
-        ("json", BUILTIN_JSON.to_string()),
-        ("unicode", uni),
-    ] {
-        let g = compile_grammar(&text, GrammarFormat::Lark).unwrap();
-        let tables = build_glr_tables(&g).unwrap();
+    let schema = r#"{"type": "object", "properties": {
+        "description": {"type": "string"}, "descriptor": {"enum": ["desk", "des", "d\u00e9"]},
+        "desk": {"type": "integer"}, "name": {"type": "string", "maxLength": 9},
+        "names": {"type": "array", "items": {"type": "string"}}},
+        "additionalProperties": {"type": "number"}}"#;
+    [
+        ("counted", counted.to_string(), GrammarFormat::Lark),
+        ("json", BUILTIN_JSON.to_string(), GrammarFormat::Lark),
+        ("unicode", uni, GrammarFormat::Lark),
+        ("schema", schema.to_string(), GrammarFormat::JsonSchema),
+    ]
+    .into_iter()
+    .map(|(name, text, format)| {
+        let g = compile_grammar(&text, format).unwrap();
+        (name, build_glr_tables(&g).unwrap())
+    })
+    .collect()
+}
+
+/// Walks shared between lexer states alike to each length bucket's depth give the same
+/// tries, once token ends are canonical, as walking every state on its own (on
+/// [`walk_cases`]).
+#[test]
+fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
+    use stackmask::compile::lexer_equiv::{canonical_end, end_reps};
+    use stackmask::compile::terminal_trie::{build_tries, build_tries_shared, WalkShare};
+    let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
+    for (name, tables) in walk_cases() {
         let lexer = &tables.lexer;
         let emits = EmitTable::new(lexer);
         let tokens = sorted_tokens(&gpt2);
@@ -203,7 +220,7 @@ fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
         assert!(share.bounds.len() > 3, "{name}: buckets {:?}", share.bounds);
         let canon = |p: LexPos| canonical_end(&reps, p);
         let positions = start_positions(lexer);
-        // Every position of the counted and unicode grammars; a spread of JSON's.
+        // Every position of the small grammars; a spread of the larger ones'.
         let step = (positions.len() / 300).max(1);
         let picked: Vec<LexPos> = positions.iter().copied().step_by(step).collect();
         let plain = build_tries(lexer, &emits, &tokens, &picked);
@@ -231,34 +248,15 @@ fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
 
 /// Tries built over token atoms (`token_atoms`) hold, atom by atom, exactly the canonical
 /// outcomes of the token tries, from every start position including the inhibited
-/// boundaries: on counted terminals, JSON, multi-byte characters, and a schema whose key
-/// literals share prefixes with each other and with the generic string (where most walks
-/// are copied from the string's walk instead of walked).
+/// boundaries (on [`walk_cases`]; in the schema most walks from key-literal states are
+/// copied from the string's walk instead of walked).
 #[test]
 fn atom_tries_expand_to_the_canonical_token_tries() {
     use stackmask::compile::lexer_equiv::{canonical_end, end_reps};
     use stackmask::compile::terminal_trie::{build_tries_shared, WalkShare, Walks};
-    use stackmask::compile::token_atoms::atomize;
+    use stackmask::compile::token_atoms::{atomize, NO_ATOM};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
-    let counted = "start: entry+\nentry: SHORT \";\" | LONG \".\"\nSHORT: /<[a-z ]{1,5}>/\nLONG: /<[a-z é-]{3,140}>/\n%ignore \" \"\n";
-    let uni = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/corpus/unicode/grammar.lark"
-    ))
-    .unwrap();
-    let schema = r#"{"type": "object", "properties": {
-        "description": {"type": "string"}, "descriptor": {"enum": ["desk", "des", "d\u00e9"]},
-        "desk": {"type": "integer"}, "name": {"type": "string", "maxLength": 9},
-        "names": {"type": "array", "items": {"type": "string"}}},
-        "additionalProperties": {"type": "number"}}"#;
-    for (name, text, format) in [
-        ("counted", counted.to_string(), GrammarFormat::Lark),
-        ("json", BUILTIN_JSON.to_string(), GrammarFormat::Lark),
-        ("unicode", uni, GrammarFormat::Lark),
-        ("schema", schema.to_string(), GrammarFormat::JsonSchema),
-    ] {
-        let g = compile_grammar(&text, format).unwrap();
-        let tables = build_glr_tables(&g).unwrap();
+    for (name, tables) in walk_cases() {
         let lexer = &tables.lexer;
         let emits = EmitTable::new(lexer);
         let tokens = sorted_tokens(&gpt2);
@@ -267,7 +265,13 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
         let canon = |p: LexPos| canonical_end(&reps, p);
         let positions = start_positions(lexer);
         let walks = Walks::new(lexer, &tokens, &positions, Some(&share));
-        let atoms = atomize(lexer, &emits, &walks, &positions, canon);
+        let atoms = atomize(lexer, &emits, &walks, &positions, canon, gpt2.len());
+        let mut atom_tokens: Vec<Vec<u32>> = vec![Vec::new(); atoms.len()];
+        for (t, &a) in atoms.of_token.iter().enumerate() {
+            if a != NO_ATOM {
+                atom_tokens[a as usize].push(t as u32);
+            }
+        }
         assert!(
             atoms.len() < tokens.len() / 10,
             "{name}: {} atoms",
@@ -282,7 +286,7 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
             let mut got: std::collections::HashMap<u32, BTreeSet<(Vec<EmitId>, LexPos)>> =
                 Default::default();
             for (a, outcomes) in all_outcomes(&atoms.trie(lexer, &walks, pos)) {
-                for &t in &atoms.tokens[a as usize] {
+                for &t in &atom_tokens[a as usize] {
                     got.insert(t, outcomes.clone());
                 }
             }
