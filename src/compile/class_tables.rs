@@ -89,20 +89,28 @@ pub fn freeze(
         atom_range.push((end, end));
         end += c;
     }
-    let mut pool: Vec<(u32, u32)> = vec![(u32::MAX, 0); end as usize];
+    let mut atom_words: Vec<(u32, u32)> = vec![(u32::MAX, 0); end as usize];
     for (t, &a) in atom_of_token.iter().enumerate() {
         if a == NO_ATOM {
             continue;
         }
         let (w, bit) = (t as u32 / 32, 1u32 << (t % 32));
         let r = &mut atom_range[a as usize];
-        if r.1 > r.0 && pool[r.1 as usize - 1].0 == w {
-            pool[r.1 as usize - 1].1 |= bit;
+        if r.1 > r.0 && atom_words[r.1 as usize - 1].0 == w {
+            atom_words[r.1 as usize - 1].1 |= bit;
         } else {
-            pool[r.1 as usize] = (w, bit);
+            atom_words[r.1 as usize] = (w, bit);
             r.1 += 1;
         }
     }
+    let atom_slice = |a: u32| {
+        let (lo, hi) = atom_range[a as usize];
+        &atom_words[lo as usize..hi as usize]
+    };
+    // The pool holds what classes use: an atom's words when it is a class on its own,
+    // an atom set's merged words when they are one class (each once).
+    let mut pool: Vec<(u32, u32)> = Vec::new();
+    let mut single: Vec<Option<(u32, u32)>> = vec![None; num_atoms];
     // Merging scratch: word values, and which words are nonzero (read back in order).
     let nw = atom_of_token.len().div_ceil(32);
     let mut acc = vec![0u32; nw];
@@ -114,11 +122,14 @@ pub fn freeze(
             let ranges = (0..t.num_classes())
                 .map(|c| match t.class(c) {
                     [] => (0, 0),
-                    &[a] => atom_range[a as usize],
+                    &[a] => *single[a as usize].get_or_insert_with(|| {
+                        let lo = pool.len() as u32;
+                        pool.extend_from_slice(atom_slice(a));
+                        (lo, pool.len() as u32)
+                    }),
                     set => *merged.entry(set).or_insert_with(|| {
                         for &a in set {
-                            let (lo, hi) = atom_range[a as usize];
-                            for &(w, bits) in &pool[lo as usize..hi as usize] {
+                            for &(w, bits) in atom_slice(a) {
                                 acc[w as usize] |= bits;
                                 touched[w as usize / 64] |= 1 << (w % 64);
                             }
