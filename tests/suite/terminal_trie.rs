@@ -35,6 +35,26 @@ fn all_outcomes(
     out
 }
 
+/// Token outcomes, per token id, as [`all_outcomes`] gives them.
+type Outcomes = std::collections::HashMap<u32, BTreeSet<(Vec<EmitId>, LexPos)>>;
+
+/// Fails naming `what`, how many tokens differ and one of them, unless `a` and `b` agree.
+fn assert_same_outcomes(what: &str, a: &Outcomes, b: &Outcomes) {
+    let differ: Vec<&u32> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|t| a.get(t) != b.get(t))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{what}: {} tokens differ, e.g. {} ({:?} vs {:?})",
+        differ.len(),
+        differ[0],
+        a.get(differ[0]),
+        b.get(differ[0])
+    );
+}
+
 fn state_of(lexer: &LexerDfa, bytes: &[u8]) -> LexStateId {
     bytes.iter().fold(LexerDfa::START, |q, &b| lexer.next(q, b))
 }
@@ -176,8 +196,9 @@ fn tries_match_whole_document_lexing() {
 
 /// Grammars whose tries exercise walk sharing: counted terminals longer than GPT-2's
 /// longest token, JSON, multi-byte characters, and a schema whose key literals share
-/// prefixes with each other and with the generic string. Each with its tables.
-fn walk_cases() -> Vec<(&'static str, stackmask::glr::Tables)> {
+/// prefixes with each other and with the generic string. Each with its tables, emissions,
+/// token-end representatives and walk sharing for `vocab`.
+fn walk_cases(vocab: &Vocab) -> Vec<WalkCase> {
     let counted = "start: entry+\nentry: SHORT \";\" | LONG \".\"\nSHORT: /<[a-z ]{1,5}>/\nLONG: /<[a-z é-]{3,140}>/\n%ignore \" \"\n";
     let uni = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -197,10 +218,31 @@ fn walk_cases() -> Vec<(&'static str, stackmask::glr::Tables)> {
     ]
     .into_iter()
     .map(|(name, text, format)| {
+        use stackmask::compile::lexer_equiv::end_reps;
+        use stackmask::compile::terminal_trie::WalkShare;
         let g = compile_grammar(&text, format).unwrap();
-        (name, build_glr_tables(&g).unwrap())
+        let tables = build_glr_tables(&g).unwrap();
+        let emits = EmitTable::new(&tables.lexer);
+        let reps = end_reps(&tables.lexer, &tables.follow);
+        let (share, _) = WalkShare::new(&tables.lexer, &reps, vocab.max_token_len());
+        WalkCase {
+            name,
+            tables,
+            emits,
+            reps,
+            share,
+        }
     })
     .collect()
+}
+
+/// One grammar of [`walk_cases`], ready to walk.
+struct WalkCase {
+    name: &'static str,
+    tables: stackmask::glr::Tables,
+    emits: EmitTable,
+    reps: Vec<LexStateId>,
+    share: stackmask::compile::terminal_trie::WalkShare,
 }
 
 /// Walks shared between lexer states alike to each length bucket's depth give the same
@@ -208,39 +250,28 @@ fn walk_cases() -> Vec<(&'static str, stackmask::glr::Tables)> {
 /// [`walk_cases`]).
 #[test]
 fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
-    use stackmask::compile::lexer_equiv::{canonical_end, end_reps};
-    use stackmask::compile::terminal_trie::{build_tries, build_tries_shared, WalkShare};
+    use stackmask::compile::lexer_equiv::canonical_end;
+    use stackmask::compile::terminal_trie::{build_tries, build_tries_shared};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
-    for (name, tables) in walk_cases() {
-        let lexer = &tables.lexer;
-        let emits = EmitTable::new(lexer);
-        let tokens = sorted_tokens(&gpt2);
-        let reps = end_reps(lexer, &tables.follow);
-        let (share, _) = WalkShare::new(lexer, &reps, gpt2.max_token_len());
+    let tokens = sorted_tokens(&gpt2);
+    for c in walk_cases(&gpt2) {
+        let (name, lexer, emits, reps, share) =
+            (c.name, &c.tables.lexer, &c.emits, &c.reps, &c.share);
         assert!(share.bounds.len() > 3, "{name}: buckets {:?}", share.bounds);
-        let canon = |p: LexPos| canonical_end(&reps, p);
+        let canon = |p: LexPos| canonical_end(reps, p);
         let positions = start_positions(lexer);
         // Every position of the small grammars; a spread of the larger ones'.
         let step = (positions.len() / 300).max(1);
         let picked: Vec<LexPos> = positions.iter().copied().step_by(step).collect();
-        let plain = build_tries(lexer, &emits, &tokens, &picked);
-        let shared = build_tries_shared(lexer, &emits, &tokens, &picked, Some(&share));
+        let plain = build_tries(lexer, emits, &tokens, &picked);
+        let shared = build_tries_shared(lexer, emits, &tokens, &picked, Some(share));
         for ((pos, mut a), mut b) in picked.iter().zip(plain).zip(shared) {
             a.canonicalize_finals(canon);
             b.canonicalize_finals(canon);
-            let (a, b) = (all_outcomes(&a), all_outcomes(&b));
-            let differ: Vec<&u32> = a
-                .keys()
-                .chain(b.keys())
-                .filter(|t| a.get(t) != b.get(t))
-                .collect();
-            assert!(
-                differ.is_empty(),
-                "{name}: {pos:?}: {} tokens differ, e.g. {} ({:?} vs {:?})",
-                differ.len(),
-                differ[0],
-                a.get(differ[0]),
-                b.get(differ[0])
+            assert_same_outcomes(
+                &format!("{name}: {pos:?}"),
+                &all_outcomes(&a),
+                &all_outcomes(&b),
             );
         }
     }
@@ -252,20 +283,18 @@ fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
 /// copied from the string's walk instead of walked).
 #[test]
 fn atom_tries_expand_to_the_canonical_token_tries() {
-    use stackmask::compile::lexer_equiv::{canonical_end, end_reps};
-    use stackmask::compile::terminal_trie::{build_tries_shared, WalkShare, Walks};
+    use stackmask::compile::lexer_equiv::canonical_end;
+    use stackmask::compile::terminal_trie::{build_tries_shared, Walks};
     use stackmask::compile::token_atoms::{atomize, NO_ATOM};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
-    for (name, tables) in walk_cases() {
-        let lexer = &tables.lexer;
-        let emits = EmitTable::new(lexer);
-        let tokens = sorted_tokens(&gpt2);
-        let reps = end_reps(lexer, &tables.follow);
-        let (share, _) = WalkShare::new(lexer, &reps, gpt2.max_token_len());
-        let canon = |p: LexPos| canonical_end(&reps, p);
+    let tokens = sorted_tokens(&gpt2);
+    for c in walk_cases(&gpt2) {
+        let (name, lexer, emits, reps, share) =
+            (c.name, &c.tables.lexer, &c.emits, &c.reps, &c.share);
+        let canon = |p: LexPos| canonical_end(reps, p);
         let positions = start_positions(lexer);
-        let walks = Walks::new(lexer, &tokens, &positions, Some(&share));
-        let atoms = atomize(lexer, &emits, &walks, &positions, canon, gpt2.len());
+        let walks = Walks::new(lexer, &tokens, &positions, Some(share));
+        let atoms = atomize(lexer, emits, &walks, &positions, canon, gpt2.len());
         let mut atom_tokens: Vec<Vec<u32>> = vec![Vec::new(); atoms.len()];
         for (t, &a) in atoms.of_token.iter().enumerate() {
             if a != NO_ATOM {
@@ -279,7 +308,7 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
         );
         let step = (positions.len() / 300).max(1);
         let picked: Vec<LexPos> = positions.iter().copied().step_by(step).collect();
-        let token_tries = build_tries_shared(lexer, &emits, &tokens, &picked, Some(&share));
+        let token_tries = build_tries_shared(lexer, emits, &tokens, &picked, Some(share));
         for (&pos, mut want) in picked.iter().zip(token_tries) {
             want.canonicalize_finals(canon);
             let want = all_outcomes(&want);
@@ -290,19 +319,7 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
                     got.insert(t, outcomes.clone());
                 }
             }
-            let differ: Vec<&u32> = want
-                .keys()
-                .chain(got.keys())
-                .filter(|t| want.get(t) != got.get(t))
-                .collect();
-            assert!(
-                differ.is_empty(),
-                "{name}: {pos:?}: {} tokens differ, e.g. {} ({:?} vs {:?})",
-                differ.len(),
-                differ[0],
-                want.get(differ[0]),
-                got.get(differ[0])
-            );
+            assert_same_outcomes(&format!("{name}: {pos:?}"), &want, &got);
         }
     }
 }
