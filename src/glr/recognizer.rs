@@ -12,9 +12,7 @@
 //! possible and accepted. A commit keeps only viable configurations and fails, changing
 //! nothing, if none is left.
 
-use std::sync::Arc;
-
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use smallvec::SmallVec;
 
