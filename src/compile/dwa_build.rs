@@ -593,6 +593,20 @@ pub fn build_dwa_limited(
 ) -> Result<Dwa, GrammarError> {
     let max_states = limits.max_states;
     let lexer = &tables.lexer;
+    // A token walked from a counted run's template must not reach the run's end, or the
+    // template would stand for iterations it differs from.
+    if !lexer.runs().is_empty() && vocab.max_token_len() > lexer.count_margin() as usize {
+        return Err(GrammarError::Unsupported {
+            span: Default::default(),
+            construct: "counted string with a long token".into(),
+            reason: format!(
+                "the lexer counts long strings with a margin of {} bytes, and the vocabulary \
+                 has a {}-byte token",
+                lexer.count_margin(),
+                vocab.max_token_len()
+            ),
+        });
+    }
     let emits = EmitTable::new(lexer);
     let tokens = sorted_tokens(vocab);
     let positions = start_positions(lexer);
@@ -795,8 +809,8 @@ pub fn build_dwa_limited(
     let inhibited: Vec<(LexPos, ClassAtoms)> = inhibited_positions
         .par_iter()
         .map(|&(p, q)| {
-            let table =
-                dead_table.filtered(|a| lexer.is_dead(lexer.next(q, atoms.first_byte[a as usize])));
+            let table = dead_table
+                .filtered(|a| lexer.is_dead(lexer.next_rep(q, atoms.first_byte[a as usize])));
             (p, table)
         })
         .collect();

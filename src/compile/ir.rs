@@ -38,8 +38,35 @@ pub struct Terminal {
     /// Patterns no lexeme may match in full: the terminal is then also the difference
     /// (empty for all but JSON Schema's `not` of a string language).
     pub except: Vec<String>,
+    /// A count on the lexeme (JSON Schema's long string lengths): when set, the terminal's
+    /// lexemes are exactly `open · unit{lo,hi} · close`, and `regex` (a display form),
+    /// `also` and `except` are not read by the lexer builder.
+    pub counted: Option<Counted>,
     /// Where it was defined (or first used, for anonymous terminals).
     pub span: Span,
+}
+
+/// A terminal whose lexemes are an opening byte, between `lo` and `hi` *units*, and a
+/// closing byte: a JSON string of bounded length, where a unit is one character as the
+/// literal spells it (raw, short escape, `\uXXXX` or a surrogate pair).
+///
+/// The lexer counts units instead of unrolling `unit{lo,hi}` into states, so bounds in
+/// the hundreds of thousands cost about as much as a few hundred. Invariants the lexer
+/// builder checks: `unit` is prefix-free and never empty, no unit starts with `close`,
+/// and every counted terminal of a grammar has the same `open`, `unit` and `close` (so
+/// the count is a property of the lexeme, shared by all of them).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Counted {
+    /// The byte that opens the lexeme (`"`).
+    pub open: u8,
+    /// A `regex-syntax` pattern matching exactly one unit.
+    pub unit: String,
+    /// The byte that closes the lexeme (`"`).
+    pub close: u8,
+    /// Fewest units.
+    pub lo: u32,
+    /// Most units (`None`: unbounded).
+    pub hi: Option<u32>,
 }
 
 /// A grammar symbol on the right-hand side of a production.

@@ -19,8 +19,9 @@ use regex_automata::{
 
 use super::error::GrammarError;
 use super::ir::{Grammar, Priority, Terminal};
+use super::lexer_count::{CountPos, Counting, UnitDfa, CLOSED, OPEN};
 use crate::ids::TerminalId;
-use crate::lexer::{LexTerminal, LexerDfa};
+use crate::lexer::{CountRun, LexTerminal, LexerDfa};
 
 /// Most states of the combined lexer DFA; bounds memory (states × classes × 4 bytes).
 pub const MAX_LEXER_STATES: usize = 200_000;
@@ -306,13 +307,68 @@ fn regex_dfa(t: &Terminal, regex: &str, main: bool) -> Result<TermDfa, GrammarEr
     Ok(TermDfa::pruned(classes, stride, trans, complete))
 }
 
+/// Options of the lexer build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LexerOptions {
+    /// Counted layers kept explicit before each critical count, and the least run length
+    /// beyond it: a mask automaton over the lexer accepts tokens of at most this many
+    /// bytes (see `lexer::CountRun`).
+    pub count_margin: u32,
+}
+
+/// Default [`LexerOptions::count_margin`]: twice the longest token (128 bytes) of the
+/// byte-level BPE vocabularies in use.
+pub const COUNT_MARGIN: u32 = 256;
+
+impl Default for LexerOptions {
+    fn default() -> Self {
+        Self {
+            count_margin: COUNT_MARGIN,
+        }
+    }
+}
+
 /// Builds the lexer DFA of a grammar.
 pub fn build_lexer(g: &Grammar) -> Result<LexerDfa, GrammarError> {
+    build_lexer_with(g, &LexerOptions::default())
+}
+
+/// A combined-automaton state under construction: every plain terminal's state (and each
+/// counted terminal's, before `open` and after `close`), sorted by terminal, plus where
+/// the counted terminals are inside their units.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    plain: Vec<(u32, u32)>,
+    count: Option<CountPos>,
+}
+
+/// A run cut during the construction: its template layer (pre-renumbering ids) and,
+/// per unit-start template state, the explicit state the last iteration exits to.
+struct CutRun {
+    template: Vec<u32>,
+    len: u32,
+    exits: Vec<(u32, u32)>,
+}
+
+/// [`build_lexer`] with explicit options.
+pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, GrammarError> {
     let dfas = g
         .terminals
         .iter()
-        .map(term_dfa)
+        .map(|t| match t.counted {
+            Some(_) => Ok(None),
+            None => term_dfa(t).map(Some),
+        })
         .collect::<Result<Vec<_>, _>>()?;
+    let counting = Counting::new(&g.terminals, |t, re| {
+        let d = regex_dfa(t, re, true)?;
+        Ok(UnitDfa {
+            classes: d.classes,
+            stride: d.stride,
+            trans: d.trans,
+            complete: d.complete,
+        })
+    })?;
     let prio: Vec<Priority> = g.terminals.iter().map(|t| t.priority).collect();
 
     // Global byte classes: bytes no terminal DFA distinguishes.
@@ -320,7 +376,18 @@ pub fn build_lexer(g: &Grammar) -> Result<LexerDfa, GrammarError> {
     let mut classes = vec![0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
     for b in 0..=255u8 {
-        let sig: Vec<u8> = dfas.iter().map(|d| d.classes[b as usize]).collect();
+        let mut sig: Vec<u8> = dfas
+            .iter()
+            .flatten()
+            .map(|d| d.classes[b as usize])
+            .collect();
+        if let Some(k) = &counting {
+            sig.extend([
+                k.unit.classes[b as usize],
+                u8::from(b == k.open),
+                u8::from(b == k.close),
+            ]);
+        }
         let next = sig_class.len();
         let c = *sig_class.entry(sig).or_insert_with(|| {
             reps.push(b);
@@ -330,86 +397,366 @@ pub fn build_lexer(g: &Grammar) -> Result<LexerDfa, GrammarError> {
     }
     let stride = reps.len();
 
-    type Key = Vec<(u32, u32)>;
-    let mut index: HashMap<Key, u32> = HashMap::new();
-    let mut keys: Vec<Key> = vec![Vec::new()]; // state 0: dead
-    index.insert(Vec::new(), 0);
-    let start_key: Key = dfas
+    let mut b = SubsetBuilder {
+        dfas: &dfas,
+        counting: counting.as_ref(),
+        stride,
+        reps: &reps,
+        index: HashMap::new(),
+        keys: Vec::new(),
+        trans: Vec::new(),
+        emits: Vec::new(),
+        prio: &prio,
+    };
+    b.add(Key {
+        plain: Vec::new(),
+        count: None,
+    })?; // state 0: dead
+    let start_plain: Vec<(u32, u32)> = dfas
         .iter()
         .enumerate()
-        .filter(|(_, d)| d.start != NONE)
-        .map(|(i, d)| (i as u32, d.start))
-        .collect();
-    // The start state is always 1, even if no terminal can start (then it has no exits).
-    keys.push(start_key.clone());
-    index.insert(start_key, 1);
-    let mut trans: Vec<u32> = vec![0; stride]; // dead row
-    let mut emits: Vec<Vec<TerminalId>> = vec![Vec::new()];
-    let mut s = 1;
-    while s < keys.len() {
-        let key = keys[s].clone();
-        for &b in &reps {
-            let next: Key = key
-                .iter()
-                .filter_map(|&(t, st)| {
-                    let d = &dfas[t as usize];
-                    let ns = d.trans[st as usize * d.stride + d.classes[b as usize] as usize];
-                    (ns != NONE).then_some((t, ns))
-                })
-                .collect();
-            let id = match index.get(&next) {
-                Some(&id) => id,
-                None => {
-                    let id = keys.len() as u32;
-                    if keys.len() >= MAX_LEXER_STATES {
-                        return Err(GrammarError::TooLarge {
-                            span: Default::default(),
-                            what: "lexer DFA states".into(),
-                            limit: MAX_LEXER_STATES,
-                        });
-                    }
-                    index.insert(next.clone(), id);
-                    keys.push(next);
-                    id
-                }
-            };
-            trans.push(id);
-        }
-        let complete: Vec<u32> = key
-            .iter()
-            .filter(|&&(t, st)| dfas[t as usize].complete[st as usize])
-            .map(|&(t, _)| t)
-            .collect();
-        let top = complete.iter().map(|&t| prio[t as usize]).max();
-        emits.push(
-            complete
-                .into_iter()
-                .filter(|&t| Some(prio[t as usize]) == top)
-                .map(|t| TerminalId::new(t as usize))
-                .collect(),
-        );
-        s += 1;
-    }
-    let terminals = g
-        .terminals
-        .iter()
-        .map(|t| LexTerminal {
-            name: t.name.clone(),
-            ignored: t.ignored,
+        .filter_map(|(i, d)| match d {
+            Some(d) => (d.start != NONE).then_some((i as u32, d.start)),
+            None => Some((i as u32, OPEN)),
         })
         .collect();
-    // The construction above meets every invariant `from_parts` checks.
-    Ok(
-        LexerDfa::from_parts(classes, stride as u32, trans, emits, terminals)
-            .expect("lexer tables built consistently"),
-    )
+    // The start state is always 1, even if no terminal can start (then it has no exits).
+    b.add(Key {
+        plain: start_plain,
+        count: None,
+    })?;
+    // Plain states in id order (as before counting existed); counted layers by count,
+    // each finished before the next so that a layer can be compared with the one before.
+    let mut plain_queue: std::collections::VecDeque<u32> = [1].into();
+    let mut layers: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+    let mut runs: Vec<CutRun> = Vec::new();
+    let mut prev_layer: Option<(u32, Vec<(Vec<(u32, u32)>, u32)>)> = None;
+    loop {
+        while let Some(s) = plain_queue.pop_front() {
+            b.process(s, &mut plain_queue, &mut layers)?;
+        }
+        let Some((c, mut work)) = layers.pop_first() else {
+            break;
+        };
+        let mut layer: Vec<u32> = Vec::new();
+        while let Some(s) = work.pop() {
+            layer.push(s);
+            let mut found: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+            b.process(s, &mut plain_queue, &mut found)?;
+            for (c2, v) in found {
+                if c2 == c {
+                    work.extend(v);
+                } else {
+                    layers.entry(c2).or_default().extend(v);
+                }
+            }
+        }
+        let k = counting.as_ref().expect("layers exist only when counting");
+        let mut combos: Vec<(Vec<(u32, u32)>, u32)> = layer
+            .iter()
+            .map(|&s| {
+                let key = &b.keys[s as usize];
+                (
+                    key.plain.clone(),
+                    key.count.expect("a layer state counts").u,
+                )
+            })
+            .collect();
+        combos.sort();
+        let settled = c > 0
+            && !k.is_critical(c)
+            && prev_layer
+                .as_ref()
+                .is_some_and(|(pc, pcombos)| *pc + 1 == c && *pcombos == combos);
+        let margin = opts.count_margin.max(1);
+        let run_len = k
+            .next_critical(c)
+            .and_then(|end| end.checked_sub(margin)?.checked_sub(c));
+        if let (true, Some(len)) = (settled, run_len.filter(|&l| l > margin)) {
+            if let Some(run) = b.cut_run(c, len, &layer, &mut layers)? {
+                runs.push(run);
+                prev_layer = None;
+                continue;
+            }
+        }
+        prev_layer = Some((c, combos));
+    }
+    b.finish(classes, stride, runs, opts.count_margin, &g.terminals)
+}
+
+/// The subset construction's tables, with the counting rules.
+struct SubsetBuilder<'a> {
+    dfas: &'a [Option<TermDfa>],
+    counting: Option<&'a Counting>,
+    stride: usize,
+    /// One byte per class, in class order.
+    reps: &'a [u8],
+    index: HashMap<Key, u32>,
+    keys: Vec<Key>,
+    /// Rows of `stride` entries, one per state (filled when the state is processed).
+    trans: Vec<u32>,
+    emits: Vec<Vec<TerminalId>>,
+    prio: &'a [Priority],
+}
+
+impl SubsetBuilder<'_> {
+    fn add(&mut self, key: Key) -> Result<u32, GrammarError> {
+        if self.keys.len() >= MAX_LEXER_STATES {
+            return Err(GrammarError::TooLarge {
+                span: Default::default(),
+                what: "lexer DFA states".into(),
+                limit: MAX_LEXER_STATES,
+            });
+        }
+        let id = self.keys.len() as u32;
+        self.index.insert(key.clone(), id);
+        self.emits.push(self.complete(&key));
+        self.keys.push(key);
+        self.trans.extend(std::iter::repeat_n(0, self.stride));
+        Ok(id)
+    }
+
+    /// The top-priority terminals a state's lexeme completes.
+    fn complete(&self, key: &Key) -> Vec<TerminalId> {
+        let complete: Vec<u32> = key
+            .plain
+            .iter()
+            .filter(|&&(t, st)| match &self.dfas[t as usize] {
+                Some(d) => d.complete[st as usize],
+                None => st == CLOSED,
+            })
+            .map(|&(t, _)| t)
+            .collect();
+        let top = complete.iter().map(|&t| self.prio[t as usize]).max();
+        complete
+            .into_iter()
+            .filter(|&t| Some(self.prio[t as usize]) == top)
+            .map(|t| TerminalId::new(t as usize))
+            .collect()
+    }
+
+    /// The key after byte `b` (empty: dead).
+    fn step(&self, key: &Key, b: u8) -> Key {
+        let mut enter = false;
+        let mut plain: Vec<(u32, u32)> = key
+            .plain
+            .iter()
+            .filter_map(|&(t, st)| match &self.dfas[t as usize] {
+                Some(d) => {
+                    let ns = d.trans[st as usize * d.stride + d.classes[b as usize] as usize];
+                    (ns != NONE).then_some((t, ns))
+                }
+                None => {
+                    // Only the start state holds counted terminals before `open`.
+                    let k = self.counting.expect("a counted terminal implies counting");
+                    enter |= st == OPEN && b == k.open;
+                    None
+                }
+            })
+            .collect();
+        let mut count = None;
+        if let Some(k) = self.counting {
+            if enter {
+                let p = CountPos { u: 0, c: 0 };
+                count = k.any_alive(p).then_some(p);
+            } else if let Some(p) = key.count {
+                match k.step(p, b) {
+                    Ok(next) => count = next,
+                    Err(()) => {
+                        plain.extend(k.closing(p.c).map(|t| (t, CLOSED)));
+                        plain.sort_unstable();
+                    }
+                }
+            }
+        }
+        Key { plain, count }
+    }
+
+    /// Fills state `s`'s row, adding the states it reaches: plain ones to `plain`,
+    /// counting ones to `layers` by count.
+    fn process(
+        &mut self,
+        s: u32,
+        plain: &mut std::collections::VecDeque<u32>,
+        layers: &mut std::collections::BTreeMap<u32, Vec<u32>>,
+    ) -> Result<(), GrammarError> {
+        let key = self.keys[s as usize].clone();
+        for (c, &byte) in self.reps.iter().enumerate() {
+            let next = self.step(&key, byte);
+            let id = if next.plain.is_empty() && next.count.is_none() {
+                0
+            } else if let Some(&id) = self.index.get(&next) {
+                id
+            } else {
+                let count = next.count;
+                let id = self.add(next)?;
+                match count {
+                    None => plain.push_back(id),
+                    Some(p) => layers.entry(p.c).or_default().push(id),
+                }
+                id
+            };
+            self.trans[s as usize * self.stride + c] = id;
+        }
+        Ok(())
+    }
+
+    /// Cuts a run at layer `c` (whose states are `layer`, equal to the layer before as
+    /// far as other terminals and unit positions go): the layer becomes the template of
+    /// `len` iterations, the states its unit completions created (the pending layer
+    /// `c + 1`) become the exit layer `c + len`, and the template's completions loop back
+    /// into it. `None` (nothing changed) if the completions do not reproduce the layer's
+    /// unit-start states one for one.
+    fn cut_run(
+        &mut self,
+        c: u32,
+        len: u32,
+        layer: &[u32],
+        layers: &mut std::collections::BTreeMap<u32, Vec<u32>>,
+    ) -> Result<Option<CutRun>, GrammarError> {
+        let plain_of = |b: &Self, s: u32| b.keys[s as usize].plain.clone();
+        let mut starts: Vec<(Vec<(u32, u32)>, u32)> = layer
+            .iter()
+            .filter(|&&s| self.keys[s as usize].count.is_some_and(|p| p.u == 0))
+            .map(|&s| (plain_of(self, s), s))
+            .collect();
+        starts.sort();
+        let mut pending: Vec<(Vec<(u32, u32)>, u32)> = layers
+            .get(&(c + 1))
+            .map(|v| v.iter().map(|&s| (plain_of(self, s), s)).collect())
+            .unwrap_or_default();
+        pending.sort();
+        let same =
+            starts.len() == pending.len() && starts.iter().zip(&pending).all(|(a, b)| a.0 == b.0);
+        if !same || layers.keys().any(|&k| k > c + 1) {
+            return Ok(None);
+        }
+        layers.remove(&(c + 1));
+        let exit_count = c + len;
+        let mut to_template: HashMap<u32, u32> = HashMap::new();
+        let mut exits = Vec::with_capacity(starts.len());
+        for ((plain, x), (_, e)) in starts.into_iter().zip(pending) {
+            let old = self.keys[e as usize].clone();
+            self.index.remove(&old);
+            let key = Key {
+                plain,
+                count: Some(CountPos {
+                    u: 0,
+                    c: exit_count,
+                }),
+            };
+            self.index.insert(key.clone(), e);
+            self.keys[e as usize] = key;
+            layers.entry(exit_count).or_default().push(e);
+            to_template.insert(e, x);
+            exits.push((x, e));
+        }
+        for &x in layer {
+            let row = &mut self.trans[x as usize * self.stride..(x as usize + 1) * self.stride];
+            for t in row {
+                if let Some(&x2) = to_template.get(t) {
+                    *t = x2;
+                }
+            }
+        }
+        Ok(Some(CutRun {
+            template: layer.to_vec(),
+            len,
+            exits,
+        }))
+    }
+
+    /// Renumbers the states (plain ones in construction order, then each run's template,
+    /// unit-start states first) and freezes the lexer.
+    fn finish(
+        self,
+        classes: Vec<u8>,
+        stride: usize,
+        runs: Vec<CutRun>,
+        margin: u32,
+        terminals: &[Terminal],
+    ) -> Result<LexerDfa, GrammarError> {
+        let n = self.keys.len();
+        let mut in_run = vec![false; n];
+        for r in &runs {
+            for &s in &r.template {
+                in_run[s as usize] = true;
+            }
+        }
+        let mut order: Vec<u32> = (0..n as u32).filter(|&s| !in_run[s as usize]).collect();
+        let run_from = order.len() as u32;
+        let mut layout: Vec<(u32, u32, u32)> = Vec::with_capacity(runs.len()); // first, width, starts
+        for r in &runs {
+            let first = order.len() as u32;
+            let is_start = |s: &u32| self.keys[*s as usize].count.is_some_and(|p| p.u == 0);
+            let mut t = r.template.clone();
+            t.sort_unstable_by_key(|s| (!is_start(s), *s));
+            let starts = t.iter().filter(|s| is_start(s)).count() as u32;
+            order.extend(&t);
+            layout.push((first, t.len() as u32, starts));
+        }
+        let mut perm = vec![0u32; n];
+        for (new, &old) in order.iter().enumerate() {
+            perm[old as usize] = new as u32;
+        }
+        let mut trans = Vec::with_capacity(n * stride);
+        let mut emits = Vec::with_capacity(n);
+        for &old in &order {
+            let row = &self.trans[old as usize * stride..(old as usize + 1) * stride];
+            trans.extend(row.iter().map(|&t| perm[t as usize]));
+            emits.push(self.emits[old as usize].clone());
+        }
+        let mut frozen = Vec::with_capacity(runs.len());
+        let mut virtual_base = n as u64;
+        for (r, &(first, width, starts)) in runs.iter().zip(&layout) {
+            // The template's unit-start states, in their new order, and their exits.
+            let exit_of: HashMap<u32, u32> = r.exits.iter().copied().collect();
+            let exits = (first..first + starts)
+                .map(|x| perm[exit_of[&order[x as usize]] as usize])
+                .collect();
+            frozen.push(CountRun {
+                first,
+                width,
+                starts,
+                len: r.len,
+                virtual_base: virtual_base as u32,
+                exits,
+            });
+            virtual_base += u64::from(width) * u64::from(r.len - 1);
+            if virtual_base > u64::from(u32::MAX) {
+                return Err(GrammarError::TooLarge {
+                    span: Default::default(),
+                    what: "counted lexer states (layers × states per layer)".into(),
+                    limit: u32::MAX as usize,
+                });
+            }
+        }
+        let lex_terminals = terminals
+            .iter()
+            .map(|t| LexTerminal {
+                name: t.name.clone(),
+                ignored: t.ignored,
+            })
+            .collect();
+        let margin = if frozen.is_empty() { 0 } else { margin };
+        // The construction above meets every invariant `from_parts_with_runs` checks.
+        Ok(LexerDfa::from_parts_with_runs(
+            classes,
+            stride as u32,
+            trans,
+            emits,
+            lex_terminals,
+            (run_from, frozen, margin),
+        )
+        .expect("lexer tables built consistently"))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::compile::error::Span;
-    use crate::compile::ir::Terminal;
+    use crate::compile::ir::{Counted, Terminal};
 
     fn terminal(regex: &str, also: &[&str]) -> Terminal {
         terminal_except(regex, also, &[])
@@ -423,8 +770,151 @@ mod tests {
             ignored: false,
             also: also.iter().map(|s| s.to_string()).collect(),
             except: except.iter().map(|s| s.to_string()).collect(),
+            counted: None,
             span: Span::default(),
         }
+    }
+
+    fn grammar_of(terminals: Vec<Terminal>) -> Grammar {
+        use crate::compile::ir::{Nonterminal, Production, Symbol};
+        use crate::ids::NonterminalId;
+        let n = terminals.len();
+        Grammar {
+            terminals,
+            nonterminals: vec![Nonterminal {
+                name: "start".into(),
+                span: Span::default(),
+            }],
+            productions: (0..n)
+                .map(|t| Production {
+                    lhs: NonterminalId::new(0),
+                    rhs: vec![Symbol::T(TerminalId::new(t))],
+                    priority: 0,
+                })
+                .collect(),
+            start: NonterminalId::new(0),
+        }
+    }
+
+    /// Strings of a few kinds at once: a generic one, three counted ones (one of them
+    /// unbounded above), a literal that beats them, and one whose pattern lives only on
+    /// `a`s; units of one, two (`é`, escapes) bytes. `counted` selects counted terminals or
+    /// their unrolled regexes.
+    fn string_kinds(counted: bool) -> Vec<Terminal> {
+        let unit = r"[ab]|\\[nc]|é";
+        let plain = |name: &str, regex: &str, literal: bool| {
+            let mut t = terminal(regex, &[]);
+            t.name = name.into();
+            t.priority.literal = literal;
+            t
+        };
+        let count = |name: &str, lo: u32, hi: Option<u32>| {
+            let mut t = plain(name, "", false);
+            if counted {
+                t.regex = "(display only)".into();
+                t.counted = Some(Counted {
+                    open: b'"',
+                    unit: unit.into(),
+                    close: b'"',
+                    lo,
+                    hi,
+                });
+            } else {
+                let hi = hi.map_or(String::new(), |h| h.to_string());
+                t.regex = format!("\"(?:{unit}){{{lo},{hi}}}\"");
+            }
+            t
+        };
+        vec![
+            plain("ANY", r#""[abé\\nc]*""#, false),
+            count("T1", 2, Some(60)),
+            count("T2", 0, Some(12)),
+            count("T3", 40, None),
+            plain("AB", r#""ab""#, true),
+            plain("AS", r#""a+""#, false),
+            plain("X", "x+", false),
+        ]
+    }
+
+    /// A lexer with counted terminals lexes exactly like the one with their counts
+    /// unrolled into regexes: walking both in lock step from the start over every byte
+    /// (both are finite, so this visits every reachable pair), exact states agree on
+    /// deadness, emission and extendability, and their stand-ins on the follow tables
+    /// and on the reference's lexical searches. Several margins cut runs differently.
+    #[test]
+    fn counted_runs_lex_like_unrolled_counts() {
+        use crate::compile::lexer_follow::build_follow;
+        use crate::ids::LexStateId;
+        use crate::reference::follow as rf;
+        let unrolled = build_lexer(&grammar_of(string_kinds(false))).unwrap();
+        let uf = build_follow(&unrolled);
+        for margin in [1, 2, 3, 5] {
+            let g = grammar_of(string_kinds(true));
+            let lx = build_lexer_with(
+                &g,
+                &LexerOptions {
+                    count_margin: margin,
+                },
+            )
+            .unwrap();
+            assert!(!lx.runs().is_empty(), "margin {margin}: no run was cut");
+            assert!(lx.num_states() < unrolled.num_states(), "margin {margin}");
+            let lf = build_follow(&lx);
+            let mut seen = hashbrown::HashSet::new();
+            let mut work = vec![(LexerDfa::START, LexerDfa::START)];
+            let mut virtual_seen = 0;
+            while let Some((a, b)) = work.pop() {
+                if !seen.insert((a, b)) {
+                    continue;
+                }
+                let at = format!("margin {margin}: states {a:?} / {b:?}");
+                assert_eq!(lx.is_dead(a), unrolled.is_dead(b), "{at}");
+                if lx.is_dead(a) {
+                    continue;
+                }
+                virtual_seen += usize::from(a.index() >= lx.num_states());
+                assert_eq!(lx.emits(a), unrolled.emits(b), "{at}");
+                assert_eq!(lx.can_extend(a), unrolled.can_extend(b), "{at}");
+                let ra = lx.rep(a);
+                assert_eq!(lf.after_pending(ra), uf.after_pending(b), "{at}");
+                assert_eq!(lf.at_boundary(ra), uf.at_boundary(b), "{at}");
+                let (x, y) = (rf::after_growing(&lx, a), rf::after_growing(&unrolled, b));
+                assert_eq!((x.terminals, x.eof), (y.terminals, y.eof), "{at}");
+                let (x, y) = (
+                    rf::at_boundary(&lx, Some(a)),
+                    rf::at_boundary(&unrolled, Some(b)),
+                );
+                assert_eq!((x.terminals, x.eof), (y.terminals, y.eof), "{at}");
+                for byte in 0..=255u8 {
+                    work.push((lx.next(a, byte), unrolled.next(b, byte)));
+                }
+            }
+            assert!(
+                virtual_seen > 0,
+                "margin {margin}: no virtual state reached"
+            );
+            let _ = LexStateId::new(0);
+        }
+    }
+
+    /// Counted terminals that disagree on their shape, or whose unit is not prefix-free,
+    /// are refused by name instead of miscounted.
+    #[test]
+    fn counted_terminals_must_share_a_prefix_free_unit() {
+        let mut ts = string_kinds(true);
+        if let Some(c) = ts[2].counted.as_mut() {
+            c.unit = "[ab]".into();
+        }
+        let e = build_lexer(&grammar_of(ts)).unwrap_err().to_string();
+        assert!(e.contains("share their opening, unit and closing"), "{e}");
+        let mut ts = string_kinds(true);
+        for t in &mut ts {
+            if let Some(c) = t.counted.as_mut() {
+                c.unit = "ab?".into();
+            }
+        }
+        let e = build_lexer(&grammar_of(ts)).unwrap_err().to_string();
+        assert!(e.contains("not prefix-free"), "{e}");
     }
 
     /// Runs a terminal DFA: `None` once dead, else whether the lexeme is complete.

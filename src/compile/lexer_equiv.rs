@@ -76,7 +76,7 @@ pub fn classes_at_depths(lexer: &LexerDfa, reps: &[LexStateId], depths: &[usize]
     let mut runs: Vec<(u32, u32)> = Vec::new();
     for q in 0..n {
         for (c, &b) in class_reps.iter().enumerate() {
-            let r = lexer.next(id(q), b).as_u32();
+            let r = lexer.next_rep(id(q), b).as_u32();
             if runs.len() == run_start[q] as usize || runs.last().map(|x| x.1) != Some(r) {
                 runs.push((c as u32, r));
             }

@@ -4,6 +4,10 @@
 //! non-ignored terminal, or `B(q)` after an ignored one) and `B(p)` the terminals that can
 //! start at a boundary inhibited by `p` (end of input, plus `C(next(START, b))` for every
 //! byte `b` that does not extend `p`), the tables are `B` and `C⁺(q) = ⋃ C(next(q, b))`.
+//!
+//! A counted run's template stands for all its iterations: its successors are those of
+//! the collapsed table plus the run's exits ([`LexerDfa::next_exit`]), so what any
+//! iteration can reach is reached.
 
 use crate::ids::{LexStateId, TerminalId};
 use crate::lexer::{LexFollow, LexerDfa};
@@ -28,9 +32,20 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
     for s in &mut b {
         s.insert(eof);
     }
+    // Every live successor of `q` on `byte`, the way out of a run included.
+    let successors = |q: usize, byte: u8| {
+        let q = id(q);
+        [Some(lexer.next_rep(q, byte)), lexer.next_exit(q, byte)]
+            .into_iter()
+            .flatten()
+            .filter(|q1| !lexer.is_dead(*q1))
+    };
     loop {
         let mut changed = false;
-        for q in 1..n {
+        // Successors mostly have higher ids, so a descending pass carries most of the
+        // reachability at once (a long counted string would otherwise take a pass per
+        // character).
+        for q in (1..n).rev() {
             let mut acc = c[q].clone();
             for &t in lexer.emits(id(q)) {
                 if lexer.is_ignored(t) {
@@ -40,8 +55,7 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
                 }
             }
             for &byte in &reps {
-                let q1 = lexer.next(id(q), byte);
-                if !lexer.is_dead(q1) {
+                for q1 in successors(q, byte) {
                     acc.union_with(&c[q1.index()]);
                 }
             }
@@ -53,8 +67,8 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
         for (p, bp) in b.iter_mut().enumerate() {
             let mut acc = bp.clone();
             for &byte in &reps {
-                if lexer.is_dead(lexer.next(id(p), byte)) {
-                    let q1 = lexer.next(LexerDfa::START, byte);
+                if lexer.is_dead(lexer.next_rep(id(p), byte)) {
+                    let q1 = lexer.next_rep(LexerDfa::START, byte);
                     if !lexer.is_dead(q1) {
                         acc.union_with(&c[q1.index()]);
                     }
@@ -74,8 +88,7 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
             let mut acc = TermSet::new(nt + 1);
             if q != 0 {
                 for &byte in &reps {
-                    let q1 = lexer.next(id(q), byte);
-                    if !lexer.is_dead(q1) {
+                    for q1 in successors(q, byte) {
                         acc.union_with(&c[q1.index()]);
                     }
                 }

@@ -19,6 +19,7 @@ pub mod ir;
 pub mod json_schema;
 pub mod lark;
 pub mod lexer_build;
+mod lexer_count;
 pub mod lexer_equiv;
 pub mod lexer_follow;
 pub mod lr;

@@ -76,6 +76,7 @@ pub fn compile(pattern: &str) -> Result<Grammar, GrammarError> {
             ignored: false,
             also: Vec::new(),
             except: Vec::new(),
+            counted: None,
             span: Span::default(),
         }],
         nonterminals: vec![Nonterminal {

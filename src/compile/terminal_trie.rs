@@ -316,7 +316,7 @@ fn walk_block(
 ) -> Vec<TrieNode> {
     let mut b = Builder::new();
     let step = |b: &mut Builder, w: Walk, byte: u8| -> Option<Walk> {
-        let n = lexer.next(w.q, byte);
+        let n = lexer.next_rep(w.q, byte);
         if !lexer.is_dead(n) {
             return Some(Walk { q: n, node: w.node });
         }
@@ -325,7 +325,7 @@ fn walk_block(
         }
         let e = emits.of_state(w.q)?;
         let node = b.child(w.node, e);
-        let q = lexer.next(LexerDfa::START, byte);
+        let q = lexer.next_rep(LexerDfa::START, byte);
         (!lexer.is_dead(q)).then_some(Walk { q, node })
     };
     let mut stack: Vec<Option<Walk>> = vec![
@@ -381,12 +381,12 @@ fn walk_block(
 /// inhibited by a lexeme that could take `b`; no lexeme starts with `b`).
 fn after_first_byte(lexer: &LexerDfa, start: LexPos, b: u8) -> Option<LexStateId> {
     let n = match start {
-        LexPos::Pending(q) => lexer.next(q, b),
+        LexPos::Pending(q) => lexer.next_rep(q, b),
         LexPos::Boundary(p) => {
-            if !lexer.is_dead(lexer.next(p, b)) {
+            if !lexer.is_dead(lexer.next_rep(p, b)) {
                 return None;
             }
-            lexer.next(LexerDfa::START, b)
+            lexer.next_rep(LexerDfa::START, b)
         }
     };
     (!lexer.is_dead(n)).then_some(n)

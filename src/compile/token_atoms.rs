@@ -504,7 +504,7 @@ fn step(
     (q, path): (LexStateId, u32),
     byte: u8,
 ) -> Option<(LexStateId, u32)> {
-    let n = lexer.next(q, byte);
+    let n = lexer.next_rep(q, byte);
     if !lexer.is_dead(n) {
         return Some((n, path));
     }
@@ -513,7 +513,7 @@ fn step(
     }
     let e = emits.of_state(q)?;
     let path = ids.path(path, e);
-    let q = lexer.next(LexerDfa::START, byte);
+    let q = lexer.next_rep(LexerDfa::START, byte);
     (!lexer.is_dead(q)).then_some((q, path))
 }
 

@@ -236,7 +236,8 @@ impl GlrState {
     }
 
     fn config_viable(&self, c: &Config) -> bool {
-        let follow = match c.pos {
+        // A counted run's iterations share their template's follow sets.
+        let follow = match self.tables.lexer.rep_pos(c.pos) {
             LexPos::Pending(q) => self.tables.follow.after_pending(q),
             LexPos::Boundary(p) => self.tables.follow.at_boundary(p),
         };

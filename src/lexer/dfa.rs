@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::run::CountRun;
+use super::LexPos;
 use crate::ids::{LexStateId, TerminalId};
 
 /// What the lexer keeps about a terminal.
@@ -30,6 +32,12 @@ pub enum LexerValidateError {
 /// `emit`: the top-priority terminals the lexeme of state `s` completes, sorted. A state
 /// other than 0 always has a path to a state that emits something (dead ends are merged
 /// into 0 when the DFA is built).
+///
+/// A lexer with counted terminals may have [`CountRun`]s: their template layers are the
+/// explicit states from `run_from` on, and their later iterations have *virtual* ids at
+/// and above [`Self::num_states`]. [`Self::next`] is exact over all ids; per-state facts
+/// of a virtual state are its template's ([`Self::rep`]). Build-time passes read the
+/// collapsed table through [`Self::next_rep`] and [`Self::next_exit`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LexerDfa {
     classes: Vec<u8>,
@@ -39,6 +47,13 @@ pub struct LexerDfa {
     emit: Vec<TerminalId>,
     extendable: Vec<bool>,
     terminals: Vec<LexTerminal>,
+    /// First template state of a run (`num_states` when there are none): states below
+    /// it take the plain table lookup.
+    run_from: u32,
+    runs: Vec<CountRun>,
+    /// Counted layers kept explicit before each bound; a token longer than this many
+    /// bytes could see past a run, so the mask automaton refuses such vocabularies.
+    margin: u32,
 }
 
 impl LexerDfa {
@@ -56,6 +71,28 @@ impl LexerDfa {
         per_state_emit: Vec<Vec<TerminalId>>,
         terminals: Vec<LexTerminal>,
     ) -> Result<Self, LexerValidateError> {
+        let n = per_state_emit.len() as u32;
+        Self::from_parts_with_runs(
+            classes,
+            stride,
+            trans,
+            per_state_emit,
+            terminals,
+            (n, Vec::new(), 0),
+        )
+    }
+
+    /// [`Self::from_parts`] for a counting lexer: `runs` is `(run_from, runs, margin)` as
+    /// described on the type.
+    pub fn from_parts_with_runs(
+        classes: Vec<u8>,
+        stride: u32,
+        trans: Vec<u32>,
+        per_state_emit: Vec<Vec<TerminalId>>,
+        terminals: Vec<LexTerminal>,
+        runs: (u32, Vec<CountRun>, u32),
+    ) -> Result<Self, LexerValidateError> {
+        let (run_from, runs, margin) = runs;
         let mut emit_offsets = Vec::with_capacity(per_state_emit.len() + 1);
         let mut emit = Vec::new();
         emit_offsets.push(0u32);
@@ -85,6 +122,9 @@ impl LexerDfa {
             emit,
             extendable,
             terminals,
+            run_from,
+            runs,
+            margin,
         };
         dfa.validate()?;
         Ok(dfa)
@@ -129,12 +169,100 @@ impl LexerDfa {
         if self.extendable.len() != n {
             return bad("extendable table size");
         }
+        self.validate_runs()
+    }
+
+    /// The run invariants of [`CountRun`]: templates tile `run_from..num_states`, virtual
+    /// ranges are disjoint and above every explicit state, exits are plain states, and a
+    /// template row leads into its own template or out of every run.
+    fn validate_runs(&self) -> Result<(), LexerValidateError> {
+        let bad = |m: &str| Err(LexerValidateError::Invalid(m.to_string()));
+        let n = self.num_states() as u64;
+        if u64::from(self.run_from) > n || (self.runs.is_empty() && u64::from(self.run_from) != n) {
+            return bad("run start out of range");
+        }
+        if self.run_from < 2 {
+            return bad("the dead and start states cannot be in a run");
+        }
+        let mut next_first = u64::from(self.run_from);
+        let mut next_virtual = n;
+        for r in &self.runs {
+            if u64::from(r.first) != next_first || r.width == 0 || r.starts > r.width {
+                return bad("run templates do not tile the run states");
+            }
+            if r.len < 2 || r.exits.len() != r.starts as usize {
+                return bad("run length or exits");
+            }
+            if u64::from(r.virtual_base) != next_virtual {
+                return bad("run virtual ids out of order");
+            }
+            next_first += u64::from(r.width);
+            next_virtual += r.virtual_len();
+            if r.exits.iter().any(|&e| e >= self.run_from || e < 2) {
+                return bad("run exit is not a plain state");
+            }
+        }
+        if next_first != n || next_virtual > u64::from(u32::MAX) {
+            return bad("run states do not end the table, or too many virtual ids");
+        }
+        let stride = self.stride as usize;
+        for r in &self.runs {
+            for s in r.first..r.first + r.width {
+                let row = &self.trans[s as usize * stride..(s as usize + 1) * stride];
+                if row
+                    .iter()
+                    .any(|&t| t >= self.run_from && t.wrapping_sub(r.first) >= r.width)
+                {
+                    return bad("run template leads into another run");
+                }
+            }
+        }
         Ok(())
     }
 
-    /// The number of states (dead and start included).
+    /// The number of explicit states (dead and start included); per-state tables have
+    /// this many entries. Virtual states of runs have ids at and above it.
     pub fn num_states(&self) -> usize {
         self.emit_offsets.len() - 1
+    }
+
+    /// The counted runs (empty unless the grammar has counted terminals).
+    pub fn runs(&self) -> &[CountRun] {
+        &self.runs
+    }
+
+    /// Counted layers kept explicit before each bound (0 without runs): the longest
+    /// token a mask automaton over this lexer may have.
+    pub fn count_margin(&self) -> u32 {
+        self.margin
+    }
+
+    /// The run holding `s`, for `s` at or above `run_from`.
+    #[inline]
+    fn run_of(&self, s: u32) -> &CountRun {
+        // Validated: every id from `run_from` up to the last virtual one is in a run;
+        // an id past them all falls to the last run, whose decode then stays in range
+        // only for valid ids (callers only pass ids `next` produced).
+        let i = self.runs.partition_point(|r| {
+            if s < self.num_states() as u32 {
+                r.first + r.width <= s
+            } else {
+                u64::from(r.virtual_base) + r.virtual_len() <= u64::from(s)
+            }
+        });
+        &self.runs[i.min(self.runs.len() - 1)]
+    }
+
+    /// The explicit state standing for `s`: `s` itself, or for a run's virtual state its
+    /// template state. Emission, extendability, follow sets and mask-automaton start
+    /// positions of `s` are those of its stand-in.
+    #[inline]
+    pub fn rep(&self, s: LexStateId) -> LexStateId {
+        if s.index() < self.num_states() || self.runs.is_empty() {
+            return s;
+        }
+        let r = self.run_of(s.as_u32());
+        LexStateId::from_u32(r.first + r.decode(s.as_u32()).1)
     }
 
     /// The number of byte equivalence classes.
@@ -163,11 +291,61 @@ impl LexerDfa {
         self.classes[b as usize]
     }
 
-    /// The state after reading byte `b` in state `s` (`DEAD` if the lexeme cannot grow).
+    /// `pos` with its lexer state replaced by its stand-in ([`Self::rep`]): where follow
+    /// sets and mask-automaton start positions are looked up.
+    #[inline]
+    pub fn rep_pos(&self, pos: LexPos) -> LexPos {
+        match pos {
+            LexPos::Pending(q) => LexPos::Pending(self.rep(q)),
+            LexPos::Boundary(q) => LexPos::Boundary(self.rep(q)),
+        }
+    }
+
+    /// The state after reading byte `b` in state `s` (`DEAD` if the lexeme cannot grow);
+    /// exact for every id, virtual ones included.
     #[inline]
     pub fn next(&self, s: LexStateId, b: u8) -> LexStateId {
+        if s.as_u32() < self.run_from {
+            let i = s.index() * self.stride as usize + self.classes[b as usize] as usize;
+            return LexStateId::from_u32(self.trans[i]);
+        }
+        self.next_in_run(s.as_u32(), b)
+    }
+
+    #[cold]
+    fn next_in_run(&self, s: u32, b: u8) -> LexStateId {
+        if self.runs.is_empty() {
+            // Not a state of this lexer.
+            return Self::DEAD;
+        }
+        let r = self.run_of(s);
+        let (j, i) = r.decode(s);
+        let row = (r.first + i) as usize * self.stride as usize;
+        let t = self.trans[row + self.classes[b as usize] as usize];
+        LexStateId::from_u32(r.follow(j, t))
+    }
+
+    /// `rep(next(s, b))` for an explicit `s`: the stored table, in which a run is one
+    /// layer that loops on itself. Build-time passes that look at most
+    /// [`Self::count_margin`] bytes ahead read the lexer this way and never meet a
+    /// virtual id; passes that need everything reachable add [`Self::next_exit`].
+    #[inline]
+    pub fn next_rep(&self, s: LexStateId, b: u8) -> LexStateId {
         let i = s.index() * self.stride as usize + self.classes[b as usize] as usize;
         LexStateId::from_u32(self.trans[i])
+    }
+
+    /// For an explicit template state `s` whose byte `b` completes a unit: where the
+    /// run's last iteration goes instead (the way out that the collapsed table hides).
+    pub fn next_exit(&self, s: LexStateId, b: u8) -> Option<LexStateId> {
+        let s = s.as_u32();
+        if s < self.run_from || s as usize >= self.num_states() {
+            return None;
+        }
+        let r = self.run_of(s);
+        let t = self.next_rep(LexStateId::from_u32(s), b).as_u32();
+        let i = t.wrapping_sub(r.first);
+        (i < r.starts).then(|| LexStateId::from_u32(r.exits[i as usize]))
     }
 
     /// Whether `s` is the dead state.
@@ -180,6 +358,7 @@ impl LexerDfa {
     /// complete matches (more than one = lexically ambiguous).
     #[inline]
     pub fn emits(&self, s: LexStateId) -> &[TerminalId] {
+        let s = self.rep(s);
         let a = self.emit_offsets[s.index()] as usize;
         let b = self.emit_offsets[s.index() + 1] as usize;
         &self.emit[a..b]
@@ -188,7 +367,7 @@ impl LexerDfa {
     /// Whether some byte extends the lexeme of state `s`.
     #[inline]
     pub fn can_extend(&self, s: LexStateId) -> bool {
-        self.extendable[s.index()]
+        self.extendable[self.rep(s).index()]
     }
 
     /// The terminals, indexed by [`TerminalId`].

@@ -11,8 +11,10 @@ mod dfa;
 mod follow;
 mod lex;
 mod pos;
+mod run;
 
 pub use dfa::{LexTerminal, LexerDfa, LexerValidateError};
 pub use follow::LexFollow;
 pub use lex::{lex, LexError, LexErrorKind, Lexeme};
 pub use pos::LexPos;
+pub use run::CountRun;

@@ -2,6 +2,11 @@
 //! different computation from the table the GLR recognizer uses): from a boundary, try
 //! every allowed first byte; from a pending lexeme, explore every byte string; step through
 //! ignored lexemes.
+//!
+//! The search runs over explicit lexer states: a counted run's iterations all reach what
+//! their template reaches once the run's exits are followed too (`LexerDfa::next_exit`),
+//! so a virtual state is searched as its template. That keeps a search finite and small
+//! inside a string of 65,535 characters.
 
 use hashbrown::HashSet;
 
@@ -26,9 +31,24 @@ pub struct Next {
     pub eof: bool,
 }
 
+/// The states byte `b` leads to from explicit state `q`, for reachability: the collapsed
+/// table's, and a run's way out.
+fn successors(lexer: &LexerDfa, q: LexStateId, b: u8) -> impl Iterator<Item = LexStateId> + '_ {
+    [Some(lexer.next_rep(q, b)), lexer.next_exit(q, b)]
+        .into_iter()
+        .flatten()
+        .filter(|q1| !lexer.is_dead(*q1))
+}
+
 fn search(lexer: &LexerDfa, starts: Vec<Node>) -> Next {
     let mut seen: HashSet<Node> = HashSet::new();
-    let mut work = starts;
+    let mut work: Vec<Node> = starts
+        .into_iter()
+        .map(|n| match n {
+            Node::Boundary(inh) => Node::Boundary(inh.map(|p| lexer.rep(p))),
+            Node::Lexeme(q) => Node::Lexeme(lexer.rep(q)),
+        })
+        .collect();
     let mut out = Next::default();
     while let Some(n) = work.pop() {
         if !seen.insert(n) {
@@ -43,10 +63,7 @@ fn search(lexer: &LexerDfa, starts: Vec<Node>) -> Next {
                             continue;
                         }
                     }
-                    let q = lexer.next(LexerDfa::START, b);
-                    if !lexer.is_dead(q) {
-                        work.push(Node::Lexeme(q));
-                    }
+                    work.extend(successors(lexer, LexerDfa::START, b).map(Node::Lexeme));
                 }
             }
             Node::Lexeme(q) => {
@@ -59,10 +76,7 @@ fn search(lexer: &LexerDfa, starts: Vec<Node>) -> Next {
                     }
                 }
                 for b in 0..=255u8 {
-                    let q1 = lexer.next(q, b);
-                    if !lexer.is_dead(q1) {
-                        work.push(Node::Lexeme(q1));
-                    }
+                    work.extend(successors(lexer, q, b).map(Node::Lexeme));
                 }
             }
         }
@@ -81,9 +95,9 @@ pub fn at_boundary(lexer: &LexerDfa, inhibitor: Option<LexStateId>) -> Next {
 
 /// What can come next when the pending lexeme in state `q` grows by at least one byte.
 pub fn after_growing(lexer: &LexerDfa, q: LexStateId) -> Next {
+    let q = lexer.rep(q);
     let starts = (0..=255u8)
-        .map(|b| lexer.next(q, b))
-        .filter(|q1| !lexer.is_dead(*q1))
+        .flat_map(|b| successors(lexer, q, b))
         .map(Node::Lexeme)
         .collect();
     let mut n = search(lexer, starts);

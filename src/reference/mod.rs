@@ -53,12 +53,16 @@ impl Reference {
         }
     }
 
+    // Searches are keyed by explicit state: a counted run's iterations share their
+    // template's (see `follow`).
     fn boundary_next(&self, inhibitor: Option<LexStateId>) -> std::sync::Arc<follow::Next> {
+        let inhibitor = inhibitor.map(|q| self.lexer.rep(q));
         let key = (true, inhibitor.map_or(u32::MAX, |q| q.as_u32()));
         self.memo(key, || follow::at_boundary(&self.lexer, inhibitor))
     }
 
     fn growing_next(&self, q: LexStateId) -> std::sync::Arc<follow::Next> {
+        let q = self.lexer.rep(q);
         self.memo((false, q.as_u32()), || {
             follow::after_growing(&self.lexer, q)
         })

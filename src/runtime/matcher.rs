@@ -33,8 +33,10 @@ pub fn fill_mask_words(glr: &GlrState, dwa: &Dwa, out: &mut [u32]) -> usize {
     // Words past the vocabulary (padded rows) stay zero.
     out.fill(0);
     let mut reads = 0;
+    let lexer = &glr.tables().lexer;
     for c in glr.configs() {
-        reads += collect(dwa, c.pos, &c.heads, out);
+        // A counted run's iterations start where their template does.
+        reads += collect(dwa, lexer.rep_pos(c.pos), &c.heads, out);
     }
     if glr.is_accepting() {
         for t in dwa.eos() {

@@ -35,6 +35,23 @@ struct Case {
     validator_differs: Option<String>,
 }
 
+/// A document with every `«TEXT×N»` replaced by TEXT repeated N times (long strings
+/// for length cases).
+fn expand(d: &str) -> String {
+    let mut out = String::new();
+    let mut rest = d;
+    while let Some(i) = rest.find('«') {
+        out.push_str(&rest[..i]);
+        let body = &rest[i + '«'.len_utf8()..];
+        let j = body.find('»').expect("«…» closed");
+        let (text, n) = body[..j].rsplit_once('×').expect("«TEXT×N»");
+        out.push_str(&text.repeat(n.parse().expect("a count after ×")));
+        rest = &body[j + '»'.len_utf8()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The expectations themselves checked against an independent validator (the
 /// `jsonschema` crate, with formats asserted): a case cannot encode a misreading of the
 /// specification that the lowering then shares.
@@ -56,6 +73,7 @@ fn check_against_validator(c: &Case, at: &str, failures: &mut Vec<String>) {
     };
     for (docs, want) in [(&c.valid, true), (&c.invalid, false)] {
         for d in docs {
+            let d = &expand(d);
             // Documents that are not JSON at all are invalid without asking.
             let Ok(instance) = serde_json::from_str::<Value>(d) else {
                 if want {
@@ -108,6 +126,7 @@ fn run_case(c: &Case, file: &str, failures: &mut Vec<String>) {
     let reference = Reference::new(&lowered.grammar, &tables.lexer);
     for (docs, want) in [(&c.valid, true), (&c.invalid, false)] {
         for d in docs {
+            let d = &expand(d);
             let mut g = GlrState::new(tables.clone());
             let glr = g.commit_bytes(d.as_bytes()).is_ok() && g.is_accepting();
             let oracle = reference.is_complete(d.as_bytes());

@@ -174,6 +174,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
             ignored: false,
             also: Vec::new(),
             except: Vec::new(),
+            counted: None,
             span: Span::default(),
         })
         .collect();

@@ -28,13 +28,13 @@ use super::resolve::{
     conjoin, contains_list, is_trivial, json_equal, type_set, Flat, Resolver, ASSERTIONS,
 };
 use super::string::{
-    any_char, char_len, literal_regex, parse_pattern, parse_value_regex, quoted_regex,
+    any_char, char_len, literal_regex, parse_pattern, parse_value_regex, quoted_regex, spell,
     split_pattern, PatternSplit, ValueMatcher, ANY_STRING,
 };
 use super::{Dropped, LoweredSchema, SchemaError, SchemaOptions};
 use crate::compile::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::error::{GrammarError, Span};
-use crate::compile::ir::{Grammar, Nonterminal, Priority, Symbol, Terminal};
+use crate::compile::ir::{Counted, Grammar, Nonterminal, Priority, Symbol, Terminal};
 use crate::compile::prune::{
     check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
 };
@@ -44,6 +44,10 @@ use crate::ids::{NonterminalId, TerminalId};
 /// exactly: each counted character is a few lexer states, and every lexer state inside a
 /// string is a position the tokenizer tries are built from.
 pub const MAX_COUNTED_LENGTH: u64 = 4096;
+/// Longest string length compiled as a counted terminal (a length with no other string
+/// constraint beside it): the lexer keeps a few hundred layers per bound and numbers the
+/// rest, so this only bounds the id space.
+pub const MAX_LEXER_COUNT: u64 = 1 << 24;
 /// Largest `minItems`/`maxItems` compiled exactly (each counted item is a nonterminal).
 pub const MAX_COUNTED_ITEMS: u64 = 1024;
 /// Most (declared properties + 1) × (largest property count + 1) an object with
@@ -124,6 +128,8 @@ struct Lowerer<'a> {
     opts: SchemaOptions,
     terminals: Vec<Terminal>,
     term_ids: HashMap<(String, Vec<String>, Vec<String>, i32), TerminalId>,
+    /// Counted string terminals by their count.
+    counted_ids: HashMap<Counted, TerminalId>,
     nonterminals: Vec<Nonterminal>,
     bodies: Vec<Option<Ebnf>>,
     memo: HashMap<String, NonterminalId>,
@@ -205,6 +211,7 @@ impl<'a> Lowerer<'a> {
             opts,
             terminals: Vec::new(),
             term_ids: HashMap::new(),
+            counted_ids: HashMap::new(),
             nonterminals: Vec::new(),
             bodies: Vec::new(),
             memo: HashMap::new(),
@@ -286,9 +293,30 @@ impl<'a> Lowerer<'a> {
             ignored: false,
             also: key.1.clone(),
             except: key.2.clone(),
+            counted: None,
             span: Span::default(),
         });
         self.term_ids.insert(key, id);
+        id
+    }
+
+    /// The terminal of a counted string (shown with the generic string's pattern).
+    fn counted_terminal(&mut self, name: &str, counted: Counted) -> TerminalId {
+        if let Some(&t) = self.counted_ids.get(&counted) {
+            return t;
+        }
+        let id = TerminalId::new(self.terminals.len());
+        self.terminals.push(Terminal {
+            name: name.to_string(),
+            regex: ANY_STRING.to_string(),
+            priority: Priority::default(),
+            ignored: false,
+            also: Vec::new(),
+            except: Vec::new(),
+            counted: Some(counted.clone()),
+            span: Span::default(),
+        });
+        self.counted_ids.insert(counted, id);
         id
     }
 
@@ -1184,17 +1212,30 @@ impl<'a> Lowerer<'a> {
                 return Ok(nothing());
             }
             let longest = max.unwrap_or(lo);
-            if longest > MAX_COUNTED_LENGTH {
-                let kw = if max.is_some() {
-                    "maxLength"
+            let kw = if max.is_some() {
+                "maxLength"
+            } else {
+                "minLength"
+            };
+            if longest > MAX_COUNTED_LENGTH && parts.is_empty() && except.is_empty() {
+                // The length is the only constraint: the lexer counts characters instead
+                // of unrolling them (`ir::Counted`).
+                if longest > MAX_LEXER_COUNT {
+                    self.refuse(
+                        kw,
+                        pointer,
+                        &format!("lengths above {MAX_LEXER_COUNT} characters are not compiled"),
+                    )?;
                 } else {
-                    "minLength"
-                };
+                    return Ok(self.counted_string(lo as u32, max.map(|x| x as u32), pointer));
+                }
+            } else if longest > MAX_COUNTED_LENGTH {
                 self.refuse(
                     kw,
                     pointer,
                     &format!(
-                        "lengths above {MAX_COUNTED_LENGTH} characters are not compiled exactly"
+                        "lengths above {MAX_COUNTED_LENGTH} characters beside a pattern, format \
+                         or `not` are not compiled exactly"
                     ),
                 )?;
             } else {
@@ -1254,6 +1295,29 @@ impl<'a> Lowerer<'a> {
         let t = self.terminal_also(&format!("STRING<{pointer}>"), &re, res, not_res);
         let n = self.string_nt(key, StringRule::Constrained(t, matcher));
         Ok(e_sym(Symbol::N(n)))
+    }
+
+    /// A string of `lo` to `hi` characters and no other constraint, as a counted
+    /// terminal.
+    fn counted_string(&mut self, lo: u32, hi: Option<u32>, pointer: &str) -> Ebnf {
+        let key = format!("\u{2}{lo}..{hi:?}");
+        if let Some(&n) = self.string_memo.get(&key) {
+            return e_sym(Symbol::N(n));
+        }
+        let counted = Counted {
+            open: b'"',
+            // Spelling one character cannot fail: it is a plain class.
+            unit: spell(&any_char())
+                .expect("one character spells")
+                .to_string(),
+            close: b'"',
+            lo,
+            hi,
+        };
+        let t = self.counted_terminal(&format!("STRING<{pointer}>"), counted);
+        let matcher = ValueMatcher::lengths(u64::from(lo), hi.map(u64::from));
+        let n = self.string_nt(key, StringRule::Constrained(t, matcher));
+        e_sym(Symbol::N(n))
     }
 
     /// `uniqueItems` over items drawn from a short list of values (an `enum`/`const` of

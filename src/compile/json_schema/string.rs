@@ -740,6 +740,9 @@ pub fn parse_value_regex(re: &str) -> Hir {
 pub struct ValueMatcher {
     all: Vec<regex_automata::meta::Regex>,
     none: Vec<regex_automata::meta::Regex>,
+    /// Fewest and most characters, when checked by counting (long lengths, which have
+    /// no regex here).
+    lengths: Option<(u64, Option<u64>)>,
 }
 
 fn full_match(h: &Hir) -> Result<regex_automata::meta::Regex, String> {
@@ -764,7 +767,17 @@ impl ValueMatcher {
         Ok(ValueMatcher {
             all: hs.iter().map(full_match).collect::<Result<_, _>>()?,
             none: Vec::new(),
+            lengths: None,
         })
+    }
+
+    /// The strings of `lo` to `hi` characters.
+    pub fn lengths(lo: u64, hi: Option<u64>) -> Self {
+        ValueMatcher {
+            all: Vec::new(),
+            none: Vec::new(),
+            lengths: Some((lo, hi)),
+        }
     }
 
     /// This language minus the languages `hs`.
@@ -777,7 +790,13 @@ impl ValueMatcher {
 
     /// Whether `value` is in the language.
     pub fn is_match(&self, value: &str) -> bool {
-        self.all.iter().all(|r| r.is_match(value)) && !self.none.iter().any(|r| r.is_match(value))
+        let counted = self.lengths.is_none_or(|(lo, hi)| {
+            let n = value.chars().count() as u64;
+            lo <= n && hi.is_none_or(|h| n <= h)
+        });
+        counted
+            && self.all.iter().all(|r| r.is_match(value))
+            && !self.none.iter().any(|r| r.is_match(value))
     }
 }
 

@@ -205,6 +205,7 @@ impl Lowerer {
             ignored: false,
             also: Vec::new(),
             except: Vec::new(),
+            counted: None,
             span: def_span,
         });
         self.named_ids.insert(name.to_string(), id);
@@ -287,6 +288,7 @@ impl Lowerer {
             ignored,
             also: Vec::new(),
             except: Vec::new(),
+            counted: None,
             span,
         });
         self.anon_ids.insert(key, id);
