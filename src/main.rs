@@ -280,7 +280,9 @@ fn run_grammar(
             finals,
             t0.elapsed().as_secs_f64() * 1e3
         );
-        let tables = compile::build_glr_tables(&g).map_err(|e| format!("{spec}:{e}"))?;
+        let opts = compile::lexer_build::LexerOptions::for_vocab(&vocab);
+        let tables =
+            compile::build_glr_tables_with(&g, &opts).map_err(|e| format!("{spec}:{e}"))?;
         let t0 = std::time::Instant::now();
         let dwa =
             stackmask::compile::dwa_build::build_dwa(&tables, &vocab).map_err(|e| e.to_string())?;

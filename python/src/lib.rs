@@ -14,7 +14,10 @@ use pyo3::types::PyBytes;
 
 use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
 use stackmask::compile::json_schema::{self, SchemaError, SchemaOptions};
-use stackmask::compile::{build_glr_tables, compile_grammar, Grammar, GrammarError, GrammarFormat};
+use stackmask::compile::lexer_build::LexerOptions;
+use stackmask::compile::{
+    build_glr_tables_with, compile_grammar, Grammar, GrammarError, GrammarFormat,
+};
 use stackmask::ids::TokenId;
 use stackmask::runtime::{self, Matcher, VocabFingerprint};
 use stackmask::vocab::Vocab;
@@ -259,7 +262,8 @@ impl GrammarCompiler {
     ) -> Result<CompiledGrammar, GrammarError> {
         let vocab = self.tokenizer.vocab.clone();
         let inner = py.detach(move || -> Result<runtime::CompiledGrammar, GrammarError> {
-            let tables = Arc::new(build_glr_tables(&grammar)?);
+            let opts = LexerOptions::for_vocab(&vocab);
+            let tables = Arc::new(build_glr_tables_with(&grammar, &opts)?);
             if let Some(max) = limits.max_lexer_states {
                 if tables.lexer.num_states() > max {
                     return Err(GrammarError::TooLarge {

@@ -85,8 +85,8 @@ fn has(mask: &[u32], t: TokenId) -> bool {
 
 /// Runs `check`; returns whether the document passed.
 pub fn run(a: CheckArgs) -> Result<bool, String> {
-    let loaded = load::grammar(a.grammar)?;
     let vocab = load::vocab(a.tokenizer)?;
+    let loaded = load::grammar(a.grammar, &vocab)?;
     let text = std::fs::read(a.text).map_err(|e| format!("cannot read {}: {e}", a.text))?;
     let tokens = tokens_of(&vocab, &text, a.segment)?;
     let reference = Reference::new(&loaded.grammar, &loaded.tables.lexer);

@@ -11,8 +11,8 @@ use super::load::{self, GrammarArgs, TokenizerArgs};
 
 /// Compiles and writes `out`; prints one JSON object of figures.
 pub fn run(grammar: &GrammarArgs, tokenizer: &TokenizerArgs, out: &str) -> Result<(), String> {
-    let loaded = load::grammar(grammar)?;
     let vocab = load::vocab(tokenizer)?;
+    let loaded = load::grammar(grammar, &vocab)?;
     let t0 = Instant::now();
     let dwa = build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?;
     let dwa_ms = t0.elapsed().as_secs_f64() * 1e3;

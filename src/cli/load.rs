@@ -114,12 +114,14 @@ pub fn grammar_ir(args: &GrammarArgs) -> Result<compile::Grammar, String> {
     Ok(lowered.grammar)
 }
 
-/// Compiles a grammar into recognizer tables, timing it.
-pub fn grammar(args: &GrammarArgs) -> Result<Loaded, String> {
+/// Compiles a grammar into recognizer tables for masks over `vocab`, timing it.
+pub fn grammar(args: &GrammarArgs, vocab: &Vocab) -> Result<Loaded, String> {
     let spec = args.grammar.as_str();
     let t0 = Instant::now();
     let grammar = grammar_ir(args)?;
-    let tables = compile::build_glr_tables(&grammar).map_err(|e| format!("{spec}:{e}"))?;
+    let opts = compile::lexer_build::LexerOptions::for_vocab(vocab);
+    let tables =
+        compile::build_glr_tables_with(&grammar, &opts).map_err(|e| format!("{spec}:{e}"))?;
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(Loaded {
         grammar,

@@ -22,8 +22,8 @@ pub struct SampleArgs<'a> {
 
 /// Prints `n` documents; returns whether all of them are complete.
 pub fn run(a: SampleArgs) -> Result<bool, String> {
-    let loaded = load::grammar(a.grammar)?;
     let vocab = load::vocab(a.tokenizer)?;
+    let loaded = load::grammar(a.grammar, &vocab)?;
     if vocab.eos().is_empty() {
         return Err("the tokenizer has no EOS token; name one with --eos".into());
     }

@@ -328,6 +328,16 @@ impl Default for LexerOptions {
     }
 }
 
+impl LexerOptions {
+    /// The options a mask automaton over `vocab` needs and no more: a margin of its
+    /// longest token (fewer explicit layers for vocabularies of short tokens).
+    pub fn for_vocab(vocab: &crate::vocab::Vocab) -> Self {
+        Self {
+            count_margin: (vocab.max_token_len() as u32).max(1),
+        }
+    }
+}
+
 /// Builds the lexer DFA of a grammar.
 pub fn build_lexer(g: &Grammar) -> Result<LexerDfa, GrammarError> {
     build_lexer_with(g, &LexerOptions::default())

@@ -85,9 +85,20 @@ pub fn compile_grammar_bytes(bytes: &[u8], format: GrammarFormat) -> Result<Gram
     compile_grammar(text, format)
 }
 
-/// Compiles a grammar IR into the tables the GLR recognizer runs on.
+/// Compiles a grammar IR into the tables the GLR recognizer runs on (counted strings keep
+/// [`lexer_build::COUNT_MARGIN`] explicit layers before each bound, enough for a mask
+/// automaton over any vocabulary whose tokens are at most that long).
 pub fn build_glr_tables(g: &Grammar) -> Result<crate::glr::Tables, GrammarError> {
-    let lexer = lexer_build::build_lexer(g)?;
+    build_glr_tables_with(g, &lexer_build::LexerOptions::default())
+}
+
+/// [`build_glr_tables`] with explicit lexer options (e.g.
+/// [`lexer_build::LexerOptions::for_vocab`], the smallest margin a vocabulary allows).
+pub fn build_glr_tables_with(
+    g: &Grammar,
+    opts: &lexer_build::LexerOptions,
+) -> Result<crate::glr::Tables, GrammarError> {
+    let lexer = lexer_build::build_lexer_with(g, opts)?;
     let follow = lexer_follow::build_follow(&lexer);
     let lr = lr::build_lr(g)?.table;
     // The lexer and LR tables come from the same grammar, so they agree on terminals.

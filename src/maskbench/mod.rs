@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use crate::compile::dwa_build::{build_dwa_limited, DwaLimits};
 use crate::compile::json_schema::{self, SchemaError, SchemaOptions};
-use crate::compile::{build_glr_tables, GrammarError};
+use crate::compile::lexer_build::LexerOptions;
+use crate::compile::{build_glr_tables_with, GrammarError};
 use crate::glr::{GlrState, Tables};
 use crate::ids::TokenId;
 use crate::reference::Reference;
@@ -63,7 +64,8 @@ pub fn compile(
 ) -> Result<Compiled, SchemaError> {
     let lowered = json_schema::compile_value(schema, opts)?;
     let grammar_err = |e: GrammarError| SchemaError::Grammar(Box::new(e));
-    let tables = Arc::new(build_glr_tables(&lowered.grammar).map_err(grammar_err)?);
+    let opts = LexerOptions::for_vocab(vocab);
+    let tables = Arc::new(build_glr_tables_with(&lowered.grammar, &opts).map_err(grammar_err)?);
     Ok(match engine {
         Engine::Dwa => {
             let limits = DwaLimits {

@@ -128,12 +128,15 @@ pub fn load_inputs(w: &Workload) -> Result<(Vocab, load::Loaded), String> {
         tokenizer: w.tokenizer.clone(),
         eos: Vec::new(),
     })?;
-    let loaded = load::grammar(&GrammarArgs {
-        grammar: w.grammar.clone(),
-        format: format_of(w)?,
-        lenient: false,
-        compact: false,
-    })?;
+    let loaded = load::grammar(
+        &GrammarArgs {
+            grammar: w.grammar.clone(),
+            format: format_of(w)?,
+            lenient: false,
+            compact: false,
+        },
+        &vocab,
+    )?;
     Ok((vocab, loaded))
 }
 

@@ -44,6 +44,12 @@ use crate::ids::{NonterminalId, TerminalId};
 /// exactly: each counted character is a few lexer states, and every lexer state inside a
 /// string is a position the tokenizer tries are built from.
 pub const MAX_COUNTED_LENGTH: u64 = 4096;
+/// Shortest length bound (the larger of the two) lowered as a counted terminal when it
+/// is a string's only constraint. Shorter bounds are unrolled into the regex; counting
+/// them too would only add bounds for the layers to settle between. Strings counted
+/// together share the lexer's count, so their layers settle early even when a schema
+/// has dozens of them.
+pub const COUNTED_FROM: u64 = 256;
 /// Longest string length compiled as a counted terminal (a length with no other string
 /// constraint beside it): the lexer keeps a few hundred layers per bound and numbers the
 /// rest, so this only bounds the id space.
@@ -1217,7 +1223,7 @@ impl<'a> Lowerer<'a> {
             } else {
                 "minLength"
             };
-            if longest > MAX_COUNTED_LENGTH && parts.is_empty() && except.is_empty() {
+            if longest >= COUNTED_FROM && parts.is_empty() && except.is_empty() {
                 // The length is the only constraint: the lexer counts characters instead
                 // of unrolling them (`ir::Counted`).
                 if longest > MAX_LEXER_COUNT {
