@@ -1,29 +1,46 @@
 //! Loading compiled-grammar artifacts from hostile bytes: never a panic, and whatever
 //! loads can be run (masks and commits) without panicking. Mode 0 feeds the bytes as a
 //! whole file; mode 1 applies (offset, byte) edits to a valid artifact's payload and
-//! fixes the header's checksum, so mutations reach the decoder and the validators.
+//! fixes the header's checksum, so mutations reach the decoder and the validators (of
+//! the built-in JSON grammar's artifact, or with bit 1 of the mode of a schema's whose
+//! lexer counts a long string in runs).
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use stackmask::compile::dwa_build::build_dwa;
-use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
+use stackmask::compile::lexer_build::LexerOptions;
+use stackmask::compile::{build_glr_tables_with, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::runtime::{CompiledGrammar, Matcher};
 use stackmask::vocab::Vocab;
 
-fn valid() -> &'static (Vec<u8>, Vocab) {
-    static V: OnceLock<(Vec<u8>, Vocab)> = OnceLock::new();
+/// Base artifacts for mode 1: the built-in JSON grammar, and a schema with a counted
+/// string (its lexer has runs, so edits reach their validation).
+fn valid() -> &'static (Vec<Vec<u8>>, Vocab) {
+    static V: OnceLock<(Vec<Vec<u8>>, Vocab)> = OnceLock::new();
     V.get_or_init(|| {
         let mut toks: Vec<Option<Vec<u8>>> = (b' '..=b'~').map(|b| Some(vec![b])).collect();
-        for w in ["true", "null", "\": ", ", \"", "{\"", "\"}", "[1", "0.5"] {
+        for w in ["true", "null", "\": ", ", \"", "{\"", "\"}", "[1", "0.5", "aaaa"] {
             toks.push(Some(w.as_bytes().to_vec()));
         }
         let vocab = Vocab::from_byte_tokens("fuzz", toks, &[]).unwrap();
-        let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).unwrap();
-        let tables = Arc::new(build_glr_tables(&g).unwrap());
-        let dwa = Arc::new(build_dwa(&tables, &vocab).unwrap());
-        (CompiledGrammar::new(tables, dwa, &vocab).to_bytes(), vocab)
+        let schema = r#"{"type": "object", "properties": {"a": {"type": "string", "maxLength": 600}}}"#;
+        let bases = [
+            (BUILTIN_JSON, GrammarFormat::Lark),
+            (schema, GrammarFormat::JsonSchema),
+        ];
+        let artifacts = bases
+            .iter()
+            .map(|&(text, format)| {
+                let g = compile_grammar(text, format).unwrap();
+                let opts = LexerOptions::for_vocab(&vocab);
+                let tables = Arc::new(build_glr_tables_with(&g, &opts).unwrap());
+                let dwa = Arc::new(build_dwa(&tables, &vocab).unwrap());
+                CompiledGrammar::new(tables, dwa, &vocab).to_bytes()
+            })
+            .collect();
+        (artifacts, vocab)
     })
 }
 
@@ -35,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
     let bytes = if mode & 1 == 0 {
         rest.to_vec()
     } else {
-        let mut v = good.clone();
+        let mut v = good[usize::from(mode >> 1 & 1)].clone();
         let body = v.len() - 24;
         for e in rest.chunks_exact(3) {
             let off = u16::from_le_bytes([e[0], e[1]]) as usize % body;
@@ -50,7 +67,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut m = Matcher::from_compiled(&g);
     let mut words = vec![0u32; g.dwa.vocab_len().div_ceil(32)];
-    for chunk in [&b"{\"a\": [1, "[..], b"true, null]}", b"x"] {
+    for chunk in [&b"{\"a\": \"aaaa"[..], b"aaaaaaaa", b"\", \"b\": [1, ", b"true, null]}", b"x"] {
         let _ = m.fill_mask(&mut words);
         let _ = m.commit_bytes(chunk);
     }

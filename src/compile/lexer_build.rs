@@ -19,9 +19,9 @@ use regex_automata::{
 
 use super::error::GrammarError;
 use super::ir::{Grammar, Priority, Terminal};
-use super::lexer_count::{CountPos, Counting, UnitDfa, CLOSED, OPEN};
+use super::lexer_count::{CountPos, CountStep, Counting, UnitDfa, CLOSED, OPEN};
 use crate::ids::TerminalId;
-use crate::lexer::{CountRun, LexTerminal, LexerDfa};
+use crate::lexer::{CountRun, CountRuns, LexTerminal, LexerDfa};
 
 /// Most states of the combined lexer DFA; bounds memory (states × classes × 4 bytes).
 pub const MAX_LEXER_STATES: usize = 200_000;
@@ -352,6 +352,10 @@ struct Key {
     count: Option<CountPos>,
 }
 
+/// The plain terminals' states and the unit position of a counting state: what two
+/// layers must agree on, state for state, to be alike.
+type Combo = (Vec<(u32, u32)>, u32);
+
 /// A run cut during the construction: its template layer (pre-renumbering ids) and,
 /// per unit-start template state, the explicit state the last iteration exits to.
 struct CutRun {
@@ -440,7 +444,7 @@ pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, Gr
     let mut plain_queue: std::collections::VecDeque<u32> = [1].into();
     let mut layers: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
     let mut runs: Vec<CutRun> = Vec::new();
-    let mut prev_layer: Option<(u32, Vec<(Vec<(u32, u32)>, u32)>)> = None;
+    let mut prev_layer: Option<(u32, Vec<Combo>)> = None;
     loop {
         while let Some(s) = plain_queue.pop_front() {
             b.process(s, &mut plain_queue, &mut layers)?;
@@ -462,7 +466,7 @@ pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, Gr
             }
         }
         let k = counting.as_ref().expect("layers exist only when counting");
-        let mut combos: Vec<(Vec<(u32, u32)>, u32)> = layer
+        let mut combos: Vec<Combo> = layer
             .iter()
             .map(|&s| {
                 let key = &b.keys[s as usize];
@@ -571,8 +575,9 @@ impl SubsetBuilder<'_> {
                 count = k.any_alive(p).then_some(p);
             } else if let Some(p) = key.count {
                 match k.step(p, b) {
-                    Ok(next) => count = next,
-                    Err(()) => {
+                    CountStep::Inside(next) => count = Some(next),
+                    CountStep::Dead => {}
+                    CountStep::Closed => {
                         plain.extend(k.closing(p.c).map(|t| (t, CLOSED)));
                         plain.sort_unstable();
                     }
@@ -625,13 +630,13 @@ impl SubsetBuilder<'_> {
         layers: &mut std::collections::BTreeMap<u32, Vec<u32>>,
     ) -> Result<Option<CutRun>, GrammarError> {
         let plain_of = |b: &Self, s: u32| b.keys[s as usize].plain.clone();
-        let mut starts: Vec<(Vec<(u32, u32)>, u32)> = layer
+        let mut starts: Vec<Combo> = layer
             .iter()
             .filter(|&&s| self.keys[s as usize].count.is_some_and(|p| p.u == 0))
             .map(|&s| (plain_of(self, s), s))
             .collect();
         starts.sort();
-        let mut pending: Vec<(Vec<(u32, u32)>, u32)> = layers
+        let mut pending: Vec<Combo> = layers
             .get(&(c + 1))
             .map(|v| v.iter().map(|&s| (plain_of(self, s), s)).collect())
             .unwrap_or_default();
@@ -756,7 +761,11 @@ impl SubsetBuilder<'_> {
             trans,
             emits,
             lex_terminals,
-            (run_from, frozen, margin),
+            CountRuns {
+                run_from,
+                runs: frozen,
+                margin,
+            },
         )
         .expect("lexer tables built consistently"))
     }

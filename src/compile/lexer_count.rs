@@ -52,6 +52,16 @@ pub(super) struct CountPos {
     pub c: u32,
 }
 
+/// What a byte does to a lexeme inside the units.
+pub(super) enum CountStep {
+    /// Still inside, here.
+    Inside(CountPos),
+    /// The byte closes the lexeme (at a unit boundary).
+    Closed,
+    /// No counted terminal lives on.
+    Dead,
+}
+
 /// A counted terminal's state outside the units: before `open`, or after `close`.
 pub(super) const OPEN: u32 = 0;
 /// See [`OPEN`].
@@ -142,17 +152,15 @@ impl Counting {
             .map(|&(t, _, _)| t)
     }
 
-    /// Where byte `b` leads from `p` inside the units: `Ok(Some(p'))` still inside,
-    /// `Err(())` when `b` closes the lexeme, `Ok(None)` when no counted terminal lives on.
-    #[allow(clippy::result_unit_err)]
-    pub fn step(&self, p: CountPos, b: u8) -> Result<Option<CountPos>, ()> {
+    /// Where byte `b` leads from `p` inside the units.
+    pub fn step(&self, p: CountPos, b: u8) -> CountStep {
         if p.u == 0 && b == self.close {
-            return Err(());
+            return CountStep::Closed;
         }
         let u = &self.unit;
         let n = u.trans[p.u as usize * u.stride + u.classes[b as usize] as usize];
         if n == NONE {
-            return Ok(None);
+            return CountStep::Dead;
         }
         let next = if u.complete[n as usize] {
             CountPos {
@@ -162,7 +170,11 @@ impl Counting {
         } else {
             CountPos { u: n, c: p.c }
         };
-        Ok(self.any_alive(next).then_some(next))
+        if self.any_alive(next) {
+            CountStep::Inside(next)
+        } else {
+            CountStep::Dead
+        }
     }
 
     /// Whether `c` is a critical count (the layers at `c - 1` and `c` may differ).

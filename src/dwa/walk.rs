@@ -97,6 +97,9 @@ fn push<'a, N: StackNode>(
 /// ORs into `out` (bit `t % 32` of word `t / 32`) the tokens allowed for a configuration
 /// at `pos` with stack heads `heads` (EOS not included). Returns the number of work
 /// items taken (stack entries read, counting those a path reached with nothing left). `out` must hold `ceil(vocab_len / 32)` words.
+// Kept out of line: inlined into `fill_mask_words` it compiled to 4% more instructions
+// per mask (callgrind, built-in JSON × GPT-2).
+#[inline(never)]
 pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32]) -> usize {
     let Some(sp) = dwa.start_pos(pos) else {
         return 0;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::run::CountRun;
+use super::run::{CountRun, CountRuns};
 use super::LexPos;
 use crate::ids::{LexStateId, TerminalId};
 
@@ -78,21 +78,27 @@ impl LexerDfa {
             trans,
             per_state_emit,
             terminals,
-            (n, Vec::new(), 0),
+            CountRuns {
+                run_from: n,
+                ..CountRuns::default()
+            },
         )
     }
 
-    /// [`Self::from_parts`] for a counting lexer: `runs` is `(run_from, runs, margin)` as
-    /// described on the type.
+    /// [`Self::from_parts`] for a counting lexer (runs as described on the type).
     pub fn from_parts_with_runs(
         classes: Vec<u8>,
         stride: u32,
         trans: Vec<u32>,
         per_state_emit: Vec<Vec<TerminalId>>,
         terminals: Vec<LexTerminal>,
-        runs: (u32, Vec<CountRun>, u32),
+        runs: CountRuns,
     ) -> Result<Self, LexerValidateError> {
-        let (run_from, runs, margin) = runs;
+        let CountRuns {
+            run_from,
+            runs,
+            margin,
+        } = runs;
         let mut emit_offsets = Vec::with_capacity(per_state_emit.len() + 1);
         let mut emit = Vec::new();
         emit_offsets.push(0u32);
@@ -237,12 +243,13 @@ impl LexerDfa {
         self.margin
     }
 
-    /// The run holding `s`, for `s` at or above `run_from`.
+    /// The run holding `s`, for `s` at or above `run_from` and at least one run: by
+    /// template range for explicit ids, by virtual range above them.
     #[inline]
     fn run_of(&self, s: u32) -> &CountRun {
-        // Validated: every id from `run_from` up to the last virtual one is in a run;
-        // an id past them all falls to the last run, whose decode then stays in range
-        // only for valid ids (callers only pass ids `next` produced).
+        // Validated: the ranges tile every id from `run_from` to the last virtual one. An
+        // id past them all (never made by `next`) falls to the last run, where decoding
+        // still yields an index inside its template.
         let i = self.runs.partition_point(|r| {
             if s < self.num_states() as u32 {
                 r.first + r.width <= s

@@ -17,4 +17,4 @@ pub use dfa::{LexTerminal, LexerDfa, LexerValidateError};
 pub use follow::LexFollow;
 pub use lex::{lex, LexError, LexErrorKind, Lexeme};
 pub use pos::LexPos;
-pub use run::CountRun;
+pub use run::{CountRun, CountRuns};

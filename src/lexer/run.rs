@@ -13,6 +13,17 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The runs of a counting lexer, as `LexerDfa::from_parts_with_runs` takes them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CountRuns {
+    /// First template state (the lexer's state count when there are no runs).
+    pub run_from: u32,
+    /// The runs, templates in id order.
+    pub runs: Vec<CountRun>,
+    /// Counted layers kept explicit before each bound (0 without runs).
+    pub margin: u32,
+}
+
 /// One run (see the module docs).
 ///
 /// Invariants (checked by `LexerDfa::validate`): the template is the explicit states

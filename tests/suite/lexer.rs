@@ -97,3 +97,94 @@ fn lexer_cases() {
         }
     }
 }
+
+/// A counting lexer's run table is checked when loaded: every field corrupted in a way the
+/// transition function would trip over (a run of one iteration, exits that miss or point
+/// into a template, virtual ids overlapping explicit ones or out of order, templates that
+/// do not tile the states) fails validation instead of loading.
+#[test]
+fn corrupt_run_tables_are_refused() {
+    use serde_json::{json, Value};
+    use stackmask::lexer::LexerDfa;
+    let schema = r#"{"type": "object", "properties": {"a": {"type": "string", "maxLength": 600}, "b": {"type": "string", "minLength": 1, "maxLength": 2000}}}"#;
+    let g = compile_grammar(schema, GrammarFormat::JsonSchema).unwrap();
+    let lexer = build_lexer(&g).unwrap();
+    assert!(lexer.runs().len() >= 2, "the schema should give two runs");
+    let good = serde_json::to_value(&lexer).unwrap();
+    let load = |v: &Value| {
+        serde_json::from_value::<LexerDfa>(v.clone())
+            .unwrap()
+            .validate()
+    };
+    assert!(load(&good).is_ok());
+    let n = lexer.num_states() as u64;
+    let first = u64::from(lexer.runs()[0].first);
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<(&str, Edit)> = vec![
+        (
+            "one iteration",
+            Box::new(|v| v["runs"][0]["len"] = json!(1)),
+        ),
+        (
+            "exit missing",
+            Box::new(|v| {
+                v["runs"][0]["exits"].as_array_mut().unwrap().pop();
+            }),
+        ),
+        (
+            "exit into a template",
+            Box::new(move |v| v["runs"][0]["exits"][0] = json!(first)),
+        ),
+        (
+            "exit dead",
+            Box::new(|v| v["runs"][0]["exits"][0] = json!(0)),
+        ),
+        (
+            "virtual ids overlap",
+            Box::new(move |v| v["runs"][0]["virtual_base"] = json!(n - 1)),
+        ),
+        (
+            "virtual ids out of order",
+            Box::new(|v| {
+                let b = v["runs"][1]["virtual_base"].as_u64().unwrap();
+                v["runs"][1]["virtual_base"] = json!(b + 1);
+            }),
+        ),
+        (
+            "templates do not tile",
+            Box::new(|v| {
+                let w = v["runs"][0]["width"].as_u64().unwrap();
+                v["runs"][0]["width"] = json!(w - 1);
+            }),
+        ),
+        (
+            "run start past the states",
+            Box::new(move |v| v["run_from"] = json!(n + 1)),
+        ),
+        (
+            "template row into another run",
+            Box::new(|v| {
+                let stride = v["stride"].as_u64().unwrap();
+                let (a, b) = (&v["runs"][0]["first"], &v["runs"][1]["first"]);
+                let (a, b) = (a.as_u64().unwrap(), b.as_u64().unwrap());
+                v["trans"][(a * stride) as usize] = json!(b);
+            }),
+        ),
+        (
+            "too many virtual ids",
+            Box::new(|v| v["runs"][1]["len"] = json!(u32::MAX)),
+        ),
+        (
+            "unit starts beyond the layer",
+            Box::new(|v| {
+                let w = v["runs"][0]["width"].as_u64().unwrap();
+                v["runs"][0]["starts"] = json!(w + 1);
+            }),
+        ),
+    ];
+    for (what, edit) in &edits {
+        let mut v = good.clone();
+        edit(&mut v);
+        assert!(load(&v).is_err(), "{what}: loaded");
+    }
+}
