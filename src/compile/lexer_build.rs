@@ -19,7 +19,7 @@ use regex_automata::{
 
 use super::error::GrammarError;
 use super::ir::{Grammar, Priority, Terminal};
-use super::lexer_count::{CountPos, CountStep, Counting, UnitDfa, CLOSED, OPEN};
+use super::lexer_count::{self, CountPos, CountStep, Counting};
 use crate::ids::TerminalId;
 use crate::lexer::{CountRun, CountRuns, LexTerminal, LexerDfa};
 
@@ -28,16 +28,17 @@ pub const MAX_LEXER_STATES: usize = 200_000;
 /// Heap limit for one terminal's DFA (and its determinization) in bytes.
 pub const TERMINAL_DFA_LIMIT: usize = 64 << 20;
 
-const NONE: u32 = u32::MAX;
+/// `TermDfa::trans` entry for "no transition".
+pub(super) const NONE: u32 = u32::MAX;
 
 /// One terminal's DFA, re-indexed densely over the states reachable from its start.
-struct TermDfa {
-    classes: [u8; 256],
-    stride: usize,
+pub(super) struct TermDfa {
+    pub(super) classes: [u8; 256],
+    pub(super) stride: usize,
     /// `trans[s * stride + class]`, `NONE` for dead or for states that cannot reach a match.
-    trans: Vec<u32>,
-    complete: Vec<bool>,
-    start: u32,
+    pub(super) trans: Vec<u32>,
+    pub(super) complete: Vec<bool>,
+    pub(super) start: u32,
 }
 
 fn check_regex(t: &Terminal, regex: &str, main: bool) -> Result<(), GrammarError> {
@@ -364,25 +365,21 @@ struct CutRun {
     exits: Vec<(u32, u32)>,
 }
 
+/// Whether a counted terminal would be counted exactly (see `lexer_count`): its unit is
+/// usable and its pattern's completion lengths are upward closed. Front ends ask before
+/// counting a length beside a pattern. `Ok(false)` for a terminal that is not counted.
+pub fn counted_is_exact(t: &Terminal) -> Result<bool, GrammarError> {
+    lexer_count::counted_is_exact(t, regex_dfa, &term_dfa(t)?)
+}
+
 /// [`build_lexer`] with explicit options.
 pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, GrammarError> {
     let dfas = g
         .terminals
         .iter()
-        .map(|t| match t.counted {
-            Some(_) => Ok(None),
-            None => term_dfa(t).map(Some),
-        })
+        .map(term_dfa)
         .collect::<Result<Vec<_>, _>>()?;
-    let counting = Counting::new(&g.terminals, |t, re| {
-        let d = regex_dfa(t, re, true)?;
-        Ok(UnitDfa {
-            classes: d.classes,
-            stride: d.stride,
-            trans: d.trans,
-            complete: d.complete,
-        })
-    })?;
+    let counting = Counting::new(&g.terminals, &dfas, |t, re| regex_dfa(t, re, true))?;
     let prio: Vec<Priority> = g.terminals.iter().map(|t| t.priority).collect();
 
     // Global byte classes: bytes no terminal DFA distinguishes.
@@ -390,17 +387,10 @@ pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, Gr
     let mut classes = vec![0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
     for b in 0..=255u8 {
-        let mut sig: Vec<u8> = dfas
-            .iter()
-            .flatten()
-            .map(|d| d.classes[b as usize])
-            .collect();
+        let mut sig: Vec<u8> = dfas.iter().map(|d| d.classes[b as usize]).collect();
         if let Some(k) = &counting {
-            sig.extend([
-                k.unit.classes[b as usize],
-                u8::from(b == k.open),
-                u8::from(b == k.close),
-            ]);
+            let (open, close) = k.is_open_close(b);
+            sig.extend([k.unit_class(b), u8::from(open), u8::from(close)]);
         }
         let next = sig_class.len();
         let c = *sig_class.entry(sig).or_insert_with(|| {
@@ -429,10 +419,7 @@ pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, Gr
     let start_plain: Vec<(u32, u32)> = dfas
         .iter()
         .enumerate()
-        .filter_map(|(i, d)| match d {
-            Some(d) => (d.start != NONE).then_some((i as u32, d.start)),
-            None => Some((i as u32, OPEN)),
-        })
+        .filter_map(|(i, d)| (d.start != NONE).then_some((i as u32, d.start)))
         .collect();
     // The start state is always 1, even if no terminal can start (then it has no exits).
     b.add(Key {
@@ -500,7 +487,7 @@ pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, Gr
 
 /// The subset construction's tables, with the counting rules.
 struct SubsetBuilder<'a> {
-    dfas: &'a [Option<TermDfa>],
+    dfas: &'a [TermDfa],
     counting: Option<&'a Counting>,
     stride: usize,
     /// One byte per class, in class order.
@@ -532,12 +519,14 @@ impl SubsetBuilder<'_> {
 
     /// The top-priority terminals a state's lexeme completes.
     fn complete(&self, key: &Key) -> Vec<TerminalId> {
+        // A counted terminal completes only once closed (outside the units).
+        let counted = |t: u32| self.counting.is_some_and(|k| k.is_counted(t));
         let complete: Vec<u32> = key
             .plain
             .iter()
-            .filter(|&&(t, st)| match &self.dfas[t as usize] {
-                Some(d) => d.complete[st as usize],
-                None => st == CLOSED,
+            .filter(|&&(t, st)| {
+                self.dfas[t as usize].complete[st as usize]
+                    && (key.count.is_none() || !counted(t))
             })
             .map(|&(t, _)| t)
             .collect();
@@ -551,40 +540,51 @@ impl SubsetBuilder<'_> {
 
     /// The key after byte `b` (empty: dead).
     fn step(&self, key: &Key, b: u8) -> Key {
-        let mut enter = false;
         let mut plain: Vec<(u32, u32)> = key
             .plain
             .iter()
-            .filter_map(|&(t, st)| match &self.dfas[t as usize] {
-                Some(d) => {
-                    let ns = d.trans[st as usize * d.stride + d.classes[b as usize] as usize];
-                    (ns != NONE).then_some((t, ns))
-                }
-                None => {
-                    // Only the start state holds counted terminals before `open`.
-                    let k = self.counting.expect("a counted terminal implies counting");
-                    enter |= st == OPEN && b == k.open;
-                    None
-                }
+            .filter_map(|&(t, st)| {
+                let d = &self.dfas[t as usize];
+                let ns = d.trans[st as usize * d.stride + d.classes[b as usize] as usize];
+                (ns != NONE).then_some((t, ns))
             })
             .collect();
-        let mut count = None;
-        if let Some(k) = self.counting {
-            if enter {
-                let p = CountPos { u: 0, c: 0 };
-                count = k.any_alive(p).then_some(p);
-            } else if let Some(p) = key.count {
-                match k.step(p, b) {
-                    CountStep::Inside(next) => count = Some(next),
-                    CountStep::Dead => {}
-                    CountStep::Closed => {
-                        plain.extend(k.closing(p.c).map(|t| (t, CLOSED)));
-                        plain.sort_unstable();
-                    }
+        let Some(k) = self.counting else {
+            return Key { plain, count: None };
+        };
+        // Counted terminals enter the units together, from the start state only.
+        let enter = key.count.is_none()
+            && b == k.open
+            && key
+                .plain
+                .iter()
+                .any(|&(t, st)| k.is_counted(t) && st == self.dfas[t as usize].start);
+        let count = if enter {
+            Some(CountPos { u: 0, c: 0 })
+        } else if let Some(p) = key.count {
+            match k.step(p, b) {
+                CountStep::Inside(next) => Some(next),
+                CountStep::Closed => {
+                    plain.retain(|&(t, _)| k.closes(t, p.c));
+                    None
+                }
+                CountStep::Dead => {
+                    plain.retain(|&(t, _)| !k.is_counted(t));
+                    None
                 }
             }
+        } else {
+            None
+        };
+        let Some(p) = count else {
+            return Key { plain, count };
+        };
+        plain.retain(|&(t, s)| k.alive(t, s, p));
+        let counting = plain.iter().any(|&(t, _)| k.is_counted(t));
+        Key {
+            plain,
+            count: counting.then_some(p),
         }
-        Key { plain, count }
     }
 
     /// Fills state `s`'s row, adding the states it reaches: plain ones to `plain`,
@@ -827,10 +827,9 @@ mod tests {
             t.priority.literal = literal;
             t
         };
-        let count = |name: &str, lo: u32, hi: Option<u32>| {
-            let mut t = plain(name, "", false);
+        let count = |name: &str, pattern: &str, lo: u32, hi: Option<u32>| {
+            let mut t = plain(name, pattern, false);
             if counted {
-                t.regex = "(display only)".into();
                 t.counted = Some(Counted {
                     open: b'"',
                     unit: unit.into(),
@@ -840,15 +839,20 @@ mod tests {
                 });
             } else {
                 let hi = hi.map_or(String::new(), |h| h.to_string());
-                t.regex = format!("\"(?:{unit}){{{lo},{hi}}}\"");
+                t.also = vec![format!("\"(?:{unit}){{{lo},{hi}}}\"")];
             }
             t
         };
+        let any = format!("\"(?:{unit})*\"");
+        // Upward closed (after a closing `bbb`, one more `b` closes too), and a lexeme
+        // not ending in `b` still needs three units: near the bound it dies early.
+        let ab = format!("\"a(?:{unit})*bbb\"");
         vec![
             plain("ANY", r#""[abé\\nc]*""#, false),
-            count("T1", 2, Some(60)),
-            count("T2", 0, Some(12)),
-            count("T3", 40, None),
+            count("T1", &any, 2, Some(60)),
+            count("T2", &any, 0, Some(12)),
+            count("T3", &any, 40, None),
+            count("AB", &ab, 3, Some(50)),
             plain("AB", r#""ab""#, true),
             plain("AS", r#""a+""#, false),
             plain("X", "x+", false),
@@ -862,13 +866,25 @@ mod tests {
     /// and on the reference's lexical searches. Several margins cut runs differently.
     #[test]
     fn counted_runs_lex_like_unrolled_counts() {
+        assert_lexes_like_unrolled(string_kinds);
+        // A patterned counted terminal alone: nothing else keeps a lexeme alive that can
+        // no longer complete under the bound.
+        assert_lexes_like_unrolled(|counted| {
+            string_kinds(counted)
+                .into_iter()
+                .filter(|t| t.name == "AB" || t.name == "X")
+                .collect()
+        });
+    }
+
+    fn assert_lexes_like_unrolled(kinds: impl Fn(bool) -> Vec<Terminal>) {
         use crate::compile::lexer_follow::build_follow;
         use crate::ids::LexStateId;
         use crate::reference::follow as rf;
-        let unrolled = build_lexer(&grammar_of(string_kinds(false))).unwrap();
+        let unrolled = build_lexer(&grammar_of(kinds(false))).unwrap();
         let uf = build_follow(&unrolled);
         for margin in [1, 2, 3, 5] {
-            let g = grammar_of(string_kinds(true));
+            let g = grammar_of(kinds(true));
             let lx = build_lexer_with(
                 &g,
                 &LexerOptions {
@@ -934,6 +950,14 @@ mod tests {
         }
         let e = build_lexer(&grammar_of(ts)).unwrap_err().to_string();
         assert!(e.contains("not prefix-free"), "{e}");
+        // Pairs of letters: a count one short of the bound cannot tell whether the
+        // lexeme still completes, so the pattern is refused (and says so beforehand).
+        let mut ts = string_kinds(true);
+        ts[1].regex = r#""(?:aa)*""#.into();
+        assert!(!counted_is_exact(&ts[1]).unwrap());
+        assert!(counted_is_exact(&ts[2]).unwrap());
+        let e = build_lexer(&grammar_of(ts)).unwrap_err().to_string();
+        assert!(e.contains("gaps"), "{e}");
     }
 
     /// Runs a terminal DFA: `None` once dead, else whether the lexeme is complete.

@@ -35,6 +35,7 @@ use super::{Dropped, LoweredSchema, SchemaError, SchemaOptions};
 use crate::compile::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::ir::{Counted, Grammar, Nonterminal, Priority, Symbol, Terminal};
+use crate::compile::lexer_build;
 use crate::compile::prune::{
     check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
 };
@@ -134,8 +135,8 @@ struct Lowerer<'a> {
     opts: SchemaOptions,
     terminals: Vec<Terminal>,
     term_ids: HashMap<(String, Vec<String>, Vec<String>, i32), TerminalId>,
-    /// Counted string terminals by their count.
-    counted_ids: HashMap<Counted, TerminalId>,
+    /// Counted string terminals by their count and pattern.
+    counted_ids: HashMap<CountedPattern, TerminalId>,
     nonterminals: Vec<Nonterminal>,
     bodies: Vec<Option<Ebnf>>,
     memo: HashMap<String, NonterminalId>,
@@ -306,23 +307,15 @@ impl<'a> Lowerer<'a> {
         id
     }
 
-    /// The terminal of a counted string (shown with the generic string's pattern).
-    fn counted_terminal(&mut self, name: &str, counted: Counted) -> TerminalId {
-        if let Some(&t) = self.counted_ids.get(&counted) {
-            return t;
+    /// The terminal of a counted string whose characters match `regex` and every `also`,
+    /// and no `except` (see `ir::Counted`).
+    fn counted_terminal(&mut self, name: &str, t: CountedPattern) -> TerminalId {
+        if let Some(&id) = self.counted_ids.get(&t) {
+            return id;
         }
         let id = TerminalId::new(self.terminals.len());
-        self.terminals.push(Terminal {
-            name: name.to_string(),
-            regex: ANY_STRING.to_string(),
-            priority: Priority::default(),
-            ignored: false,
-            also: Vec::new(),
-            except: Vec::new(),
-            counted: Some(counted.clone()),
-            span: Span::default(),
-        });
-        self.counted_ids.insert(counted, id);
+        self.terminals.push(t.terminal(name));
+        self.counted_ids.insert(t, id);
         id
     }
 
@@ -1223,33 +1216,33 @@ impl<'a> Lowerer<'a> {
             } else {
                 "minLength"
             };
-            if longest >= COUNTED_FROM && parts.is_empty() && except.is_empty() {
+            if longest > MAX_LEXER_COUNT {
+                self.refuse(
+                    kw,
+                    pointer,
+                    &format!("lengths above {MAX_LEXER_COUNT} characters are not compiled"),
+                )?;
+            } else if longest >= COUNTED_FROM && parts.is_empty() && except.is_empty() {
                 // The length is the only constraint: the lexer counts characters instead
                 // of unrolling them (`ir::Counted`).
-                if longest > MAX_LEXER_COUNT {
-                    self.refuse(
-                        kw,
-                        pointer,
-                        &format!("lengths above {MAX_LEXER_COUNT} characters are not compiled"),
-                    )?;
-                } else {
-                    return Ok(self.counted_string(lo as u32, max.map(|x| x as u32), pointer));
-                }
+                return Ok(self.counted_string(lo as u32, max.map(|x| x as u32), pointer));
+            } else if let Some(e) = (longest >= COUNTED_FROM)
+                .then(|| self.counted_pattern(&parts, except, lo as u32, max, pointer))
+                .transpose()?
+                .flatten()
+            {
+                return Ok(e);
             } else if longest > MAX_COUNTED_LENGTH {
                 self.refuse(
                     kw,
                     pointer,
                     &format!(
-                        "lengths above {MAX_COUNTED_LENGTH} characters beside a pattern, format \
-                         or `not` are not compiled exactly"
+                        "lengths above {MAX_COUNTED_LENGTH} characters are not compiled beside \
+                         a pattern, format or `not` that a longer string cannot always still \
+                         complete"
                     ),
                 )?;
             } else {
-                let kw = if max.is_some() {
-                    "maxLength"
-                } else {
-                    "minLength"
-                };
                 parts.push((
                     kw,
                     Hir::repetition(Repetition {
@@ -1269,22 +1262,7 @@ impl<'a> Lowerer<'a> {
         }
         // The terminal is the intersection of the parts' quoted languages: the first as
         // its regex, the others as `also` (intersected in the lexer builder).
-        let mut res: Vec<String> = Vec::with_capacity(parts.len());
-        for (kw, h) in &parts {
-            res.push(quoted_regex(h).map_err(|e| SchemaError::Unsupported {
-                keyword: kw.to_string(),
-                pointer: pointer.to_string(),
-                reason: e,
-            })?);
-        }
-        let mut not_res: Vec<String> = Vec::with_capacity(except.len());
-        for h in except {
-            not_res.push(quoted_regex(h).map_err(|e| SchemaError::Unsupported {
-                keyword: "not".into(),
-                pointer: pointer.to_string(),
-                reason: e,
-            })?);
-        }
+        let (mut res, not_res) = quoted_parts(&parts, except, pointer)?;
         let hirs: Vec<Hir> = parts.iter().map(|(_, h)| h.clone()).collect();
         let matcher = ValueMatcher::all(&hirs)
             .and_then(|mm| mm.except(except))
@@ -1310,20 +1288,69 @@ impl<'a> Lowerer<'a> {
         if let Some(&n) = self.string_memo.get(&key) {
             return e_sym(Symbol::N(n));
         }
-        let counted = Counted {
-            open: b'"',
-            // Spelling one character cannot fail: it is a plain class.
-            unit: spell(&any_char())
-                .expect("one character spells")
-                .to_string(),
-            close: b'"',
-            lo,
-            hi,
+        let t = CountedPattern {
+            counted: counted_chars(lo, hi),
+            regex: ANY_STRING.to_string(),
+            also: Vec::new(),
+            except: Vec::new(),
         };
-        let t = self.counted_terminal(&format!("STRING<{pointer}>"), counted);
+        let t = self.counted_terminal(&format!("STRING<{pointer}>"), t);
         let matcher = ValueMatcher::lengths(u64::from(lo), hi.map(u64::from));
         let n = self.string_nt(key, StringRule::Constrained(t, matcher));
         e_sym(Symbol::N(n))
+    }
+
+    /// A string of `lo` to `hi` characters in the languages `parts` and none of `except`,
+    /// as a counted terminal with that pattern — when the lexer counts it exactly (a
+    /// value the pattern can complete after `k` more characters can also after `k + 1`:
+    /// `lexer_build::counted_is_exact`). `None` otherwise.
+    fn counted_pattern(
+        &mut self,
+        parts: &[(&str, Hir)],
+        except: &[Hir],
+        lo: u32,
+        hi: Option<u64>,
+        pointer: &str,
+    ) -> Result<Option<Ebnf>, SchemaError> {
+        let hi = hi.map(|x| x as u32);
+        let mut parts = parts.to_vec();
+        if parts.is_empty() {
+            parts.push(("not", any_string_hir()));
+        }
+        let (mut res, not_res) = quoted_parts(&parts, except, pointer)?;
+        let regex = res.remove(0);
+        let t = CountedPattern {
+            counted: counted_chars(lo, hi),
+            regex,
+            also: res,
+            except: not_res,
+        };
+        // A pattern the lexer builder cannot take (too large a DFA, say) is not counted
+        // either: the caller unrolls or refuses it, and the builder reports it there.
+        if !lexer_build::counted_is_exact(&t.terminal("")).unwrap_or(false) {
+            return Ok(None);
+        }
+        let key = format!(
+            "\u{2}{lo}..{hi:?}\u{1}{}\u{0}{}\u{1}{}",
+            t.regex,
+            t.also.join("\u{0}"),
+            t.except.join("\u{0}")
+        );
+        if let Some(&n) = self.string_memo.get(&key) {
+            return Ok(Some(e_sym(Symbol::N(n))));
+        }
+        let hirs: Vec<Hir> = parts.iter().map(|(_, h)| h.clone()).collect();
+        let matcher = ValueMatcher::all(&hirs)
+            .and_then(|mm| mm.except(except))
+            .map_err(|e| SchemaError::Unsupported {
+                keyword: parts[0].0.into(),
+                pointer: pointer.to_string(),
+                reason: e,
+            })?
+            .with_lengths(u64::from(lo), hi.map(u64::from));
+        let t = self.counted_terminal(&format!("STRING<{pointer}>"), t);
+        let n = self.string_nt(key, StringRule::Constrained(t, matcher));
+        Ok(Some(e_sym(Symbol::N(n))))
     }
 
     /// `uniqueItems` over items drawn from a short list of values (an `enum`/`const` of
@@ -2690,6 +2717,70 @@ pub fn lower(schema: &Value, opts: &SchemaOptions) -> Result<LoweredSchema, Sche
     let mut l = Lowerer::new(schema, *opts);
     let root = l.schema(schema, "")?;
     l.finish(root)
+}
+
+
+/// A counted string terminal: its count and the pattern its characters match.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct CountedPattern {
+    counted: Counted,
+    regex: String,
+    also: Vec<String>,
+    except: Vec<String>,
+}
+
+impl CountedPattern {
+    fn terminal(&self, name: &str) -> Terminal {
+        Terminal {
+            name: name.to_string(),
+            regex: self.regex.clone(),
+            priority: Priority::default(),
+            ignored: false,
+            also: self.also.clone(),
+            except: self.except.clone(),
+            counted: Some(self.counted.clone()),
+            span: Span::default(),
+        }
+    }
+}
+
+/// The count of a JSON string of `lo` to `hi` characters.
+fn counted_chars(lo: u32, hi: Option<u32>) -> Counted {
+    Counted {
+        open: b'"',
+        // Spelling one character cannot fail: it is a plain class.
+        unit: spell(&any_char())
+            .expect("one character spells")
+            .to_string(),
+        close: b'"',
+        lo,
+        hi,
+    }
+}
+
+/// The quoted regexes of a string's value languages `parts` and of the languages
+/// `except` it must avoid.
+fn quoted_parts(
+    parts: &[(&str, Hir)],
+    except: &[Hir],
+    pointer: &str,
+) -> Result<(Vec<String>, Vec<String>), SchemaError> {
+    let quote = |kw: &str, h: &Hir| {
+        quoted_regex(h).map_err(|e| SchemaError::Unsupported {
+            keyword: kw.to_string(),
+            pointer: pointer.to_string(),
+            reason: e,
+        })
+    };
+    let res = parts
+        .iter()
+        .map(|(kw, h)| quote(kw, h))
+        .collect::<Result<_, _>>()?;
+    let not_res = except
+        .iter()
+        .map(|h| quote("not", h))
+        .collect::<Result<_, _>>()?;
+    Ok((res, not_res))
 }
 
 #[cfg(test)]

@@ -780,6 +780,12 @@ impl ValueMatcher {
         }
     }
 
+    /// This language, of `lo` to `hi` characters only.
+    pub fn with_lengths(mut self, lo: u64, hi: Option<u64>) -> Self {
+        self.lengths = Some((lo, hi));
+        self
+    }
+
     /// This language minus the languages `hs`.
     pub fn except(mut self, hs: &[Hir]) -> Result<Self, String> {
         for h in hs {
