@@ -525,8 +525,7 @@ impl SubsetBuilder<'_> {
             .plain
             .iter()
             .filter(|&&(t, st)| {
-                self.dfas[t as usize].complete[st as usize]
-                    && (key.count.is_none() || !counted(t))
+                self.dfas[t as usize].complete[st as usize] && (key.count.is_none() || !counted(t))
             })
             .map(|&(t, _)| t)
             .collect();

@@ -117,10 +117,13 @@ impl Counting {
                 ));
             }
             if c.hi.is_some_and(|h| h < c.lo) {
-                return Err(unsupported(t, format!("count {}..{:?} is empty", c.lo, c.hi)));
+                return Err(unsupported(
+                    t,
+                    format!("count {}..{:?} is empty", c.lo, c.hi),
+                ));
             }
-            let shortest = shortest_completions(&dfas[i], &unit, c.open, c.close)
-                .ok_or_else(|| {
+            let shortest =
+                shortest_completions(&dfas[i], &unit, c.open, c.close).ok_or_else(|| {
                     unsupported(
                         t,
                         "its pattern's completion lengths have gaps (a count cannot \

@@ -2719,7 +2719,6 @@ pub fn lower(schema: &Value, opts: &SchemaOptions) -> Result<LoweredSchema, Sche
     l.finish(root)
 }
 
-
 /// A counted string terminal: its count and the pattern its characters match.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct CountedPattern {
