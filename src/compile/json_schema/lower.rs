@@ -146,6 +146,9 @@ struct Lowerer<'a> {
     /// Declared names a pattern-key rule must not list (they have their own slots).
     exclusions: Vec<(NonterminalId, Vec<String>)>,
     string_memo: HashMap<String, NonterminalId>,
+    /// Whether a counted string's pattern (regex, `also`, `except`) counts exactly: the
+    /// check determinizes the pattern, and schemas repeat their string shapes.
+    counts_exactly: HashMap<String, bool>,
     any_string: Option<NonterminalId>,
     any_value: Option<NonterminalId>,
     dropped: Vec<Dropped>,
@@ -227,6 +230,7 @@ impl<'a> Lowerer<'a> {
             string_rules: Vec::new(),
             exclusions: Vec::new(),
             string_memo: HashMap::new(),
+            counts_exactly: HashMap::new(),
             any_string: None,
             any_value: None,
             dropped: Vec::new(),
@@ -1325,19 +1329,24 @@ impl<'a> Lowerer<'a> {
             also: res,
             except: not_res,
         };
-        // A pattern the lexer builder cannot take (too large a DFA, say) is not counted
-        // either: the caller unrolls or refuses it, and the builder reports it there.
-        if !lexer_build::counted_is_exact(&t.terminal("")).unwrap_or(false) {
-            return Ok(None);
-        }
-        let key = format!(
-            "\u{2}{lo}..{hi:?}\u{1}{}\u{0}{}\u{1}{}",
+        let pattern = format!(
+            "{}\u{0}{}\u{1}{}",
             t.regex,
             t.also.join("\u{0}"),
             t.except.join("\u{0}")
         );
+        let key = format!("\u{2}{lo}..{hi:?}\u{1}{pattern}");
         if let Some(&n) = self.string_memo.get(&key) {
             return Ok(Some(e_sym(Symbol::N(n))));
+        }
+        // A pattern the lexer builder cannot take (too large a DFA, say) is not counted
+        // either: the caller unrolls or refuses it, and the builder reports it there.
+        let exact = *self
+            .counts_exactly
+            .entry(pattern)
+            .or_insert_with(|| lexer_build::counted_is_exact(&t.terminal("")).unwrap_or(false));
+        if !exact {
+            return Ok(None);
         }
         let hirs: Vec<Hir> = parts.iter().map(|(_, h)| h.clone()).collect();
         let matcher = ValueMatcher::all(&hirs)
