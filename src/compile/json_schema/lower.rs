@@ -1267,14 +1267,7 @@ impl<'a> Lowerer<'a> {
         // The terminal is the intersection of the parts' quoted languages: the first as
         // its regex, the others as `also` (intersected in the lexer builder).
         let (mut res, not_res) = quoted_parts(&parts, except, pointer)?;
-        let hirs: Vec<Hir> = parts.iter().map(|(_, h)| h.clone()).collect();
-        let matcher = ValueMatcher::all(&hirs)
-            .and_then(|mm| mm.except(except))
-            .map_err(|e| SchemaError::Unsupported {
-                keyword: parts[0].0.into(),
-                pointer: pointer.to_string(),
-                reason: e,
-            })?;
+        let matcher = value_matcher(&parts, except, pointer)?;
         let key = format!("{}\u{1}{}", res.join("\u{0}"), not_res.join("\u{0}"));
         if let Some(&n) = self.string_memo.get(&key) {
             return Ok(e_sym(Symbol::N(n)));
@@ -1348,15 +1341,8 @@ impl<'a> Lowerer<'a> {
         if !exact {
             return Ok(None);
         }
-        let hirs: Vec<Hir> = parts.iter().map(|(_, h)| h.clone()).collect();
-        let matcher = ValueMatcher::all(&hirs)
-            .and_then(|mm| mm.except(except))
-            .map_err(|e| SchemaError::Unsupported {
-                keyword: parts[0].0.into(),
-                pointer: pointer.to_string(),
-                reason: e,
-            })?
-            .with_lengths(u64::from(lo), hi.map(u64::from));
+        let matcher =
+            value_matcher(&parts, except, pointer)?.with_lengths(u64::from(lo), hi.map(u64::from));
         let t = self.counted_terminal(&format!("STRING<{pointer}>"), t);
         let n = self.string_nt(key, StringRule::Constrained(t, matcher));
         Ok(Some(e_sym(Symbol::N(n))))
@@ -2764,6 +2750,22 @@ fn counted_chars(lo: u32, hi: Option<u32>) -> Counted {
         lo,
         hi,
     }
+}
+
+/// The matcher of a string's value languages `parts` minus the languages `except`.
+fn value_matcher(
+    parts: &[(&str, Hir)],
+    except: &[Hir],
+    pointer: &str,
+) -> Result<ValueMatcher, SchemaError> {
+    let hirs: Vec<Hir> = parts.iter().map(|(_, h)| h.clone()).collect();
+    ValueMatcher::all(&hirs)
+        .and_then(|mm| mm.except(except))
+        .map_err(|e| SchemaError::Unsupported {
+            keyword: parts[0].0.into(),
+            pointer: pointer.to_string(),
+            reason: e,
+        })
 }
 
 /// The quoted regexes of a string's value languages `parts` and of the languages
