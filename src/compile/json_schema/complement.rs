@@ -49,12 +49,10 @@ fn negatable_value(m: &Map<String, Value>) -> bool {
         || string_language(m).is_some()
 }
 
-/// Whether `not: {type: v}` compiles: numbers that are not integers are no language
-/// lowering compiles (`1.0` and `1e2` are integers), so a list with `integer` but not
-/// `number` has no compiled complement (returning none names the caller's keyword).
+/// Whether `not: {type: v}` compiles: any valid type list (numbers that are not
+/// integers compile as `number::NON_INTEGER`).
 fn type_negatable(v: &Value) -> bool {
-    type_set(Some(v))
-        .is_some_and(|ts| !ts.iter().any(|t| t == "integer") || ts.iter().any(|t| t == "number"))
+    type_set(Some(v)).is_some()
 }
 
 /// The complement of a subschema one level below a complemented one (a property value,
@@ -94,14 +92,6 @@ fn no_item_matches(
 pub(super) fn any_of(forms: Vec<(Value, String)>) -> Value {
     let alts: Vec<Value> = forms.into_iter().map(|(v, _)| v).collect();
     json!({ "anyOf": alts })
-}
-
-/// Whether a complement form is `not: {type}` of a list with `integer` but no `number`:
-/// joined to a branch that admits numbers, it asks for non-integer numbers.
-pub(super) fn excludes_only_integers(form: &Value) -> bool {
-    form.get("not")
-        .and_then(|n| n.get("type"))
-        .is_some_and(|t| !type_negatable(t))
 }
 
 /// The value language of a string schema that `not` can exclude: `m` holds (besides
@@ -167,13 +157,14 @@ pub(super) fn any_string_hir() -> Hir {
 }
 
 /// How deep complements of property schemas may nest (recursive definitions).
-const MAX_COMPLEMENT_DEPTH: usize = 4;
+const MAX_COMPLEMENT_DEPTH: usize = 8;
 
 /// The complement of a flattened schema as schemas whose union it is (¬(A ∧ B) is
 /// ¬A ∨ ¬B), for conjuncts whose negation `not` compiles: a `type` list, `required`
 /// names (objects lacking one of them; non-objects satisfy `required`), one string
 /// language, scalar `enum`/`const`, count and number bounds (the opposite bound, for
-/// values of the bounded type), `properties`, `items` and `contains` whose schemas have
+/// values of the bounded type), `not` (its schema itself), `properties`, `items` and
+/// `contains` whose schemas have
 /// such complements themselves, and pending `anyOf` / `oneOf` whose alternatives do.
 /// `None` when some conjunct has no such negation; empty (no value) when `f` asserts
 /// nothing. `resolver` flattens property schemas (lenient drops unreported).
@@ -214,11 +205,7 @@ fn complement_at(
     let opposite = |ty: &str, k: &str, v: &Value| (json!({ "type": ty, k: v }), at.clone());
     for (k, v) in &f.base {
         match k.as_str() {
-            // At the top, the caller knows whether the branches it joins admit numbers
-            // (see `excludes_only_integers`); inside a property value, nothing does.
-            "type" if depth == 0 || type_negatable(v) => {
-                out.push((json!({ "not": { "type": v } }), at.clone()))
-            }
+            "type" if type_negatable(v) => out.push((json!({ "not": { "type": v } }), at.clone())),
             "required" => {
                 for name in v.as_array()? {
                     let name = name.as_str()?;
@@ -267,6 +254,8 @@ fn complement_at(
                 };
                 out.push(opposite(ty, min, &json!(n.checked_add(1)?)));
             }
+            // ¬¬S is S: the negated schema itself, lowered as any schema is.
+            "not" => out.push((v.clone(), at.clone())),
             "additionalProperties" | "items" if v == &Value::Bool(true) => {}
             "additionalProperties"
                 if names.is_some() && !f.base.contains_key("patternProperties") =>

@@ -15,14 +15,13 @@ use regex_syntax::hir::{Hir, Repetition};
 use serde_json::{Map, Value};
 
 use super::complement::{
-    any_string_hir, complement, complement_within, excludes_only_integers, scalar_values,
-    string_language,
+    any_string_hir, complement, complement_within, scalar_values, string_language,
 };
 use super::finite;
 use super::format::{format, Format};
 use super::number::{
     decimal_half, decimal_range, integer_range, multiple_of, value_spellings, Bound, Side,
-    ANY_INTEGER, ANY_NUMBER,
+    ANY_INTEGER, ANY_NUMBER, NON_INTEGER,
 };
 use super::resolve::{
     conjoin, contains_list, is_trivial, json_equal, type_set, Flat, Resolver, ASSERTIONS,
@@ -190,6 +189,17 @@ fn count(m: &Map<String, Value>, k: &str, pointer: &str) -> Result<Option<u64>, 
             _ => Err(invalid(k, pointer, "must be a nonnegative integer")),
         },
     }
+}
+
+/// Which numbers a number schema starts from, before its bounds and multiples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NumberSet {
+    /// `type: integer`: integers, spelled without fraction or exponent.
+    Integers,
+    /// `type: number`: every JSON number.
+    All,
+    /// `type: number` with `not: {type: integer}`: the spellings of [`NON_INTEGER`].
+    NonIntegers,
 }
 
 fn json_type_of(v: &Value) -> &'static str {
@@ -535,16 +545,13 @@ impl<'a> Lowerer<'a> {
             // For `oneOf`: each branch's own disjunctions (the alternative's, not the
             // ones shared with its siblings), for the disjointness proof.
             let mut own = Vec::new();
-            // For `oneOf`: each alternative's complement, when it has a compiled form.
-            let mut complements: Vec<Option<Vec<(Value, String)>>> = Vec::new();
-            // For `oneOf`: each alternative, for complements within another branch.
+            // For `oneOf`: each alternative, for the complements that make them exclusive.
             let mut alt_flats: Vec<(Flat, &str)> = Vec::new();
             for (alt, ap) in &alts {
                 let af = self.resolver.flatten(alt, ap)?;
                 if af.never {
                     continue;
                 }
-                complements.push(self.resolver.probe(|r| complement(&af, ap, r)));
                 if kw == "oneOf" {
                     alt_flats.push((af.clone(), ap.as_str()));
                 }
@@ -601,7 +608,7 @@ impl<'a> Lowerer<'a> {
                         )?;
                     }
                 } else if let Some(pairs) = overlapping
-                    .then(|| self.pairwise_complements(&branches, &alt_flats, &complements))
+                    .then(|| self.pairwise_complements(&branches, &alt_flats))
                     .flatten()
                 {
                     // Exactly one: alternative i and the complement of every other one
@@ -639,14 +646,18 @@ impl<'a> Lowerer<'a> {
 
     /// For each branch of a `oneOf`, the complement of every other alternative (see
     /// `complement`); where one has none, its complement within the branch's finite set
-    /// of names (`complement_within`). `None` when some pair has neither, or when joining
-    /// them would ask for non-integer numbers.
+    /// of names (`complement_within`). `None` when some pair has neither.
     fn pairwise_complements(
         &self,
         branches: &[Flat],
         alt_flats: &[(Flat, &str)],
-        complements: &[Option<Vec<(Value, String)>>],
     ) -> Option<Vec<Vec<Forms>>> {
+        // Each alternative's complement, when it has a compiled form (computed only here:
+        // deep ones are costly, and disjoint alternatives never need them).
+        let complements: Vec<Option<Forms>> = alt_flats
+            .iter()
+            .map(|(af, ap)| self.resolver.probe(|r| complement(af, ap, r)))
+            .collect();
         let mut out = Vec::with_capacity(branches.len());
         for (i, b) in branches.iter().enumerate() {
             let names = closed_names(&b.base);
@@ -668,15 +679,7 @@ impl<'a> Lowerer<'a> {
             }
             out.push(cs);
         }
-        // The per-branch complements, as the check below reads them.
-        let asks = branches.iter().zip(&out).any(|(b, cs)| {
-            admits_numbers(b)
-                && cs
-                    .iter()
-                    .flatten()
-                    .any(|(form, _)| excludes_only_integers(form))
-        });
-        (!asks).then_some(out)
+        Some(out)
     }
 
     /// The values satisfying exactly one of `alts` when every alternative is a finite
@@ -695,6 +698,8 @@ impl<'a> Lowerer<'a> {
         let mut forbidden: Vec<String> = Vec::new();
         let mut not_strings: Vec<Hir> = Vec::new();
         let mut not_bools: Vec<bool> = Vec::new();
+        // Set by `not: {type: integer}` beside numbers: only non-integral ones are kept.
+        let mut non_integer = false;
         if let Some(n) = m.get("not") {
             let neg = self.negation(n, pointer)?;
             if neg.nothing {
@@ -716,12 +721,8 @@ impl<'a> Lowerer<'a> {
                         continue;
                     }
                     if t == "number" && ts.iter().any(|x| x == "integer") {
-                        // Numbers that are not integers: not a language we compile.
-                        self.refuse(
-                            "not",
-                            pointer,
-                            "`not: integer` under a number type is not compiled",
-                        )?;
+                        // Numbers that are not integers (see `NON_INTEGER`).
+                        non_integer = true;
                     }
                     keep.push(t);
                 }
@@ -762,14 +763,22 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        let listed = match m.get("enum") {
-            Some(Value::Array(values)) => Some(values.as_slice()),
+        let listed: Option<Vec<Value>> = match m.get("enum") {
+            Some(Value::Array(values)) => Some(values.clone()),
             Some(_) => return Err(invalid("enum", pointer, "must be an array")),
             None => None,
         };
+        // Integral listed values are excluded along with the integer type.
+        let listed = listed.map(|vs| {
+            vs.into_iter()
+                .filter(|v| !(non_integer && json_type_of(v) == "integer"))
+                .collect::<Vec<_>>()
+        });
+        let listed = listed.as_deref();
         if let Some(c) = m.get("const") {
             // Both may meet in a merged allOf / anyOf branch: the const, if enumerated.
-            let ok = listed.is_none_or(|vs| vs.iter().any(|v| json_equal(v, c)));
+            let ok = listed.is_none_or(|vs| vs.iter().any(|v| json_equal(v, c)))
+                && !(non_integer && json_type_of(c) == "integer");
             let values = if ok { std::slice::from_ref(c) } else { &[] };
             let not = (not_strings.as_slice(), not_bools.as_slice());
             return self.enumerated(values, m, &types, &forbidden, not, pointer);
@@ -796,8 +805,9 @@ impl<'a> Lowerer<'a> {
                     Ebnf::Alt(kept.collect())
                 }
                 "integer" if has_number => continue,
-                "integer" => self.number(m, true, pointer)?,
-                "number" => self.number(m, false, pointer)?,
+                "integer" => self.number(m, NumberSet::Integers, pointer)?,
+                "number" if non_integer => self.number(m, NumberSet::NonIntegers, pointer)?,
+                "number" => self.number(m, NumberSet::All, pointer)?,
                 "string" => self.string(m, &not_strings, pointer)?,
                 "array" => self.array(m, pointer)?,
                 "object" => self.object(m, &forbidden, pointer)?,
@@ -982,12 +992,16 @@ impl<'a> Lowerer<'a> {
     fn number(
         &mut self,
         m: &Map<String, Value>,
-        integer: bool,
+        set: NumberSet,
         pointer: &str,
     ) -> Result<Ebnf, SchemaError> {
-        let mut integer = integer;
-        // The multiples, as a language every number terminal here is intersected with.
+        let mut integer = set == NumberSet::Integers;
+        // The multiples (and the non-integers), as languages every number terminal here
+        // is intersected with.
         let mut div: Vec<String> = Vec::new();
+        if set == NumberSet::NonIntegers {
+            div.push(NON_INTEGER.to_string());
+        }
         if let Some(d) = m.get("multipleOf") {
             match d.as_f64() {
                 Some(1.0) => integer = true,
@@ -2487,12 +2501,6 @@ fn oneof_candidates(alts: &[(Value, String)], resolver: &Resolver<'_>) -> Option
 
 /// Schemas (with their pointers) whose union is a complement.
 type Forms = Vec<(Value, String)>;
-
-/// Whether a branch admits non-integer numbers (so a complement of `integer` joined to
-/// it would ask for them).
-fn admits_numbers(b: &Flat) -> bool {
-    type_set(b.base.get("type")).is_none_or(|ts| ts.iter().any(|t| t == "number"))
-}
 
 /// The only names objects of a flat schema may have (`additionalProperties: false`, no
 /// `patternProperties`): its declared properties.

@@ -12,6 +12,17 @@ use super::string::digit_seqs;
 pub const ANY_NUMBER: &str = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?";
 /// The unconstrained JSON integer (no fraction, no exponent).
 pub const ANY_INTEGER: &str = r"-?(0|[1-9][0-9]*)";
+/// Numbers whose value is not an integer, as the spellings that show it: a fraction with
+/// a nonzero digit and no exponent, or a negative exponent on a mantissa whose last digit
+/// is not zero (the mantissa's digits are then not divisible by the power of ten they are
+/// scaled by). Every other spelling of a non-integer (`1.55e1`, `150e-2`) is left out,
+/// as [`ANY_INTEGER`] leaves out `1.0`: Python's `repr` and JavaScript's `JSON.stringify`
+/// never write one. Exponent forms come first, for leftmost-first matching.
+pub const NON_INTEGER: &str = concat!(
+    r"-?(0|[1-9][0-9]*)\.[0-9]*[1-9][eE]-0*[1-9][0-9]*",
+    r"|-?([1-9][0-9]*[1-9]|[1-9])[eE]-0*[1-9][0-9]*",
+    r"|-?(0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*",
+);
 
 /// A bound of a range: the value and whether it is exclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -518,6 +529,61 @@ mod tests {
         assert!(m("0") && m("-0") && m("0.0") && !m("00"));
         let m = lf(&value_spellings(&serde_json::Number::from(-3)));
         assert!(m("-3") && !m("3"));
+    }
+
+    /// Whether a JSON number spelling's value is an integer, computed exactly: its
+    /// mantissa digits `m` scaled by `10^(e - fraction digits)`.
+    fn integral(text: &str) -> bool {
+        let (mant, exp) = match text.find(['e', 'E']) {
+            Some(i) => (&text[..i], text[i + 1..].parse::<i32>().unwrap()),
+            None => (text, 0),
+        };
+        let mant = mant.trim_start_matches('-');
+        let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+        let digits: u128 = format!("{int}{frac}").parse().unwrap();
+        let shift = exp - frac.len() as i32;
+        digits == 0 || shift >= 0 || digits % 10u128.pow(shift.unsigned_abs()) == 0
+    }
+
+    #[test]
+    fn non_integers_are_non_integral_and_cover_printed_floats() {
+        let m = lf(NON_INTEGER);
+        // Soundness over a grid of spellings: accepted only when the value is fractional;
+        // and without an exponent, every fractional value is accepted.
+        for sign in ["", "-"] {
+            for int in ["0", "1", "5", "10", "15", "150"] {
+                for frac in ["", ".0", ".5", ".50", ".05", ".00", ".25"] {
+                    for exp in ["", "e0", "e1", "e-1", "e-01", "E+2", "e-3", "e+0", "E-2"] {
+                        let t = format!("{sign}{int}{frac}{exp}");
+                        if m(&t) {
+                            assert!(!integral(&t), "{t} is an integer");
+                        } else if exp.is_empty() {
+                            assert!(integral(&t), "{t} is not an integer");
+                        }
+                    }
+                }
+            }
+        }
+        // Completeness over printed floats: plain (`{}`) and scientific (`{:e}`, as
+        // Python's repr and JSON.stringify write small values, also with `e-05`).
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = (x % 2_000_000) as f64 / 64.0 * if x & 1 == 0 { 1.0 } else { 1e-9 };
+            let (plain, sci) = (format!("{v}"), format!("{v:e}"));
+            let padded = sci.replace("e-", "e-0");
+            let fractional = v.fract() != 0.0;
+            assert_eq!(m(&plain), fractional, "{plain}");
+            assert_eq!(m(&padded), fractional && sci.contains("e-"), "{padded}");
+            if sci.contains("e-") {
+                assert_eq!(m(&sci), fractional, "{sci}");
+            } else {
+                // A positive exponent: never accepted (left out, integral or not).
+                assert!(!m(&sci), "{sci}");
+            }
+        }
     }
 
     /// A decimal text as an exact rational `n / 10^scale` with `scale` = 6.
