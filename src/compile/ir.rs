@@ -42,9 +42,27 @@ pub struct Terminal {
     /// lexemes are exactly `open · unit{lo,hi} · close`, and `regex` (a display form),
     /// `also` and `except` are not read by the lexer builder.
     pub counted: Option<Counted>,
+    /// Divisibility conditions every lexeme must also meet (empty for all but JSON
+    /// Schema's `multipleOf` by an integer whose multiples no compact regex spells).
+    pub divisibility: Vec<Divisibility>,
     /// Where it was defined (or first used, for anonymous terminals).
     pub span: Span,
 }
+
+/// A condition on a terminal's lexemes: each is a JSON integer `-?(0|[1-9][0-9]*)` whose
+/// value is (`multiple`) or is not a multiple of `divisor`. The lexer builder runs it as
+/// a remainder automaton of `divisor` states, which no regex spells compactly (the one
+/// for 11 has millions of characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Divisibility {
+    /// The divisor, at least 1 and at most [`MAX_DIVISOR`].
+    pub divisor: u32,
+    /// Multiples when true, the other integers when false.
+    pub multiple: bool,
+}
+
+/// Largest [`Divisibility::divisor`]: one lexer state per remainder.
+pub const MAX_DIVISOR: u32 = 10_000;
 
 /// A terminal whose lexemes are an opening byte, between `lo` and `hi` *units*, and a
 /// closing byte: a JSON string of bounded length, where a unit is one character as the

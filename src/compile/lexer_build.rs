@@ -18,7 +18,7 @@ use regex_automata::{
 };
 
 use super::error::GrammarError;
-use super::ir::{Grammar, Priority, Terminal};
+use super::ir::{Divisibility, Grammar, Priority, Terminal, MAX_DIVISOR};
 use super::lexer_count::{self, CountPos, CountStep, Counting};
 use crate::ids::TerminalId;
 use crate::lexer::{CountRun, CountRuns, LexTerminal, LexerDfa};
@@ -96,7 +96,56 @@ fn term_dfa(t: &Terminal) -> Result<TermDfa, GrammarError> {
     for re in &t.except {
         dfa = product(&dfa, &regex_dfa(t, re, false)?, t, Product::Subtract)?;
     }
+    for d in &t.divisibility {
+        dfa = product(&dfa, &divisibility_dfa(t, *d)?, t, Product::Intersect)?;
+    }
     Ok(dfa)
+}
+
+/// The remainder automaton of a [`Divisibility`]: JSON integers, read digit by digit
+/// with their magnitude's remainder modulo the divisor as the state (the sign does not
+/// change divisibility; `0` and `-0` are multiples of everything).
+fn divisibility_dfa(t: &Terminal, d: Divisibility) -> Result<TermDfa, GrammarError> {
+    if d.divisor == 0 || d.divisor > MAX_DIVISOR {
+        return Err(GrammarError::TooLarge {
+            span: t.span,
+            what: format!("divisor of terminal `{}` (at least 1)", t.name),
+            limit: MAX_DIVISOR as usize,
+        });
+    }
+    // Classes: 0 other bytes, 1 `-`, 2..=11 the digits.
+    let mut classes = [0u8; 256];
+    classes[b'-' as usize] = 1;
+    for (i, c) in (b'0'..=b'9').enumerate() {
+        classes[c as usize] = 2 + i as u8;
+    }
+    let stride = 12;
+    // States: 0 start, 1 after `-`, 2 a lone zero, 3 + r remainder r.
+    const REM: u32 = 3;
+    let k = d.divisor;
+    let n = REM + k;
+    let mut trans = vec![NONE; n as usize * stride];
+    for s in [0u32, 1] {
+        let row = s as usize * stride;
+        trans[row + 2] = 2;
+        for digit in 1..10u32 {
+            trans[row + 2 + digit as usize] = REM + digit % k;
+        }
+    }
+    trans[1] = 1;
+    for r in 0..k {
+        let row = (REM + r) as usize * stride;
+        for digit in 0..10u32 {
+            // (10 r + digit) mod k without overflow: r < k ≤ MAX_DIVISOR.
+            trans[row + 2 + digit as usize] = REM + (10 * r + digit) % k;
+        }
+    }
+    let mut complete = vec![false; n as usize];
+    complete[2] = d.multiple;
+    for r in 0..k {
+        complete[(REM + r) as usize] = (r == 0) == d.multiple;
+    }
+    Ok(TermDfa::pruned(classes, stride, trans, complete))
 }
 
 /// What a product of two terminal DFAs accepts.
@@ -789,6 +838,7 @@ mod tests {
             also: also.iter().map(|s| s.to_string()).collect(),
             except: except.iter().map(|s| s.to_string()).collect(),
             counted: None,
+            divisibility: Vec::new(),
             span: Span::default(),
         }
     }
@@ -1027,5 +1077,69 @@ mod tests {
         // Everything excepted: no start.
         let e = term_dfa(&terminal_except("ab?", &[], &["a", "ab"])).unwrap();
         assert_eq!(e.start, NONE);
+    }
+
+    /// A divisibility condition keeps exactly the integers (canonical JSON spellings,
+    /// either sign) whose value is, or is not, a multiple; other spellings die.
+    #[test]
+    fn divisibility_is_exact() {
+        use crate::compile::ir::Divisibility;
+        let full = regex_automata::meta::Regex::new("^-?(?:0|[1-9][0-9]*)$").unwrap();
+        let mut words = vec![String::new()];
+        for len in 0..5 {
+            let longer: Vec<String> = words
+                .iter()
+                .filter(|w| w.len() == len)
+                .flat_map(|w| {
+                    ["0", "1", "3", "7", "-", "."]
+                        .iter()
+                        .map(move |c| format!("{w}{c}"))
+                })
+                .collect();
+            words.extend(longer);
+        }
+        for divisor in [1u32, 3, 7, 11] {
+            for multiple in [true, false] {
+                let mut t = terminal("-?(0|[1-9][0-9]*)(\\.[0-9]+)?", &[]);
+                t.divisibility = vec![Divisibility { divisor, multiple }];
+                let d = term_dfa(&t).unwrap();
+                for w in &words {
+                    let want = full.is_match(w)
+                        && (w.trim_start_matches('-').parse::<u64>().unwrap() % divisor as u64
+                            == 0)
+                            == multiple;
+                    assert_eq!(
+                        run(&d, w.as_bytes()) == Some(true),
+                        want,
+                        "{divisor} {multiple} {w:?}"
+                    );
+                }
+                // A fraction never completes.
+                assert_eq!(run(&d, b"3."), None);
+            }
+        }
+        // Two conditions: multiples of 3 that are not multiples of 7.
+        let mut t = terminal("-?(0|[1-9][0-9]*)", &[]);
+        t.divisibility = vec![
+            Divisibility {
+                divisor: 3,
+                multiple: true,
+            },
+            Divisibility {
+                divisor: 7,
+                multiple: false,
+            },
+        ];
+        let d = term_dfa(&t).unwrap();
+        for n in 0..200u32 {
+            let want = n % 3 == 0 && n % 7 != 0;
+            assert_eq!(run(&d, n.to_string().as_bytes()) == Some(true), want, "{n}");
+        }
+        // A divisor of zero or past the limit is an error, not a panic.
+        t.divisibility = vec![Divisibility {
+            divisor: 0,
+            multiple: true,
+        }];
+        assert!(term_dfa(&t).is_err());
     }
 }

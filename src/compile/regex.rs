@@ -77,6 +77,7 @@ pub fn compile(pattern: &str) -> Result<Grammar, GrammarError> {
             also: Vec::new(),
             except: Vec::new(),
             counted: None,
+            divisibility: Vec::new(),
             span: Span::default(),
         }],
         nonterminals: vec![Nonterminal {

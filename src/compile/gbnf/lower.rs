@@ -175,6 +175,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
             also: Vec::new(),
             except: Vec::new(),
             counted: None,
+            divisibility: Vec::new(),
             span: Span::default(),
         })
         .collect();

@@ -6,7 +6,7 @@ use regex_syntax::hir::{Hir, Repetition};
 use serde_json::{json, Map, Value};
 
 use super::format::{format, Format};
-use super::lower::MAX_COUNTED_LENGTH;
+use super::lower::{integer_divisor, MAX_COUNTED_LENGTH};
 use super::resolve::{contains_list, type_set, Flat, Resolver, ASSERTIONS};
 use super::string::{any_char, parse_pattern, parse_value_regex};
 
@@ -253,6 +253,10 @@ fn complement_at(
                     ("object", "minProperties")
                 };
                 out.push(opposite(ty, min, &json!(n.checked_add(1)?)));
+            }
+            // Numbers that are no multiple (lowered as remainder automata).
+            "multipleOf" if integer_divisor(v).is_some() => {
+                out.push((json!({ "not": { "multipleOf": v } }), at.clone()))
             }
             // ¬¬S is S: the negated schema itself, lowered as any schema is.
             "not" => out.push((v.clone(), at.clone())),

@@ -33,7 +33,9 @@ use super::string::{
 use super::{Dropped, LoweredSchema, SchemaError, SchemaOptions};
 use crate::compile::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::error::{GrammarError, Span};
-use crate::compile::ir::{Counted, Grammar, Nonterminal, Priority, Symbol, Terminal};
+use crate::compile::ir::{
+    Counted, Divisibility, Grammar, Nonterminal, Priority, Symbol, Terminal, MAX_DIVISOR,
+};
 use crate::compile::lexer_build;
 use crate::compile::prune::{
     check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
@@ -100,6 +102,8 @@ struct Negation {
     strings_only: bool,
     /// `not {const: true}` and the like: these booleans are excluded.
     bools: Vec<bool>,
+    /// `not {multipleOf: k}` for integers `k`: numbers only, and no multiple of any `k`.
+    multiples: Vec<u32>,
 }
 
 impl Negation {
@@ -111,6 +115,7 @@ impl Negation {
         self.strings.extend(o.strings);
         self.strings_only |= o.strings_only;
         self.bools.extend(o.bools);
+        self.multiples.extend(o.multiples);
         self
     }
 }
@@ -133,7 +138,7 @@ struct Lowerer<'a> {
     resolver: Resolver<'a>,
     opts: SchemaOptions,
     terminals: Vec<Terminal>,
-    term_ids: HashMap<(String, Vec<String>, Vec<String>, i32), TerminalId>,
+    term_ids: HashMap<TermKey, TerminalId>,
     /// Counted string terminals by their count and pattern.
     counted_ids: HashMap<CountedPattern, TerminalId>,
     nonterminals: Vec<Nonterminal>,
@@ -189,6 +194,26 @@ fn count(m: &Map<String, Value>, k: &str, pointer: &str) -> Result<Option<u64>, 
             _ => Err(invalid(k, pointer, "must be a nonnegative integer")),
         },
     }
+}
+
+/// What makes two terminals the same: regex, `also`, `except`, priority, divisibility.
+type TermKey = (String, Vec<String>, Vec<String>, i32, Vec<Divisibility>);
+
+/// A `multipleOf` value that is an integer from 1 to [`MAX_DIVISOR`].
+pub(super) fn integer_divisor(v: &Value) -> Option<u32> {
+    let k = match v.as_u64() {
+        Some(k) => k,
+        None => {
+            let x = v.as_f64()?;
+            if x.fract() != 0.0 || !(1.0..=MAX_DIVISOR as f64).contains(&x) {
+                return None;
+            }
+            x as u64
+        }
+    };
+    u32::try_from(k)
+        .ok()
+        .filter(|k| (1..=MAX_DIVISOR).contains(k))
 }
 
 /// Which numbers a number schema starts from, before its bounds and multiples.
@@ -275,7 +300,14 @@ impl<'a> Lowerer<'a> {
     }
 
     fn terminal(&mut self, name: &str, regex: &str, priority: i32, literal: bool) -> TerminalId {
-        self.make_terminal(name, regex, Vec::new(), Vec::new(), priority, literal)
+        let key = (
+            regex.to_string(),
+            Vec::new(),
+            Vec::new(),
+            priority,
+            Vec::new(),
+        );
+        self.make_terminal(name, key, literal)
     }
 
     /// A string terminal whose lexemes match `regex` and every pattern of `also`, and
@@ -287,34 +319,31 @@ impl<'a> Lowerer<'a> {
         also: Vec<String>,
         except: Vec<String>,
     ) -> TerminalId {
-        self.make_terminal(name, regex, also, except, 0, false)
+        self.make_terminal(
+            name,
+            (regex.to_string(), also, except, 0, Vec::new()),
+            false,
+        )
     }
 
-    fn make_terminal(
-        &mut self,
-        name: &str,
-        regex: &str,
-        also: Vec<String>,
-        except: Vec<String>,
-        priority: i32,
-        literal: bool,
-    ) -> TerminalId {
-        let key = (regex.to_string(), also, except, priority);
+    /// The terminal of `key` (made on first use).
+    fn make_terminal(&mut self, name: &str, key: TermKey, literal: bool) -> TerminalId {
         if let Some(&t) = self.term_ids.get(&key) {
             return t;
         }
         let id = TerminalId::new(self.terminals.len());
         self.terminals.push(Terminal {
             name: name.to_string(),
-            regex: regex.to_string(),
+            regex: key.0.clone(),
             priority: Priority {
-                user: priority,
+                user: key.3,
                 literal,
             },
             ignored: false,
             also: key.1.clone(),
             except: key.2.clone(),
             counted: None,
+            divisibility: key.4.clone(),
             span: Span::default(),
         });
         self.term_ids.insert(key, id);
@@ -700,6 +729,8 @@ impl<'a> Lowerer<'a> {
         let mut not_bools: Vec<bool> = Vec::new();
         // Set by `not: {type: integer}` beside numbers: only non-integral ones are kept.
         let mut non_integer = false;
+        // `not: {multipleOf: k}`: numbers that are no multiple of these.
+        let mut not_multiples: Vec<u32> = Vec::new();
         if let Some(n) = m.get("not") {
             let neg = self.negation(n, pointer)?;
             if neg.nothing {
@@ -727,6 +758,18 @@ impl<'a> Lowerer<'a> {
                     keep.push(t);
                 }
                 types = Some(keep);
+            }
+            if !neg.multiples.is_empty() {
+                // `multipleOf` holds vacuously for non-numbers: its negation admits numbers.
+                let all = types
+                    .take()
+                    .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
+                types = Some(
+                    all.into_iter()
+                        .filter(|t| t == "number" || t == "integer")
+                        .collect(),
+                );
+                not_multiples = neg.multiples;
             }
             if !neg.absent.is_empty() {
                 // `required` holds vacuously for non-objects, so its negation admits
@@ -805,9 +848,11 @@ impl<'a> Lowerer<'a> {
                     Ebnf::Alt(kept.collect())
                 }
                 "integer" if has_number => continue,
-                "integer" => self.number(m, NumberSet::Integers, pointer)?,
-                "number" if non_integer => self.number(m, NumberSet::NonIntegers, pointer)?,
-                "number" => self.number(m, NumberSet::All, pointer)?,
+                "integer" => self.number(m, NumberSet::Integers, &not_multiples, pointer)?,
+                "number" if non_integer => {
+                    self.number(m, NumberSet::NonIntegers, &not_multiples, pointer)?
+                }
+                "number" => self.number(m, NumberSet::All, &not_multiples, pointer)?,
                 "string" => self.string(m, &not_strings, pointer)?,
                 "array" => self.array(m, pointer)?,
                 "object" => self.object(m, &forbidden, pointer)?,
@@ -989,13 +1034,30 @@ impl<'a> Lowerer<'a> {
         })
     }
 
+    /// Numbers of `set` meeting `m`'s bounds and `multipleOf`, and no multiple of any
+    /// of `not_multiples`.
     fn number(
         &mut self,
         m: &Map<String, Value>,
         set: NumberSet,
+        not_multiples: &[u32],
         pointer: &str,
     ) -> Result<Ebnf, SchemaError> {
+        if set == NumberSet::All && !not_multiples.is_empty() {
+            // The non-multiples of integers: the other integers and every non-integer.
+            let ints = self.number(m, NumberSet::Integers, not_multiples, pointer)?;
+            let fracs = self.number(m, NumberSet::NonIntegers, &[], pointer)?;
+            return Ok(Ebnf::Alt(vec![ints, fracs]));
+        }
         let mut integer = set == NumberSet::Integers;
+        // Divisibility conditions the lexer runs as remainder automata.
+        let mut divisible: Vec<Divisibility> = Vec::new();
+        if set == NumberSet::Integers {
+            divisible.extend(not_multiples.iter().map(|&divisor| Divisibility {
+                divisor,
+                multiple: false,
+            }));
+        }
         // The multiples (and the non-integers), as languages every number terminal here
         // is intersected with.
         let mut div: Vec<String> = Vec::new();
@@ -1011,11 +1073,22 @@ impl<'a> Lowerer<'a> {
                         integer |= integral;
                         div.push(re);
                     }
-                    None => self.refuse(
-                        "multipleOf",
-                        pointer,
-                        "divisibility is compiled only by powers of ten and by integers whose only prime factors are 2 and 5",
-                    )?,
+                    None => match integer_divisor(d) {
+                        Some(divisor) => {
+                            integer = true;
+                            divisible.push(Divisibility {
+                                divisor,
+                                multiple: true,
+                            });
+                        }
+                        None => self.refuse(
+                            "multipleOf",
+                            pointer,
+                            &format!(
+                                "divisibility is compiled only by powers of ten and by integers up to {MAX_DIVISOR}"
+                            ),
+                        )?,
+                    },
                 },
                 _ => return Err(invalid("multipleOf", pointer, "must be a positive number")),
             }
@@ -1051,7 +1124,7 @@ impl<'a> Lowerer<'a> {
         if lo.is_none() && hi.is_none() {
             let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
             let name = if integer { "INTEGER" } else { "NUMBER" };
-            return Ok(self.number_terminal(name, re, div));
+            return Ok(self.number_terminal(name, re, div, divisible));
         }
         const LIMIT: f64 = 1e30;
         let to_bound = |b: Option<(f64, bool)>, upper: bool| -> Option<Option<Bound>> {
@@ -1105,7 +1178,7 @@ impl<'a> Lowerer<'a> {
                 "a non-integer bound on a number is not compiled",
             )?;
             let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
-            return Ok(self.number_terminal("NUMBER", re, div));
+            return Ok(self.number_terminal("NUMBER", re, div, divisible));
         };
         let re = if integer {
             integer_range(lb, ub)
@@ -1121,21 +1194,21 @@ impl<'a> Lowerer<'a> {
                     lo,
                     hi
                 );
-                self.number_terminal(&name, &re, div)
+                self.number_terminal(&name, &re, div, divisible)
             }
         })
     }
 
     /// A number terminal: `re` intersected with `also` (the multiples, when constrained).
-    fn number_terminal(&mut self, name: &str, re: &str, also: Vec<String>) -> Ebnf {
-        e_sym(Symbol::T(self.make_terminal(
-            name,
-            re,
-            also,
-            Vec::new(),
-            0,
-            false,
-        )))
+    fn number_terminal(
+        &mut self,
+        name: &str,
+        re: &str,
+        also: Vec<String>,
+        divisible: Vec<Divisibility>,
+    ) -> Ebnf {
+        let key = (re.to_string(), also, Vec::new(), 0, divisible);
+        e_sym(Symbol::T(self.make_terminal(name, key, false)))
     }
 
     /// Decimals (no exponent) between bounds of which one at least is not an integer:
@@ -1183,7 +1256,7 @@ impl<'a> Lowerer<'a> {
         let main = halves.remove(0);
         halves.extend(div);
         let name = format!("NUMBER[{lo:?}..{hi:?}]");
-        Ok(self.number_terminal(&name, &main, halves))
+        Ok(self.number_terminal(&name, &main, halves, Vec::new()))
     }
 
     /// A string schema: the intersection of its `pattern`, `format` and length languages,
@@ -1723,6 +1796,14 @@ impl<'a> Lowerer<'a> {
                     strings_only: vacuous,
                     ..Default::default()
                 });
+            }
+            if keys == ["multipleOf"] {
+                if let Some(k) = integer_divisor(&flat.base["multipleOf"]) {
+                    return Ok(Negation {
+                        multiples: vec![k],
+                        ..Default::default()
+                    });
+                }
             }
         }
         self.refuse(
@@ -2741,6 +2822,7 @@ impl CountedPattern {
             also: self.also.clone(),
             except: self.except.clone(),
             counted: Some(self.counted.clone()),
+            divisibility: Vec::new(),
             span: Span::default(),
         }
     }

@@ -830,6 +830,29 @@ fn merge(
             }
             "properties" | "additionalProperties" => conjoin(&old, &v),
             "uniqueItems" => Value::Bool(old == Value::Bool(true) || v == Value::Bool(true)),
+            // Multiples of two integers are the multiples of their least common multiple
+            // (a multiple of an integer is an integer).
+            "multipleOf" => match (old.as_u64(), v.as_u64()) {
+                (Some(x), Some(y)) if x > 0 && y > 0 => {
+                    let (mut a, mut b) = (x, y);
+                    while b != 0 {
+                        (a, b) = (b, a % b);
+                    }
+                    match (x / a).checked_mul(y) {
+                        Some(l) => Value::from(l),
+                        None => {
+                            return Err(unsupported(&k, pointer, "the multiples' common multiple overflows"))
+                        }
+                    }
+                }
+                _ => {
+                    return Err(unsupported(
+                        &k,
+                        pointer,
+                        "allOf members give it different values, and their conjunction is not one value",
+                    ))
+                }
+            },
             _ => return Err(unsupported(
                 &k,
                 pointer,

@@ -206,6 +206,7 @@ impl Lowerer {
             also: Vec::new(),
             except: Vec::new(),
             counted: None,
+            divisibility: Vec::new(),
             span: def_span,
         });
         self.named_ids.insert(name.to_string(), id);
@@ -289,6 +290,7 @@ impl Lowerer {
             also: Vec::new(),
             except: Vec::new(),
             counted: None,
+            divisibility: Vec::new(),
             span,
         });
         self.anon_ids.insert(key, id);
