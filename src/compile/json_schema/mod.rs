@@ -13,7 +13,8 @@
 //! appear in the order of `properties` (then required names that `properties` lacks),
 //! each at most once; additional properties may appear anywhere between them; numbers
 //! under bounds, `multipleOf` or `enum` are written without an exponent; integers
-//! without a fraction.
+//! without a fraction; non-integers (`not: integer`) with a nonzero fraction digit or a
+//! negative exponent on a mantissa ending in 1–9 (`number::NON_INTEGER`).
 //! Whitespace between tokens is any JSON whitespace, or none with
 //! [`SchemaOptions::compact`].
 //!
