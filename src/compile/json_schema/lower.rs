@@ -201,19 +201,11 @@ type TermKey = (String, Vec<String>, Vec<String>, i32, Vec<Divisibility>);
 
 /// A `multipleOf` value that is an integer from 1 to [`MAX_DIVISOR`].
 pub(super) fn integer_divisor(v: &Value) -> Option<u32> {
-    let k = match v.as_u64() {
-        Some(k) => k,
-        None => {
-            let x = v.as_f64()?;
-            if x.fract() != 0.0 || !(1.0..=MAX_DIVISOR as f64).contains(&x) {
-                return None;
-            }
-            x as u64
-        }
-    };
-    u32::try_from(k)
-        .ok()
-        .filter(|k| (1..=MAX_DIVISOR).contains(k))
+    // `2.0` is the integer 2; the range check below also bounds the float's cast.
+    let x = v
+        .as_f64()
+        .filter(|x| x.fract() == 0.0 && (1.0..=MAX_DIVISOR as f64).contains(x))?;
+    Some(x as u32)
 }
 
 /// Which numbers a number schema starts from, before its bounds and multiples.
@@ -739,7 +731,7 @@ impl<'a> Lowerer<'a> {
             not_strings = neg.strings;
             not_bools = neg.bools;
             if neg.strings_only {
-                keep_only(&mut types, "string");
+                keep_only(&mut types, &["string"]);
             }
             let ts = neg.excluded;
             if !ts.is_empty() {
@@ -761,20 +753,13 @@ impl<'a> Lowerer<'a> {
             }
             if !neg.multiples.is_empty() {
                 // `multipleOf` holds vacuously for non-numbers: its negation admits numbers.
-                let all = types
-                    .take()
-                    .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
-                types = Some(
-                    all.into_iter()
-                        .filter(|t| t == "number" || t == "integer")
-                        .collect(),
-                );
+                keep_only(&mut types, &["number", "integer"]);
                 not_multiples = neg.multiples;
             }
             if !neg.absent.is_empty() {
                 // `required` holds vacuously for non-objects, so its negation admits
                 // objects only.
-                keep_only(&mut types, "object");
+                keep_only(&mut types, &["object"]);
                 forbidden.extend(neg.absent);
             }
         }
@@ -806,22 +791,17 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
+        // Integral listed values are excluded along with the integer type.
+        let kept = |v: &&Value| !(non_integer && json_type_of(v) == "integer");
         let listed: Option<Vec<Value>> = match m.get("enum") {
-            Some(Value::Array(values)) => Some(values.clone()),
+            Some(Value::Array(values)) => Some(values.iter().filter(kept).cloned().collect()),
             Some(_) => return Err(invalid("enum", pointer, "must be an array")),
             None => None,
         };
-        // Integral listed values are excluded along with the integer type.
-        let listed = listed.map(|vs| {
-            vs.into_iter()
-                .filter(|v| !(non_integer && json_type_of(v) == "integer"))
-                .collect::<Vec<_>>()
-        });
         let listed = listed.as_deref();
         if let Some(c) = m.get("const") {
             // Both may meet in a merged allOf / anyOf branch: the const, if enumerated.
-            let ok = listed.is_none_or(|vs| vs.iter().any(|v| json_equal(v, c)))
-                && !(non_integer && json_type_of(c) == "integer");
+            let ok = listed.is_none_or(|vs| vs.iter().any(|v| json_equal(v, c))) && kept(&c);
             let values = if ok { std::slice::from_ref(c) } else { &[] };
             let not = (not_strings.as_slice(), not_bools.as_slice());
             return self.enumerated(values, m, &types, &forbidden, not, pointer);
@@ -2475,12 +2455,16 @@ fn key_ref(node: &Value) -> Option<String> {
         .then(|| r.to_string())
 }
 
-/// Narrows a `type` list (`None`: every type) to the one type `t`, if it is there.
-fn keep_only(types: &mut Option<Vec<String>>, t: &str) {
+/// Narrows a `type` list (`None`: every type) to those of `kept` that are in it.
+fn keep_only(types: &mut Option<Vec<String>>, kept: &[&str]) {
     let all = types
         .take()
         .unwrap_or_else(|| TYPES.iter().map(|s| s.to_string()).collect());
-    *types = Some(all.into_iter().filter(|x| x == t).collect());
+    *types = Some(
+        all.into_iter()
+            .filter(|x| kept.contains(&x.as_str()))
+            .collect(),
+    );
 }
 
 /// Keywords that constrain values of one JSON type (and hold for every other type).
