@@ -14,7 +14,9 @@
 //! each at most once; additional properties may appear anywhere between them; numbers
 //! under bounds, `multipleOf` or `enum` are written without an exponent; integers
 //! without a fraction; non-integers (`not: integer`) with a nonzero fraction digit or a
-//! negative exponent on a mantissa ending in 1–9 (`number::NON_INTEGER`).
+//! negative exponent on a mantissa ending in 1–9 (`number::NON_INTEGER`); in strings, a
+//! `\uXXXX` escape spells only a control, DEL or a non-ASCII character, never printable
+//! ASCII (`string`).
 //! Whitespace between tokens is any JSON whitespace, or none with
 //! [`SchemaOptions::compact`].
 //!

@@ -1,9 +1,14 @@
 //! JSON string literals as regular languages over their source bytes.
 //!
 //! A JSON Schema constrains the *decoded* value of a string, but the lexer reads the
-//! literal as written, where every character may be spelled raw, with a short escape
+//! literal as written, where a character may be spelled raw, with a short escape
 //! (`\n`, `\"`, `\/`…) or as `\uXXXX` (hex in either case, astral characters as a
-//! surrogate pair). [`spell`] maps a regular language of values (a `regex-syntax` HIR
+//! surrogate pair). One spelling rule narrows this: `\uXXXX` spells only what a JSON
+//! serializer ever escapes that way — C0 controls, DEL and non-ASCII characters — never
+//! printable ASCII (`\u0061` for `a`). Serializers (Python's `json.dumps` in both
+//! `ensure_ascii` modes, serde_json, `JSON.stringify`) never write those, and allowing
+//! them gave every character of every key and enum literal six more lexer states.
+//! [`spell`] maps a regular language of values (a `regex-syntax` HIR
 //! over Unicode scalar values) to the regular language of their literal spellings, so a
 //! constrained string terminal accepts exactly the literals whose value satisfies the
 //! constraint. [`parse_pattern`] reads an ECMA-262 `pattern` (search semantics, ASCII
@@ -12,8 +17,14 @@
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
 
-/// The generic JSON string literal (any value), quotes included.
-pub const ANY_STRING: &str = r#""([^"\\\x00-\x1f]|\\(["\\/bfnrt]|u[0-9a-fA-F]{4}))*""#;
+/// The generic JSON string literal (any value), quotes included, under the spelling
+/// rule: `\u` escapes of code points 0x00–0x1F and 0x7F–0xFFFF only (lone surrogates
+/// included, as JSON's grammar allows them).
+pub const ANY_STRING: &str = r#""([^"\\\x00-\x1f]|\\(["\\/bfnrt]|u(00[01][0-9a-fA-F]|007[fF]|00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})))*""#;
+
+/// Below this, only C0 controls (`< 0x20`) have `\u` spellings: printable ASCII is
+/// written raw or with its short escape.
+const FIRST_ESCAPED_ABOVE_CONTROLS: u32 = 0x7F;
 
 /// Why a value language cannot be spelled as literals.
 pub type SpellError = String;
@@ -130,7 +141,8 @@ fn u_spellings(lo: u32, hi: u32, out: &mut Vec<Hir>) {
     }
 }
 
-/// Every spelling of one character drawn from `ranges` inside a JSON string literal.
+/// Every spelling of one character drawn from `ranges` inside a JSON string literal
+/// (under the module's spelling rule for `\u`).
 fn spell_class(ranges: &[(u32, u32)]) -> Hir {
     const SHORT: [(u32, &[u8]); 8] = [
         ('"' as u32, b"\\\""),
@@ -173,7 +185,12 @@ fn spell_class(ranges: &[(u32, u32)]) -> Hir {
         }
     }
     for &(a, b) in ranges {
-        u_spellings(a, b, &mut alts);
+        if a < 0x20 {
+            u_spellings(a, b.min(0x1F), &mut alts);
+        }
+        if b >= FIRST_ESCAPED_ABOVE_CONTROLS {
+            u_spellings(a.max(FIRST_ESCAPED_ABOVE_CONTROLS), b, &mut alts);
+        }
     }
     Hir::alternation(alts)
 }
@@ -819,12 +836,54 @@ mod tests {
     fn literal_spellings_decode_to_the_value() {
         let r = full(&literal_regex("a/é\"\n😀"));
         assert!(r.is_match(r#""a/é\"\n😀""#));
-        assert!(r.is_match(r#""\u0061\/\u00E9\u0022\u000a\ud83d\uDE00""#));
+        assert!(r.is_match(r#""a\/\u00E9\"\u000a\ud83d\uDE00""#));
         assert!(!r.is_match(r#""a/é"\n😀""#));
         assert!(!r.is_match(r#""b/é\"\n😀""#));
         assert!(!r.is_match(r#""\u0062/é\"\n😀""#));
         // A raw newline is not a JSON string character.
         assert!(!r.is_match("\"a/é\\\"\n😀\""));
+    }
+
+    /// The spelling rule, character by character over ASCII and a few others: raw unless
+    /// `"`, `\` or a control; the short escape if JSON has one; `\u` in either hex case
+    /// only for controls, DEL and non-ASCII. `ANY_STRING` agrees on one-character strings.
+    #[test]
+    fn u_escapes_spell_only_controls_del_and_non_ascii() {
+        let any = full(ANY_STRING);
+        let short = |c: char| match c {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '/' => Some("\\/"),
+            '\u{8}' => Some("\\b"),
+            '\u{c}' => Some("\\f"),
+            '\n' => Some("\\n"),
+            '\r' => Some("\\r"),
+            '\t' => Some("\\t"),
+            _ => None,
+        };
+        let chars = (0u32..0x80)
+            .chain([0xE9, 0x2028, 0xFFFF])
+            .filter_map(char::from_u32);
+        for c in chars {
+            let r = full(&literal_regex(&c.to_string()));
+            let code = c as u32;
+            let raw_ok = code >= 0x20 && c != '"' && c != '\\';
+            let u_ok = !(0x20..0x7F).contains(&code);
+            let mut cases = vec![(format!("\"{c}\""), raw_ok)];
+            cases.push((format!("\"\\u{code:04x}\""), u_ok));
+            cases.push((format!("\"\\u{code:04X}\""), u_ok));
+            if let Some(e) = short(c) {
+                cases.push((format!("\"{e}\""), true));
+            }
+            for (text, ok) in cases {
+                assert_eq!(r.is_match(&text), ok, "{text} for U+{code:04X}");
+                assert_eq!(any.is_match(&text), ok, "ANY_STRING on {text}");
+            }
+        }
+        assert!(
+            any.is_match(r#""\ud800""#),
+            "JSON's grammar allows a lone surrogate"
+        );
     }
 
     #[test]
@@ -859,7 +918,10 @@ mod tests {
         let lit = |p: &str| full(&quoted_regex(&parse_pattern(p).unwrap()).unwrap());
         let r = lit("^[a-z]+\\d$");
         assert!(r.is_match(r#""ab1""#));
-        assert!(r.is_match(r#""\u0061b1""#));
+        assert!(
+            !r.is_match(r#""\u0061b1""#),
+            "printable ASCII is never \\u-escaped"
+        );
         assert!(!r.is_match(r#""ab١""#), "ECMA \\d is ASCII only");
         assert!(!r.is_match(r#""xab1 ""#));
         let r = lit("ab");
