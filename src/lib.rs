@@ -4,6 +4,8 @@
 //! ([`lexer`]); vocabularies ([`vocab`]) give the exact bytes of every token. Later layers
 //! (GLR commit, the mask automaton, the runtime API) build on these.
 
+#[cfg(feature = "mimalloc")]
+pub mod allocator;
 pub mod compile;
 pub mod dwa;
 pub mod glr;

@@ -317,6 +317,11 @@ fn run_grammar(
 }
 
 fn main() -> ExitCode {
+    // SAFETY: no other thread exists yet.
+    #[cfg(feature = "mimalloc")]
+    unsafe {
+        stackmask::allocator::keep_purged_pages_mapped()
+    };
     let cli = Cli::parse();
     let r = match &cli.cmd {
         Cmd::Vocab { tokenizer, show } => run_vocab(tokenizer, show),

@@ -578,6 +578,8 @@ fn _check_bitmask(bitmask: &Bound<'_, PyAny>) -> PyResult<()> {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // SAFETY: at import, before this extension has started any thread of its own.
+    unsafe { stackmask::allocator::keep_purged_pages_mapped() };
     m.add_class::<TokenizerInfo>()?;
     m.add_class::<GrammarCompiler>()?;
     m.add_class::<CompiledGrammar>()?;
