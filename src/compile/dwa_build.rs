@@ -111,6 +111,19 @@ struct Consume {
     suspended: Vec<(ProductionId, u32)>,
 }
 
+/// Whether an exploration is cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Memo {
+    /// Look up and record `(depth, stack, riders)`: resumed states meet the same
+    /// explorations again and again.
+    Use,
+    /// Neither: the explorations of start `x` run on stacks with `x` at the bottom (shifts
+    /// push, reductions that reach the bottom suspend), so no other start meets them, and
+    /// within one start repeats are rare (none in 435K explorations of a large schema).
+    /// Caching them only cost memory (hundreds of MB) and a bitmap hash per call.
+    Skip,
+}
+
 /// What an exploration (or an edge) yields: classes decided and effects waiting.
 #[derive(Default)]
 struct Outcome {
@@ -244,13 +257,25 @@ impl Builder<'_> {
         out
     }
 
-    /// What the classes `k` (each having consumed `depth` lexemes) do on known stack `s`.
-    fn explore(&mut self, depth: u32, s: &[LrStateId], k: &RoaringBitmap) -> Rc<Outcome> {
-        let kid = self.weight(k);
-        let key = (depth, Stack::from_slice(s), kid);
-        if let Some(o) = self.explore_memo.get(&key) {
-            return o.clone();
-        }
+    /// What the classes `k` (each having consumed `depth` lexemes) do on known stack `s`;
+    /// with [`Memo::Use`], explorations are cached by `(depth, s, k)`.
+    fn explore(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        k: &RoaringBitmap,
+        memo: Memo,
+    ) -> Rc<Outcome> {
+        let key = match memo {
+            Memo::Use => {
+                let key = (depth, Stack::from_slice(s), self.weight(k));
+                if let Some(o) = self.explore_memo.get(&key) {
+                    return o.clone();
+                }
+                Some(key)
+            }
+            Memo::Skip => None,
+        };
         let d = depth as usize;
         let sh = &self.sets;
         let mut out = Outcome::default();
@@ -312,7 +337,7 @@ impl Builder<'_> {
         for (ts, kc) in nexts {
             for t in ts {
                 if self.tables.lexer.is_ignored(t) {
-                    let sub = self.explore(depth + 1, s, &kc);
+                    let sub = self.explore(depth + 1, s, &kc, memo);
                     out.absorb(&sub);
                     continue;
                 }
@@ -321,7 +346,7 @@ impl Builder<'_> {
                 }
                 let c = self.consume(s, t);
                 for r in &c.results {
-                    let sub = self.explore(depth + 1, r, &kc);
+                    let sub = self.explore(depth + 1, r, &kc, memo);
                     out.absorb(&sub);
                 }
                 for &(prod, skip) in &c.suspended {
@@ -343,7 +368,9 @@ impl Builder<'_> {
             !w.is_empty()
         });
         let out = Rc::new(out);
-        self.explore_memo.insert(key, out.clone());
+        if let Some(key) = key {
+            self.explore_memo.insert(key, out.clone());
+        }
         out
     }
 
@@ -486,7 +513,7 @@ impl Builder<'_> {
                 Next::Shift(t) => {
                     let c = self.consume(&stack, t);
                     for r in &c.results {
-                        let sub = self.explore(e.depth, r, &riders);
+                        let sub = self.explore(e.depth, r, &riders, Memo::Use);
                         o.absorb(&sub);
                     }
                     if o.decided != riders {
@@ -774,7 +801,7 @@ pub fn build_dwa_limited(
     }
     let mut starts = vec![NO_EDGE; num_lr];
     for (x, start) in starts.iter_mut().enumerate() {
-        let o = b.explore(0, &[LrStateId::new(x)], &all);
+        let o = b.explore(0, &[LrStateId::new(x)], &all, Memo::Skip);
         if let Some(e) = b.edge(&o)? {
             *start = e;
         }
