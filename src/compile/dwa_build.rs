@@ -170,11 +170,27 @@ struct StateInfo {
     built_for: Option<u64>,
 }
 
+/// Explores what riding classes do on known stacks: the part of the build that only
+/// reads the tables and class sets, so that starts can be explored in parallel (one
+/// explorer per start) while resumed states share one.
+struct Explorer<'a> {
+    tables: &'a Tables,
+    sets: &'a ClassSets,
+    /// Terminals with some action, per LR state.
+    actionable: &'a [TermSet],
+    consume_memo: HashMap<(Stack, TerminalId), Rc<Consume>>,
+    /// Interned lookahead sets of `Next::Look` effects.
+    looks: Vec<Vec<TerminalId>>,
+    look_index: HashMap<Vec<TerminalId>, u32>,
+    /// Rider sets as cache keys (kept apart from the automaton's weights, which only
+    /// hold sets an edge uses).
+    keys: WeightTable,
+    explore_memo: HashMap<(u32, Stack, WeightId), Rc<Outcome>>,
+}
+
 struct Builder<'a> {
     tables: &'a Tables,
-    sets: ClassSets,
-    /// Terminals with some action, per LR state.
-    actionable: Vec<TermSet>,
+    ex: Explorer<'a>,
     /// LR states with a goto on each nonterminal.
     goto_sources: Vec<Vec<LrStateId>>,
     weights: WeightTable,
@@ -189,11 +205,6 @@ struct Builder<'a> {
     /// States whose riders grew, by depth (shallow first: they feed deeper ones).
     queue: BTreeSet<(u32, DwaStateId)>,
     max_states: usize,
-    consume_memo: HashMap<(Stack, TerminalId), Rc<Consume>>,
-    /// Interned lookahead sets of `Next::Look` effects.
-    looks: Vec<Vec<TerminalId>>,
-    look_index: HashMap<Vec<TerminalId>, u32>,
-    explore_memo: HashMap<(u32, Stack, WeightId), Rc<Outcome>>,
 }
 
 fn too_large(what: &str, limit: usize) -> GrammarError {
@@ -204,9 +215,18 @@ fn too_large(what: &str, limit: usize) -> GrammarError {
     }
 }
 
-impl Builder<'_> {
-    fn weight(&mut self, w: &RoaringBitmap) -> WeightId {
-        self.weights.intern(w)
+impl<'a> Explorer<'a> {
+    fn new(tables: &'a Tables, sets: &'a ClassSets, actionable: &'a [TermSet]) -> Self {
+        Explorer {
+            tables,
+            sets,
+            actionable,
+            consume_memo: HashMap::new(),
+            looks: Vec::new(),
+            look_index: HashMap::new(),
+            keys: WeightTable::default(),
+            explore_memo: HashMap::new(),
+        }
     }
 
     /// Every way of consuming terminal `t` on the known stack `k`.
@@ -266,16 +286,28 @@ impl Builder<'_> {
         k: &RoaringBitmap,
         memo: Memo,
     ) -> Rc<Outcome> {
-        let key = match memo {
+        match memo {
             Memo::Use => {
-                let key = (depth, Stack::from_slice(s), self.weight(k));
+                let key = (depth, Stack::from_slice(s), self.keys.intern(k));
                 if let Some(o) = self.explore_memo.get(&key) {
                     return o.clone();
                 }
-                Some(key)
+                let out = Rc::new(self.explore_fresh(depth, s, k, memo));
+                self.explore_memo.insert(key, out.clone());
+                out
             }
-            Memo::Skip => None,
-        };
+            Memo::Skip => Rc::new(self.explore_fresh(depth, s, k, memo)),
+        }
+    }
+
+    /// [`Explorer::explore`] without looking in the cache (deeper explorations use `memo`).
+    fn explore_fresh(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        k: &RoaringBitmap,
+        memo: Memo,
+    ) -> Outcome {
         let d = depth as usize;
         let sh = &self.sets;
         let mut out = Outcome::default();
@@ -367,10 +399,6 @@ impl Builder<'_> {
             *w -= &decided;
             !w.is_empty()
         });
-        let out = Rc::new(out);
-        if let Some(key) = key {
-            self.explore_memo.insert(key, out.clone());
-        }
         out
     }
 
@@ -398,6 +426,29 @@ impl Builder<'_> {
         }
     }
 
+    /// `o`, explored by another explorer whose lookahead sets were `looks`, with those
+    /// sets renumbered into this explorer's.
+    fn adopt(&mut self, o: Outcome, looks: &[Vec<TerminalId>]) -> Outcome {
+        if looks.is_empty() {
+            return o;
+        }
+        let ids: Vec<u32> = looks.iter().map(|ts| self.look_set(ts.clone())).collect();
+        let waits = o
+            .waits
+            .into_iter()
+            .map(|(mut e, w)| {
+                if let Next::Look(l) = &mut e.what {
+                    *l = ids[*l as usize];
+                }
+                (e, w)
+            })
+            .collect();
+        Outcome {
+            decided: o.decided,
+            waits,
+        }
+    }
+
     /// The id of a lookahead set (sorted, deduplicated here).
     fn look_set(&mut self, mut ts: Vec<TerminalId>) -> u32 {
         ts.sort();
@@ -409,6 +460,12 @@ impl Builder<'_> {
         self.looks.push(ts.clone());
         self.look_index.insert(ts, i);
         i
+    }
+}
+
+impl Builder<'_> {
+    fn weight(&mut self, w: &RoaringBitmap) -> WeightId {
+        self.weights.intern(w)
     }
 
     /// The state for `e`, with `w` added to its riders (queued when they grow).
@@ -499,8 +556,8 @@ impl Builder<'_> {
             match e.what {
                 Next::Look(look) => {
                     let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
-                    for t in self.looks[look as usize].clone() {
-                        let c = self.consume(&stack, t);
+                    for t in self.ex.looks[look as usize].clone() {
+                        let c = self.ex.consume(&stack, t);
                         if c.accepted || !c.results.is_empty() {
                             o.decided = riders.clone();
                             waiting.clear();
@@ -508,12 +565,12 @@ impl Builder<'_> {
                         }
                         waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
                     }
-                    self.wait_lookaheads(waiting, &riders, &mut o);
+                    self.ex.wait_lookaheads(waiting, &riders, &mut o);
                 }
                 Next::Shift(t) => {
-                    let c = self.consume(&stack, t);
+                    let c = self.ex.consume(&stack, t);
                     for r in &c.results {
-                        let sub = self.explore(e.depth, r, &riders, Memo::Use);
+                        let sub = self.ex.explore(e.depth, r, &riders, Memo::Use);
                         o.absorb(&sub);
                     }
                     if o.decided != riders {
@@ -773,8 +830,7 @@ pub fn build_dwa_limited(
         .collect();
     let mut b = Builder {
         tables,
-        sets,
-        actionable,
+        ex: Explorer::new(tables, &sets, &actionable),
         goto_sources,
         weights: WeightTable::default(),
         info: Vec::new(),
@@ -786,24 +842,35 @@ pub fn build_dwa_limited(
         edge_index: HashMap::new(),
         queue: BTreeSet::new(),
         max_states,
-        consume_memo: HashMap::new(),
-        looks: Vec::new(),
-        look_index: HashMap::new(),
-        explore_memo: HashMap::new(),
     };
     let num_lr = lr.num_states();
     let nshapes = shape_list.len();
     // One start per stack top for every shape at once: shapes' classes are disjoint, so
     // a configuration recovers its part by intersecting with its shape's classes.
     let mut all = RoaringBitmap::new();
-    for c in &b.sets.shape_all {
+    for c in &sets.shape_all {
         all |= c;
     }
     let mut starts = vec![NO_EDGE; num_lr];
-    for (x, start) in starts.iter_mut().enumerate() {
-        let o = b.explore(0, &[LrStateId::new(x)], &all, Memo::Skip);
-        if let Some(e) = b.edge(&o)? {
-            *start = e;
+    // Starts are explored in parallel, each by an explorer of its own: they share no
+    // exploration (see `Memo::Skip`), and the lookahead sets each interned are renumbered
+    // into the shared explorer's in start order, so the automaton does not depend on the
+    // thread count. Chunks bound how many outcomes wait at once.
+    const START_CHUNK: usize = 256;
+    for first in (0..num_lr).step_by(START_CHUNK) {
+        let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = (first..num_lr.min(first + START_CHUNK))
+            .into_par_iter()
+            .map(|x| {
+                let mut ex = Explorer::new(tables, &sets, &actionable);
+                let o = ex.explore_fresh(0, &[LrStateId::new(x)], &all, Memo::Skip);
+                (o, ex.looks)
+            })
+            .collect();
+        for (x, (o, looks)) in (first..).zip(outs) {
+            let o = b.ex.adopt(o, &looks);
+            if let Some(e) = b.edge(&o)? {
+                starts[x] = e;
+            }
         }
     }
     // After every start, so that shallow states see all their riders before being built.
@@ -852,7 +919,7 @@ pub fn build_dwa_limited(
     start_pos.sort_by_key(|p| p.pos);
     let shape_classes: Vec<WeightId> = (0..nshapes)
         .map(|i| {
-            let all = b.sets.shape_all[i].clone();
+            let all = sets.shape_all[i].clone();
             b.weights.intern(&all)
         })
         .collect();
