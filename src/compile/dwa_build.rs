@@ -44,9 +44,7 @@ use super::token_classes::{classify, ClassList, Shape};
 use super::weight_table::WeightTable;
 use crate::dwa::{Dwa, StartPos, NO_EDGE};
 use crate::glr::Tables;
-use crate::ids::{
-    DwaStateId, LexStateId, LrStateId, NonterminalId, ProductionId, TerminalId, WeightId,
-};
+use crate::ids::{DwaStateId, LexStateId, LrStateId, ProductionId, TerminalId, WeightId};
 use crate::lexer::{LexPos, LexerDfa};
 use crate::lr::Action;
 use crate::termset::TermSet;
@@ -775,10 +773,8 @@ pub fn build_dwa_limited(
     let mut goto_sources: Vec<Vec<LrStateId>> = vec![Vec::new(); lr.num_nonterminals()];
     for s in 0..lr.num_states() {
         let s = LrStateId::new(s);
-        for (n, v) in goto_sources.iter_mut().enumerate() {
-            if lr.goto(s, NonterminalId::new(n)).is_some() {
-                v.push(s);
-            }
+        for &(n, _) in lr.gotos(s) {
+            goto_sources[n.index()].push(s);
         }
     }
     let (mut sets, base) = class_sets(&shape_list, &emits);

@@ -27,57 +27,73 @@ pub enum LrValidateError {
 /// LR(1)-style tables (LALR(1) lookaheads) where a cell may hold several actions.
 ///
 /// Terminals are `0..num_terminals`; `eof()` = `num_terminals` is end of input. The actions
-/// of state `s` on terminal `t` are `actions[offsets[s * (T + 1) + t] .. offsets[... + 1]]`;
-/// `goto[s * N + n]` is the state after reducing to nonterminal `n` on top of `s`, or
-/// `u32::MAX`. State 0 is the start state.
+/// of state `s` on terminal `t` are `actions[offsets[s * (T + 1) + t] .. offsets[... + 1]]`.
+/// Gotos are stored by row, as few states have a goto on more than a handful of the
+/// nonterminals (a dense table was most of a large JSON Schema's artifact): state `s`'s
+/// are `gotos[goto_offsets[s] .. goto_offsets[s + 1]]`, `(nonterminal, target)` strictly
+/// ascending by nonterminal. State 0 is the start state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LrTable {
     num_terminals: u32,
     num_nonterminals: u32,
     offsets: Vec<u32>,
     actions: Vec<Action>,
-    goto: Vec<u32>,
+    goto_offsets: Vec<u32>,
+    gotos: Vec<(NonterminalId, LrStateId)>,
     prod_lhs: Vec<NonterminalId>,
     prod_len: Vec<u32>,
 }
 
-const NO_GOTO: u32 = u32::MAX;
-
 impl LrTable {
-    /// Assembles and validates tables. `cells[s][t]` lists the actions of state `s` on
-    /// terminal `t` (`t = num_terminals` is end of input); `goto[s][n]` the goto targets.
+    /// Assembles and validates tables. `cells[s]` lists state `s`'s actions as
+    /// `(terminal, action)` (`t = num_terminals` is end of input; a cell's actions keep
+    /// their order); `gotos[s]` its `(nonterminal, target)` gotos, in any order.
     pub fn from_parts(
         num_terminals: usize,
         num_nonterminals: usize,
-        cells: Vec<Vec<Vec<Action>>>,
-        goto: Vec<Vec<Option<LrStateId>>>,
+        cells: Vec<Vec<(TerminalId, Action)>>,
+        gotos: Vec<Vec<(NonterminalId, LrStateId)>>,
         prod_lhs: Vec<NonterminalId>,
         prod_len: Vec<u32>,
     ) -> Result<Self, LrValidateError> {
-        let mut offsets = vec![0u32];
+        if gotos.len() != cells.len() {
+            return Err(LrValidateError::Invalid("goto row count".into()));
+        }
+        let width = num_terminals + 1;
+        let mut offsets = Vec::with_capacity(cells.len() * width + 1);
+        offsets.push(0u32);
         let mut actions = Vec::new();
-        for row in &cells {
-            if row.len() != num_terminals + 1 {
-                return Err(LrValidateError::Invalid("action row width".into()));
+        for mut row in cells {
+            // Stable: the actions of one cell keep their order.
+            row.sort_by_key(|&(t, _)| t);
+            if row.last().is_some_and(|&(t, _)| t.index() >= width) {
+                return Err(LrValidateError::Invalid(
+                    "action terminal out of range".into(),
+                ));
             }
-            for cell in row {
-                actions.extend_from_slice(cell);
+            let mut next = row.iter().peekable();
+            for t in 0..width {
+                while let Some(&(_, a)) = next.next_if(|(u, _)| u.index() == t) {
+                    actions.push(a);
+                }
                 offsets.push(actions.len() as u32);
             }
         }
-        let mut g = Vec::with_capacity(goto.len() * num_nonterminals);
-        for row in &goto {
-            if row.len() != num_nonterminals {
-                return Err(LrValidateError::Invalid("goto row width".into()));
-            }
-            g.extend(row.iter().map(|s| s.map_or(NO_GOTO, |s| s.as_u32())));
+        let mut goto_offsets = Vec::with_capacity(gotos.len() + 1);
+        goto_offsets.push(0u32);
+        let mut flat = Vec::new();
+        for mut row in gotos {
+            row.sort_unstable();
+            flat.extend_from_slice(&row);
+            goto_offsets.push(flat.len() as u32);
         }
         let t = Self {
             num_terminals: num_terminals as u32,
             num_nonterminals: num_nonterminals as u32,
             offsets,
             actions,
-            goto: g,
+            goto_offsets,
+            gotos: flat,
             prod_lhs,
             prod_len,
         };
@@ -101,11 +117,24 @@ impl LrTable {
         {
             return bad("offsets not monotone");
         }
-        if self.goto.len() != n * self.num_nonterminals as usize {
-            return bad("goto table size");
+        if self.goto_offsets.len() != n + 1
+            || self.goto_offsets[0] != 0
+            || self.goto_offsets.windows(2).any(|p| p[0] > p[1])
+            || self.goto_offsets[n] as usize != self.gotos.len()
+        {
+            return bad("goto offsets");
         }
-        if self.goto.iter().any(|&g| g != NO_GOTO && g as usize >= n) {
-            return bad("goto target out of range");
+        for s in 0..n {
+            let row = &self.gotos[self.goto_offsets[s] as usize..self.goto_offsets[s + 1] as usize];
+            if row.windows(2).any(|p| p[0].0 >= p[1].0) {
+                return bad("goto row not ascending");
+            }
+            if row
+                .iter()
+                .any(|&(a, g)| a.as_u32() >= self.num_nonterminals || g.index() >= n)
+            {
+                return bad("goto out of range");
+            }
         }
         if self.prod_lhs.len() != self.prod_len.len()
             || self
@@ -162,8 +191,21 @@ impl LrTable {
     /// The state after reducing to `n` on top of `s`.
     #[inline]
     pub fn goto(&self, s: LrStateId, n: NonterminalId) -> Option<LrStateId> {
-        let g = self.goto[s.index() * self.num_nonterminals as usize + n.index()];
-        (g != NO_GOTO).then_some(LrStateId::from_u32(g))
+        let row = self.gotos(s);
+        // Rows are short (a state's nonterminals after a dot): a scan beats a search.
+        if row.len() <= 8 {
+            return row.iter().find(|&&(a, _)| a == n).map(|&(_, g)| g);
+        }
+        row.binary_search_by_key(&n, |&(a, _)| a)
+            .ok()
+            .map(|i| row[i].1)
+    }
+
+    /// State `s`'s gotos, `(nonterminal, target)` ascending by nonterminal.
+    #[inline]
+    pub fn gotos(&self, s: LrStateId) -> &[(NonterminalId, LrStateId)] {
+        &self.gotos
+            [self.goto_offsets[s.index()] as usize..self.goto_offsets[s.index() + 1] as usize]
     }
 
     /// The left-hand side of a production.
@@ -181,5 +223,70 @@ impl LrTable {
     /// The number of (state, terminal) cells with more than one action.
     pub fn num_conflicts(&self) -> usize {
         self.offsets.windows(2).filter(|w| w[1] - w[0] > 1).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nt(i: usize) -> NonterminalId {
+        NonterminalId::new(i)
+    }
+
+    fn st(i: usize) -> LrStateId {
+        LrStateId::new(i)
+    }
+
+    /// `n` states, one terminal, 20 nonterminals, no actions; state `s`'s gotos `rows[s]`.
+    fn table(rows: Vec<Vec<(NonterminalId, LrStateId)>>) -> Result<LrTable, LrValidateError> {
+        let n = rows.len();
+        LrTable::from_parts(1, 20, vec![Vec::new(); n], rows, vec![nt(0)], vec![1])
+    }
+
+    /// Lookups agree with the rows given, in any order, on the short rows (scanned) and
+    /// the long ones (searched), and `gotos` lists them ascending.
+    #[test]
+    fn gotos_are_found_in_short_and_long_rows() {
+        let long: Vec<_> = (0..20).rev().map(|a| (nt(a), st(a % 3))).collect();
+        let short = vec![(nt(7), st(2)), (nt(3), st(1))];
+        let t = table(vec![long.clone(), short.clone(), Vec::new()]).unwrap();
+        for a in 0..20 {
+            assert_eq!(t.goto(st(0), nt(a)), Some(st(a % 3)));
+            let want = short.iter().find(|e| e.0 == nt(a)).map(|e| e.1);
+            assert_eq!(t.goto(st(1), nt(a)), want);
+            assert_eq!(t.goto(st(2), nt(a)), None);
+        }
+        assert_eq!(t.gotos(st(1)), &[(nt(3), st(1)), (nt(7), st(2))]);
+    }
+
+    /// A duplicate nonterminal in a row, or a target or nonterminal out of range, is an
+    /// invalid table (artifacts are validated through this).
+    #[test]
+    fn bad_goto_rows_are_invalid() {
+        assert!(table(vec![vec![(nt(1), st(0)), (nt(1), st(0))]]).is_err());
+        assert!(table(vec![vec![(nt(1), st(1))]]).is_err());
+        assert!(table(vec![vec![(nt(20), st(0))]]).is_err());
+        assert!(table(vec![vec![(nt(19), st(0))]]).is_ok());
+    }
+
+    /// Actions given in any terminal order land in their cells, a cell's in order.
+    #[test]
+    fn actions_land_in_their_cells() {
+        let cells = vec![vec![
+            (TerminalId::new(1), Action::Reduce(ProductionId::new(0))),
+            (TerminalId::new(0), Action::Shift(st(0))),
+            (TerminalId::new(1), Action::Accept),
+        ]];
+        let t = LrTable::from_parts(1, 1, cells, vec![Vec::new()], vec![nt(0)], vec![1]).unwrap();
+        assert_eq!(
+            t.actions(st(0), TerminalId::new(0)),
+            &[Action::Shift(st(0))]
+        );
+        assert_eq!(
+            t.actions(st(0), t.eof()),
+            &[Action::Reduce(ProductionId::new(0)), Action::Accept]
+        );
+        assert_eq!(t.num_conflicts(), 1);
     }
 }

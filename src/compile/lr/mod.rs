@@ -66,15 +66,16 @@ pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
     })?;
     let la = lalr::lookaheads(&prods, &first, &lr0, eof);
     let n = lr0.kernels.len();
-    let mut cells: Vec<Vec<Vec<Action>>> = vec![vec![Vec::new(); nterm + 1]; n];
-    let mut gotos: Vec<Vec<Option<LrStateId>>> = vec![vec![None; nt]; n];
+    // Rows are sparse: large schemas have tens of thousands of states and thousands of
+    // symbols, of which a state acts on a few.
+    let mut cells: Vec<Vec<(TerminalId, Action)>> = vec![Vec::new(); n];
+    let mut gotos: Vec<Vec<(NonterminalId, LrStateId)>> = vec![Vec::new(); n];
     for s in 0..n {
         for &(x, target) in &lr0.transitions[s] {
+            let target = LrStateId::new(target as usize);
             match x {
-                Symbol::T(t) => {
-                    cells[s][t.index()].push(Action::Shift(LrStateId::new(target as usize)))
-                }
-                Symbol::N(a) => gotos[s][a.index()] = Some(LrStateId::new(target as usize)),
+                Symbol::T(t) => cells[s].push((t, Action::Shift(target))),
+                Symbol::N(a) => gotos[s].push((a, target)),
             }
         }
         let kernel: Vec<(Item, TermSet)> = lr0.kernels[s]
@@ -95,29 +96,36 @@ pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
                 } else {
                     Action::Reduce(ProductionId::new(it.prod as usize - 1))
                 };
-                let cell = &mut cells[s][t.index()];
-                if !cell.contains(&action) {
-                    cell.push(action);
-                }
+                cells[s].push((t, action));
             }
         }
     }
-    let mut conflicts = Vec::new();
-    for (s, row) in cells.iter().enumerate() {
-        for (t, cell) in row.iter().enumerate() {
-            if cell.len() > 1 {
-                conflicts.push(Conflict {
-                    state: LrStateId::new(s),
-                    terminal: TerminalId::new(t),
-                    actions: cell.clone(),
-                });
-            }
-        }
+    for row in &mut cells {
+        // A cell holds each action once: a state's final items are distinct productions,
+        // and a shift is never a reduction; the dedup only guards that (stable sort: a
+        // cell's actions keep their order).
+        row.sort_by_key(|&(t, _)| t);
+        row.dedup();
     }
     let prod_lhs = g.productions.iter().map(|p| p.lhs).collect();
     let prod_len = g.productions.iter().map(|p| p.rhs.len() as u32).collect();
     // Built consistently above; validation failing would be a builder bug.
     let table = LrTable::from_parts(nterm, nt, cells, gotos, prod_lhs, prod_len)
         .expect("LR tables built consistently");
+    let mut conflicts = Vec::new();
+    for s in 0..n {
+        let s = LrStateId::new(s);
+        for t in 0..=nterm {
+            let t = TerminalId::new(t);
+            let actions = table.actions(s, t);
+            if actions.len() > 1 {
+                conflicts.push(Conflict {
+                    state: s,
+                    terminal: t,
+                    actions: actions.to_vec(),
+                });
+            }
+        }
+    }
     Ok(LrBuild { table, conflicts })
 }
