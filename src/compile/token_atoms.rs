@@ -214,18 +214,6 @@ pub fn atomize(
     }
     atoms.paths = paths.items;
     atoms.finals = finals.items;
-    if std::env::var("SM_T").is_ok() {
-        let walked: usize = (0..walks.part_of.len())
-            .map(|w| walks.parts[walks.part_of[w] as usize].len())
-            .sum();
-        eprintln!(
-            "ATOMS walks {} tokens-walked {} atoms {} positions {}",
-            walks.part_of.len(),
-            walked,
-            atoms.first_byte.len(),
-            positions.len()
-        );
-    }
     atoms
 }
 
