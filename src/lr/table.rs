@@ -47,7 +47,7 @@ pub struct LrTable {
 impl LrTable {
     /// Assembles and validates tables. `cells[s]` lists state `s`'s actions as
     /// `(terminal, action)` (`t = num_terminals` is end of input; a cell's actions keep
-    /// their order); `gotos[s]` its `(nonterminal, target)` gotos, in any order.
+    /// their order, repeats dropped); `gotos[s]` its `(nonterminal, target)` gotos, in any order.
     pub fn from_parts(
         num_terminals: usize,
         num_nonterminals: usize,
@@ -73,8 +73,12 @@ impl LrTable {
             }
             let mut next = row.iter().peekable();
             for t in 0..width {
+                let cell = actions.len();
                 while let Some(&(_, a)) = next.next_if(|(u, _)| u.index() == t) {
-                    actions.push(a);
+                    // Cells hold a few actions: a scan keeps each once.
+                    if !actions[cell..].contains(&a) {
+                        actions.push(a);
+                    }
                 }
                 offsets.push(actions.len() as u32);
             }
@@ -270,13 +274,15 @@ mod tests {
         assert!(table(vec![vec![(nt(19), st(0))]]).is_ok());
     }
 
-    /// Actions given in any terminal order land in their cells, a cell's in order.
+    /// Actions given in any terminal order land in their cells, a cell's in order and each
+    /// once.
     #[test]
     fn actions_land_in_their_cells() {
         let cells = vec![vec![
             (TerminalId::new(1), Action::Reduce(ProductionId::new(0))),
             (TerminalId::new(0), Action::Shift(st(0))),
             (TerminalId::new(1), Action::Accept),
+            (TerminalId::new(1), Action::Reduce(ProductionId::new(0))),
         ]];
         let t = LrTable::from_parts(1, 1, cells, vec![Vec::new()], vec![nt(0)], vec![1]).unwrap();
         assert_eq!(

@@ -100,13 +100,6 @@ pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
             }
         }
     }
-    for row in &mut cells {
-        // A cell holds each action once: a state's final items are distinct productions,
-        // and a shift is never a reduction; the dedup only guards that (stable sort: a
-        // cell's actions keep their order).
-        row.sort_by_key(|&(t, _)| t);
-        row.dedup();
-    }
     let prod_lhs = g.productions.iter().map(|p| p.lhs).collect();
     let prod_len = g.productions.iter().map(|p| p.rhs.len() as u32).collect();
     // Built consistently above; validation failing would be a builder bug.
