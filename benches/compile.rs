@@ -51,8 +51,8 @@ fn bench(c: &mut Criterion) {
     if let Ok(vocab) = Vocab::load(&tok) {
         let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).unwrap();
         let tables = build_glr_tables(&g).unwrap();
-        // Caches the token byte order: what a server computes once per tokenizer.
-        vocab.byte_order();
+        // Caches the token tries: what a server computes once per tokenizer.
+        vocab.parts();
         group.bench_function(BenchmarkId::new("automaton", "json_llama3"), |b| {
             b.iter(|| build_dwa(&tables, &vocab).unwrap())
         });

@@ -38,7 +38,7 @@ use super::class_tables::{freeze, ClassAtoms};
 use super::dwa_determinize::{determinize, Nfa, NfaEdge};
 use super::error::GrammarError;
 use super::lexer_equiv::{canonical_end, end_reps};
-use super::terminal_trie::{sorted_tokens, start_positions, EmitId, EmitTable, WalkShare, Walks};
+use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
 use super::token_atoms::atomize;
 use super::token_classes::{classify, ClassList, Shape};
 use super::weight_table::WeightTable;
@@ -677,7 +677,8 @@ pub fn build_dwa_limited(
     let lexer = &tables.lexer;
     // A token walked from a counted run's template must not reach the run's end, or the
     // template would stand for iterations it differs from.
-    if !lexer.runs().is_empty() && vocab.max_token_len() > lexer.count_margin() as usize {
+    let tokens = vocab.parts();
+    if !lexer.runs().is_empty() && tokens.longest() > lexer.count_margin() as usize {
         return Err(GrammarError::Unsupported {
             span: Default::default(),
             construct: "counted string with a long token".into(),
@@ -685,12 +686,11 @@ pub fn build_dwa_limited(
                 "the lexer counts long strings with a margin of {} bytes, and the vocabulary \
                  has a {}-byte token",
                 lexer.count_margin(),
-                vocab.max_token_len()
+                tokens.longest()
             ),
         });
     }
     let emits = EmitTable::new(lexer);
-    let tokens = sorted_tokens(vocab);
     let positions = start_positions(lexer);
     // Inhibited boundaries reuse the plain boundary's trie; only their tables differ.
     let own_trie: Vec<LexPos> = positions
@@ -704,7 +704,7 @@ pub fn build_dwa_limited(
     let reps = end_reps(lexer, &tables.follow);
     // Walks of token blocks are shared between entered states alike to the tokens'
     // length; start positions alike to the longest token's length share whole tries.
-    let (share, start_class) = WalkShare::new(lexer, &reps, vocab.max_token_len());
+    let (share, start_class) = WalkShare::new(lexer, &reps, tokens);
     let canon = |p: LexPos| canonical_end(&reps, p);
     let mut class_trie: HashMap<u32, usize> = HashMap::new();
     let mut built: Vec<LexPos> = Vec::new();
@@ -749,7 +749,7 @@ pub fn build_dwa_limited(
         .copied()
         .chain(inhibited_positions.iter().map(|&(p, _)| p))
         .collect();
-    let walks = Walks::new(lexer, &tokens, &universe, Some(&share));
+    let walks = Walks::new(lexer, tokens, &universe, Some(&share));
     let atoms = atomize(lexer, &emits, &walks, &universe, canon, vocab.len());
     let (shapes, own_tables): (Vec<Shape>, Vec<ClassAtoms>) = built
         .par_iter()

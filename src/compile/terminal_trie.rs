@@ -23,7 +23,7 @@ use roaring::RoaringBitmap;
 use super::lexer_equiv::classes_at_depths;
 use crate::ids::{LexStateId, TerminalId, TokenId};
 use crate::lexer::{LexPos, LexerDfa};
-use crate::vocab::Vocab;
+use crate::vocab::{TokenParts, Vocab};
 
 /// An interned lexeme emission: the sorted terminals one lexeme is emitted as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -147,16 +147,6 @@ impl TerminalTrie {
         out.sort();
         out
     }
-}
-
-/// The normal tokens of a vocabulary in byte order (the vocabulary caches the order).
-pub fn sorted_tokens(vocab: &Vocab) -> Vec<(&[u8], TokenId)> {
-    vocab
-        .byte_order()
-        .iter()
-        // Byte order lists normal tokens only, which all have bytes.
-        .map(|&id| (vocab.token_bytes(id).unwrap_or(&[]), id))
-        .collect()
 }
 
 /// Where a walk stands after some bytes of a token: the pending lexeme's state and the
@@ -305,13 +295,14 @@ impl<'a> Grafter<'a> {
     }
 }
 
-/// Lexes one block of tokens sharing their first byte, which has taken the lexer from
-/// the start of the token to state `after_first` (not dead): the outcomes, relative to
-/// the token's start, depend on nothing else.
+/// Lexes the tokens of part `j` (they share their first byte, which has taken the lexer
+/// from the start of the token to state `after_first`, not dead): the outcomes, relative
+/// to the token's start, depend on nothing else.
 fn walk_block(
     lexer: &LexerDfa,
     emits: &EmitTable,
-    block: &[(&[u8], TokenId)],
+    parts: &TokenParts,
+    j: usize,
     after_first: LexStateId,
 ) -> Vec<TrieNode> {
     let mut b = Builder::new();
@@ -328,29 +319,34 @@ fn walk_block(
         let q = lexer.next_rep(LexerDfa::START, byte);
         (!lexer.is_dead(q)).then_some(Walk { q, node })
     };
-    let mut stack: Vec<Option<Walk>> = vec![
-        None,
-        Some(Walk {
+    let nodes = parts.part_nodes(j);
+    // The walk at each depth of the current path (index 0 unused).
+    let mut at: Vec<Walk> = vec![
+        Walk {
             q: after_first,
             node: 0,
-        }),
+        };
+        parts.longest() + 1
     ];
-    let mut prev: &[u8] = block.first().map_or(&[], |(t, _)| &t[..1]);
-    let mut i = 0;
-    while i < block.len() {
-        let (bytes, id) = block[i];
-        // Every token of the block shares the first byte, so `lcp >= 1`.
-        let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
-        stack.truncate(lcp + 1);
-        let mut dead_at = None;
-        for d in lcp..bytes.len() {
-            let next = stack[d].and_then(|w| step(&mut b, w, bytes[d]));
-            stack.push(next);
-            if next.is_none() && stack[d].is_some() {
-                dead_at = Some(d + 1);
+    let mut n = nodes.start;
+    while n < nodes.end {
+        let d = parts.depth(n);
+        let w = if d == 1 {
+            at[1]
+        } else {
+            // Preorder: the parent (depth d - 1) is on the path, and alive, since dead
+            // subtrees are skipped whole.
+            match step(&mut b, at[d - 1], parts.byte(n)) {
+                Some(w) => w,
+                None => {
+                    n = parts.subtree_end(n);
+                    continue;
+                }
             }
-        }
-        if let Some(w) = stack[bytes.len()] {
+        };
+        at[d] = w;
+        for o in parts.ending_at(n) {
+            let id = parts.id(o);
             if lexer.can_extend(w.q) {
                 b.add_final(w.node, LexPos::Pending(w.q), id);
             }
@@ -364,14 +360,7 @@ fn walk_block(
                 b.add_final(c, LexPos::Boundary(inhibitor), id);
             }
         }
-        prev = bytes;
-        i += 1;
-        // Tokens are in byte order: every later token sharing the prefix that just died
-        // is dead too, so the whole run is skipped.
-        if let Some(k) = dead_at {
-            let dead = &bytes[..k];
-            i += block[i..].partition_point(|(t, _)| t.starts_with(dead));
-        }
+        n += 1;
     }
     b.finish()
 }
@@ -396,7 +385,7 @@ fn after_first_byte(lexer: &LexerDfa, start: LexPos, b: u8) -> Option<LexStateId
 pub fn build_trie(
     lexer: &LexerDfa,
     emits: &EmitTable,
-    tokens: &[(&[u8], TokenId)],
+    tokens: &TokenParts,
     start: LexPos,
 ) -> TerminalTrie {
     build_tries(lexer, emits, tokens, &[start])
@@ -405,36 +394,29 @@ pub fn build_trie(
 }
 
 /// Lets [`build_tries_shared`] walk a block of tokens once for many lexer states: tokens
-/// are bucketed by length, and a bucket's walk is shared between states whose classes
-/// agree to that length (`lexer_equiv::classes_at_depths`).
+/// are bucketed by length ([`TokenParts::bounds`]), and a bucket's walk is shared between
+/// states whose classes agree to that length (`lexer_equiv::classes_at_depths`).
 ///
-/// Invariant: `classes[i][q]` is the class of state `q` at depth `bounds[i] - 1`, bounds
-/// ascending, the last at least the longest token; the shared walks then differ only in
-/// final positions that have one [`TerminalTrie::canonicalize_finals`] form, so callers
-/// must canonicalize with the representatives the classes were computed with.
+/// Invariant: `classes[i][q]` is the class of state `q` at depth `bounds[i] - 1` for the
+/// bounds of the tokens' parts; the shared walks then differ only in final positions that
+/// have one [`TerminalTrie::canonicalize_finals`] form, so callers must canonicalize with
+/// the representatives the classes were computed with.
 pub struct WalkShare {
-    /// Upper bounds of the length buckets, in bytes.
-    pub bounds: Vec<usize>,
     /// Per bucket, a class per lexer state.
     pub classes: Vec<Vec<u32>>,
 }
 
 impl WalkShare {
-    /// Buckets of powers of two up to the longest token (`longest` bytes), with their
-    /// classes under the end representatives `reps`; also returns the classes at depth
-    /// `longest`, which tell apart start positions whose tries differ.
-    pub fn new(lexer: &LexerDfa, reps: &[LexStateId], longest: usize) -> (Self, Vec<u32>) {
-        let longest = longest.max(1);
-        let mut bounds: Vec<usize> = std::iter::successors(Some(2usize), |b| Some(b * 2))
-            .take_while(|&b| b < longest)
-            .collect();
-        bounds.push(longest);
-        let mut depths: Vec<usize> = bounds.iter().map(|b| b - 1).collect();
-        depths.push(longest);
+    /// The classes of the length buckets of `tokens` under the end representatives
+    /// `reps`; also returns the classes at the longest token's depth, which tell apart
+    /// start positions whose tries differ.
+    pub fn new(lexer: &LexerDfa, reps: &[LexStateId], tokens: &TokenParts) -> (Self, Vec<u32>) {
+        let mut depths: Vec<usize> = tokens.bounds().iter().map(|b| b - 1).collect();
+        depths.push(tokens.longest());
         let mut classes = classes_at_depths(lexer, reps, &depths);
         // One vector per depth was asked for.
         let start = classes.pop().expect("one class vector per depth");
-        (Self { bounds, classes }, start)
+        (Self { classes }, start)
     }
 }
 
@@ -448,19 +430,19 @@ impl WalkShare {
 pub fn build_tries(
     lexer: &LexerDfa,
     emits: &EmitTable,
-    tokens: &[(&[u8], TokenId)],
+    tokens: &TokenParts,
     positions: &[LexPos],
 ) -> Vec<TerminalTrie> {
     build_tries_shared(lexer, emits, tokens, positions, None)
 }
 
-/// [`build_tries`], with blocks also split by token length and each part walked once per
-/// class of entered states (see [`WalkShare`]): a counted string's positions near the
-/// count's end differ only for the few long tokens, so the many short ones are walked once.
+/// [`build_tries`], with each part (first byte × length bucket) walked once per class of
+/// entered states (see [`WalkShare`]): a counted string's positions near the count's end
+/// differ only for the few long tokens, so the many short ones are walked once.
 pub fn build_tries_shared(
     lexer: &LexerDfa,
     emits: &EmitTable,
-    tokens: &[(&[u8], TokenId)],
+    tokens: &TokenParts,
     positions: &[LexPos],
     share: Option<&WalkShare>,
 ) -> Vec<TerminalTrie> {
@@ -472,7 +454,7 @@ pub fn build_tries_shared(
 pub fn build_tries_with<T: Send>(
     lexer: &LexerDfa,
     emits: &EmitTable,
-    tokens: &[(&[u8], TokenId)],
+    tokens: &TokenParts,
     positions: &[LexPos],
     share: Option<&WalkShare>,
     f: impl Fn(TerminalTrie) -> T + Sync,
@@ -480,7 +462,7 @@ pub fn build_tries_with<T: Send>(
     let walks = Walks::new(lexer, tokens, positions, share);
     let walked: Vec<Vec<TrieNode>> = (0..walks.len())
         .into_par_iter()
-        .map(|w| walk_block(lexer, emits, walks.tokens(w), walks.start(w)))
+        .map(|w| walk_block(lexer, emits, tokens, walks.part(w), walks.start(w)))
         .collect();
     positions
         .par_iter()
@@ -496,14 +478,12 @@ pub fn build_tries_with<T: Send>(
         .collect()
 }
 
-/// The walks a set of start positions needs: the vocabulary split into parts (first byte
-/// × length bucket), each to be walked once per class of states positions enter it in
-/// (see [`build_tries_shared`]); a position's trie is the graft of its walks.
+/// The walks a set of start positions needs: each part of the vocabulary (first byte ×
+/// length bucket, [`TokenParts`]) is to be walked once per class of states positions enter
+/// it in (see [`build_tries_shared`]); a position's trie is the graft of its walks.
 pub struct Walks<'t> {
-    /// Length buckets per first byte.
-    nb: usize,
-    /// Token lists by `first byte * nb + bucket` (each in byte order).
-    pub parts: Vec<Vec<(&'t [u8], TokenId)>>,
+    /// The vocabulary's parts.
+    pub tokens: &'t TokenParts,
     /// Per walk, the part it walked (walks of one part are consecutive).
     pub part_of: Vec<u32>,
     /// Per walk, the state its tokens' first byte enters (a representative of its class).
@@ -515,35 +495,16 @@ pub struct Walks<'t> {
 }
 
 impl<'t> Walks<'t> {
-    /// Plans the walks of the blocks every position in `positions` enters.
+    /// Plans the walks of the parts every position in `positions` enters (sharing walks
+    /// per `share`, whose classes must be those of `tokens`' buckets; without it, a walk
+    /// per entered state).
     pub fn new(
         lexer: &LexerDfa,
-        tokens: &[(&'t [u8], TokenId)],
+        tokens: &'t TokenParts,
         positions: &[LexPos],
         share: Option<&WalkShare>,
     ) -> Self {
-        let bounds: Vec<usize> = share.map_or(vec![usize::MAX], |s| s.bounds.clone());
-        let nb = bounds.len();
-        // Token lists by first byte and length bucket (each in byte order; tokens are in
-        // byte order and never empty).
-        // Counted first: growing ~2K lists token by token was most of this for small
-        // grammars.
-        let part_of_token: Vec<u32> = tokens
-            .iter()
-            .map(|&(t, _)| {
-                let i = bounds.partition_point(|&b| b < t.len()).min(nb - 1);
-                (t[0] as usize * nb + i) as u32
-            })
-            .collect();
-        let mut sizes = vec![0usize; 256 * nb];
-        for &j in &part_of_token {
-            sizes[j as usize] += 1;
-        }
-        let mut parts: Vec<Vec<(&[u8], TokenId)>> =
-            sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
-        for (&(t, id), &j) in tokens.iter().zip(&part_of_token) {
-            parts[j as usize].push((t, id));
-        }
+        let nb = tokens.buckets();
         // Positions enter few distinct (first byte, state) pairs; each pair's parts are
         // keyed once, so the per-position work is one lookup per first byte, not per part.
         let mut pair_index: HashMap<(u8, LexStateId), u32> = HashMap::new();
@@ -566,7 +527,7 @@ impl<'t> Walks<'t> {
         let mut rep: HashMap<(u8, u8, u32), LexStateId> = HashMap::new();
         for &(b, n) in &pairs {
             for i in 0..nb {
-                if !parts[b as usize * nb + i].is_empty() {
+                if !tokens.part_is_empty(b as usize * nb + i) {
                     rep.entry(key_of(b, i, n)).or_insert(n);
                 }
             }
@@ -582,7 +543,7 @@ impl<'t> Walks<'t> {
             .iter()
             .map(|&(b, n)| {
                 (0..nb)
-                    .filter(|&i| !parts[b as usize * nb + i].is_empty())
+                    .filter(|&i| !tokens.part_is_empty(b as usize * nb + i))
                     .map(|i| {
                         // Every part of every pair was keyed above.
                         keys.binary_search_by_key(&key_of(b, i, n), |x| x.0)
@@ -592,8 +553,7 @@ impl<'t> Walks<'t> {
             })
             .collect();
         Self {
-            nb,
-            parts,
+            tokens,
             part_of,
             starts,
             pair_index,
@@ -636,14 +596,14 @@ impl<'t> Walks<'t> {
         self.starts[w]
     }
 
-    /// The tokens walk `w` walks (its part's, in byte order).
-    pub fn tokens(&self, w: usize) -> &[(&'t [u8], TokenId)] {
-        &self.parts[self.part_of[w] as usize]
+    /// The part walk `w` walks.
+    pub fn part(&self, w: usize) -> usize {
+        self.part_of[w] as usize
     }
 
     /// Length buckets per first byte: part `j` holds first byte `j / buckets()`.
     pub fn buckets(&self) -> usize {
-        self.nb
+        self.tokens.buckets()
     }
 }
 
@@ -666,7 +626,6 @@ pub fn start_positions(lexer: &LexerDfa) -> Vec<LexPos> {
 /// The tries of every start position, built in parallel.
 pub fn build_all(lexer: &LexerDfa, vocab: &Vocab) -> (EmitTable, Vec<TerminalTrie>) {
     let emits = EmitTable::new(lexer);
-    let tokens = sorted_tokens(vocab);
-    let tries = build_tries(lexer, &emits, &tokens, &start_positions(lexer));
+    let tries = build_tries(lexer, &emits, vocab.parts(), &start_positions(lexer));
     (emits, tries)
 }

@@ -22,6 +22,8 @@
 //!
 //! Depends on `terminal_trie` (walks) and nothing at run time.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use hashbrown::HashMap;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
@@ -29,6 +31,7 @@ use roaring::RoaringBitmap;
 use super::terminal_trie::{EmitId, EmitTable, TerminalTrie, TrieNode, Walks};
 use crate::ids::LexStateId;
 use crate::lexer::{LexPos, LexerDfa};
+use crate::vocab::parts::{byte_category, NUM_CATEGORIES};
 
 /// No atom: a token no position can take (or a special token).
 pub const NO_ATOM: u32 = u32::MAX;
@@ -76,7 +79,7 @@ pub struct Atoms {
 /// One part's walks and grouping of tokens, computed independently of other parts
 /// (paths and finals numbered locally, from 1).
 struct PartGroups {
-    /// The part's index in `Walks::parts`.
+    /// The part's index in [`crate::vocab::TokenParts`].
     part: usize,
     ordinal: u32,
     first_walk: u32,
@@ -106,7 +109,8 @@ pub fn atomize(
 ) -> Atoms {
     let nb = walks.buckets();
     // The walks of each part (consecutive, in part order).
-    let mut part_walks = vec![(0u32, 0u32); walks.parts.len()];
+    let tokens = walks.tokens;
+    let mut part_walks = vec![(0u32, 0u32); tokens.num_parts()];
     for (w, &j) in walks.part_of.iter().enumerate() {
         let r = &mut part_walks[j as usize];
         if r.0 == r.1 {
@@ -114,6 +118,7 @@ pub fn atomize(
         }
         r.1 = w as u32 + 1;
     }
+    let loops: Vec<AtomicU64> = (0..lexer.num_states()).map(|_| AtomicU64::new(0)).collect();
     let by_byte: Vec<(Vec<Vec<u32>>, Vec<PartGroups>)> = (0..=255u8)
         .into_par_iter()
         .map(|b| {
@@ -129,10 +134,13 @@ pub fn atomize(
                 });
                 pair_groups[g as usize].1.push(p as u32);
             }
-            let mut end_cache = vec![(NO_STATE, (0, 0)); lexer.num_states()];
+            let mut cache = StateCache {
+                ends: vec![(NO_STATE, (0, 0)); lexer.num_states()],
+                loops: &loops,
+            };
             let parts = (0..nb)
                 .map(|i| b as usize * nb + i)
-                .filter(|&j| !walks.parts[j].is_empty())
+                .filter(|&j| !tokens.part_is_empty(j))
                 .enumerate()
                 .map(|(ordinal, j)| {
                     let (w0, w1) = part_walks[j];
@@ -152,7 +160,7 @@ pub fn atomize(
                         members,
                         group_sizes: pair_groups.iter().map(|(_, ps)| ps.len()).collect(),
                     };
-                    group_part(lexer, emits, walks, &canon, part, &mut end_cache)
+                    group_part(lexer, emits, walks, &canon, part, &mut cache)
                 })
                 .collect();
             (pair_groups.into_iter().map(|(_, ps)| ps).collect(), parts)
@@ -208,8 +216,8 @@ pub fn atomize(
                 }))
             })
             .collect();
-        for (&(_, t), &g) in walks.parts[pg.part].iter().zip(&pg.token_group) {
-            atoms.of_token[t.index()] = group_atom[g as usize].unwrap_or(NO_ATOM);
+        for (o, &g) in tokens.part_tokens(pg.part).zip(&pg.token_group) {
+            atoms.of_token[tokens.id(o).index()] = group_atom[g as usize].unwrap_or(NO_ATOM);
         }
     }
     atoms.paths = paths.items;
@@ -249,7 +257,7 @@ fn signature(row: &[Outcome], members: &[(u32, u32)], groups: &[Vec<u32>]) -> Op
 
 /// Which part to walk, and who enters it how.
 struct PartSpec {
-    /// The part's index in `Walks::parts`.
+    /// The part's index in [`crate::vocab::TokenParts`].
     j: usize,
     /// Its rank among its byte's nonempty parts.
     ordinal: u32,
@@ -303,26 +311,54 @@ impl LocalIds {
     }
 }
 
+/// What walks of one first byte's parts remember per lexer state.
+struct StateCache<'a> {
+    /// The outcome of a token ending in the state with no lexeme closed, tagged with the
+    /// part it was computed in (`NO_STATE`: none yet).
+    ends: Vec<(u32, Outcome)>,
+    /// [`loop_categories`], with bit 63 set once computed (0: not yet); shared by every
+    /// first byte (a race computes the same value twice).
+    loops: &'a [AtomicU64],
+}
+
+/// The byte categories (`vocab::parts::byte_category`) on every byte of which `q` loops
+/// to itself, computed on first use and kept in `loops`.
+fn loop_categories(lexer: &LexerDfa, loops: &[AtomicU64], q: LexStateId) -> u64 {
+    const DONE: u64 = 1 << 63;
+    let slot = &loops[q.index()];
+    let mut v = slot.load(Ordering::Relaxed);
+    if v == 0 {
+        let mut leaves = 0u64;
+        for b in 0..=255u8 {
+            if lexer.next_rep(q, b) != q {
+                leaves |= 1 << byte_category(b);
+            }
+        }
+        v = DONE | (!leaves & ((1 << NUM_CATEGORIES) - 1));
+        slot.store(v, Ordering::Relaxed);
+    }
+    v & !DONE
+}
+
 /// No state (dead, or past a closed lexeme, where walks are not compared).
 const NO_STATE: u32 = u32::MAX;
 
-/// Walks part `j`'s tokens from each of its walks' entered states `ws`, groups the tokens
-/// by their outcomes, and lists which positions enter with which walk (`entered[p]`: the
-/// walks position `p` enters the part's byte with).
+/// Walks part `j`'s tokens from each of its walks' entered states, groups the tokens by
+/// their outcomes, and lists which position groups enter with which walk.
 ///
 /// The walk most positions enter is walked first, recording its lexer state at every
-/// token prefix before any lexeme closes; another walk reaching the same state at the
-/// same prefix, also with nothing closed, has from there the same outcomes for every
-/// token with that prefix, so they are copied instead of walked. Key-literal positions
-/// enter a part in a literal's state but most tokens leave the literal after a byte or
-/// two and rejoin the generic string's walk, so most of their walking is skipped.
+/// trie node before any lexeme closes; another walk reaching the same state at the same
+/// node, also with nothing closed, has from there the same outcomes for every token of
+/// the node's subtree, so they are copied instead of walked. Key-literal positions enter
+/// a part in a literal's state but most tokens leave the literal after a byte or two and
+/// rejoin the generic string's walk, so most of their walking is skipped.
 fn group_part(
     lexer: &LexerDfa,
     emits: &EmitTable,
     walks: &Walks<'_>,
     canon: &(impl Fn(LexPos) -> LexPos + Sync),
     spec: PartSpec,
-    end_cache: &mut [(u32, Outcome)],
+    cache: &mut StateCache<'_>,
 ) -> PartGroups {
     let PartSpec {
         j,
@@ -331,7 +367,10 @@ fn group_part(
         members,
         group_sizes,
     } = spec;
-    let part = &walks.parts[j];
+    let tokens = walks.tokens;
+    let nodes = tokens.part_nodes(j);
+    let first_token = tokens.part_tokens(j).start;
+    let num_tokens = tokens.part_tokens(j).len();
     let nw = ws.len();
     let mut entering = vec![0usize; nw + 1];
     for &(k, g) in &members {
@@ -339,13 +378,12 @@ fn group_part(
     }
     let reference = (0..nw).max_by_key(|&k| entering[k]).unwrap_or(0);
     let mut ids = LocalIds::default();
-    // outs[i * nw + k]: token i's outcome under the part's k-th walk.
-    let mut outs = vec![(0u32, 0u32); part.len() * nw];
-    // The reference walk's state at the prefixes of token `i` it walked (depths
-    // `ref_lcp[i] + 1..=len`), `ref_at[i]..ref_at[i + 1]` in `ref_states`.
-    let mut ref_states: Vec<u32> = Vec::new();
-    let mut ref_at: Vec<u32> = vec![0; part.len() + 1];
-    let mut ref_lcp: Vec<u32> = vec![0; part.len()];
+    // outs[i * nw + k]: the part's i-th token's outcome under its k-th walk.
+    let mut outs = vec![(0u32, 0u32); num_tokens * nw];
+    // The reference walk's open state (nothing closed yet) at each node, or NO_STATE.
+    let mut ref_state: Vec<u32> = vec![NO_STATE; nodes.len()];
+    // The walk at each depth of the current path (index 0 unused).
+    let mut at: Vec<(LexStateId, u32)> = vec![(LexerDfa::DEAD, 0); tokens.longest() + 1];
     // No walks: no position takes the part's byte.
     let order = (nw > 0)
         .then_some(reference)
@@ -354,59 +392,50 @@ fn group_part(
     for k in order {
         let is_ref = k == reference;
         let start = walks.start(ws.start as usize + k);
-        let mut stack: Vec<Option<(LexStateId, u32)>> = vec![None, Some((start, 0))];
-        let mut prev: &[u8] = part.first().map_or(&[], |(t, _)| &t[..1]);
-        let mut i = 0;
-        while i < part.len() {
-            let bytes = part[i].0;
-            // Every token of the part shares the first byte, so `lcp >= 1`.
-            let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
-            stack.truncate(lcp + 1);
-            let mut dead_at = None;
-            let mut same_at = None;
+        let mut n = nodes.start;
+        while n < nodes.end {
+            let d = tokens.depth(n);
+            let next = if d == 1 {
+                Some((start, 0))
+            } else {
+                // Preorder: the parent (depth d - 1) is on the path and alive, since dead
+                // subtrees are skipped whole.
+                step(lexer, emits, &mut ids, at[d - 1], tokens.byte(n))
+            };
+            let Some(w) = next else {
+                // Dead: every token of the subtree stays not viable.
+                n = tokens.subtree_end(n);
+                continue;
+            };
+            at[d] = w;
+            let open = if w.1 == 0 { w.0.as_u32() } else { NO_STATE };
+            let r = n - nodes.start;
             if is_ref {
-                ref_lcp[i] = lcp as u32;
-            }
-            for d in lcp..bytes.len() {
-                let next = stack[d].and_then(|w| step(lexer, emits, &mut ids, w, bytes[d]));
-                stack.push(next);
-                if next.is_none() && stack[d].is_some() {
-                    dead_at = Some(d + 1);
+                ref_state[r] = open;
+            } else if open != NO_STATE && ref_state[r] == open {
+                // Every token of the subtree behaves as under the reference walk.
+                for o in tokens.subtree_tokens(n) {
+                    let i = o - first_token;
+                    outs[i * nw + k] = outs[i * nw + reference];
                 }
-                let open = match next {
-                    Some((q, 0)) => q.as_u32(),
-                    _ => NO_STATE,
-                };
-                if is_ref {
-                    ref_states.push(open);
-                } else if open != NO_STATE && d >= ref_lcp[i] as usize {
-                    // Prefixes the reference walked before token `i` are not compared
-                    // (a missed copy at worst, never a wrong one).
-                    let r = ref_at[i] as usize + (d - ref_lcp[i] as usize);
-                    if r < ref_at[i + 1] as usize && ref_states[r] == open {
-                        same_at = Some(d + 1);
-                        break;
-                    }
-                }
-            }
-            if is_ref {
-                ref_at[i + 1] = ref_states.len() as u32;
-            }
-            prev = bytes;
-            if let Some(a) = same_at {
-                // Every token with this prefix behaves as under the reference walk.
-                let run = part[i..].partition_point(|(t, _)| t.starts_with(&bytes[..a]));
-                for t in i..i + run {
-                    outs[t * nw + k] = outs[t * nw + reference];
-                }
-                i += run;
+                n = tokens.subtree_end(n);
                 continue;
             }
-            if let Some(&Some((q, path))) = stack.get(bytes.len()) {
+            // A state that loops on every byte below leaves the whole subtree's tokens
+            // where it leaves the node's own: one outcome for all of them.
+            let below = tokens.below(n);
+            let whole = below != 0 && below & !loop_categories(lexer, cache.loops, w.0) == 0;
+            let ending = if whole {
+                tokens.subtree_tokens(n)
+            } else {
+                tokens.ending_at(n)
+            };
+            if !ending.is_empty() {
+                let (q, path) = w;
                 // Most tokens end with no lexeme closed, in a few states: their outcome
                 // is looked up by state (entries of this part only, tagged by `j`).
-                let cached = &mut end_cache[q.index()];
-                outs[i * nw + k] = if path == 0 && cached.0 == j as u32 {
+                let cached = &mut cache.ends[q.index()];
+                let o = if path == 0 && cached.0 == j as u32 {
                     cached.1
                 } else {
                     let o = end_outcome(lexer, emits, canon, &mut ids, q, path);
@@ -415,28 +444,18 @@ fn group_part(
                     }
                     o
                 };
-            }
-            i += 1;
-            // Tokens are in byte order: every later token sharing the prefix that just
-            // died is dead too, so the whole run is skipped (the reference walk records
-            // no states for it, so no other walk is compared there).
-            if let Some(a) = dead_at {
-                let dead = &bytes[..a];
-                let run = part[i..].partition_point(|(t, _)| t.starts_with(dead));
-                if is_ref {
-                    for r in &mut ref_at[i + 1..=i + run] {
-                        *r = ref_states.len() as u32;
-                    }
+                for t in ending {
+                    outs[(t - first_token) * nw + k] = o;
                 }
-                i += run;
             }
+            n = if whole { tokens.subtree_end(n) } else { n + 1 };
         }
     }
     let mut group_of_row: HashMap<&[Outcome], u32> = HashMap::new();
     let mut rows: Vec<Vec<Outcome>> = Vec::new();
     // Neighbours in byte order mostly share their row: compared before hashing.
     let mut last: Option<(&[Outcome], u32)> = None;
-    let token_group: Vec<u32> = (0..part.len())
+    let token_group: Vec<u32> = (0..num_tokens)
         .map(|i| {
             let row = &outs[i * nw..(i + 1) * nw];
             if let Some((r, g)) = last {

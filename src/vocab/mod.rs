@@ -12,10 +12,12 @@
 pub mod byte_level;
 #[cfg(feature = "hf")]
 pub mod hf;
+pub mod parts;
 pub mod segment;
 pub mod tiktoken;
 
 use crate::ids::TokenId;
+pub use parts::TokenParts;
 
 /// What a vocabulary id is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,9 +100,10 @@ pub struct Vocab {
     special_names: Vec<(TokenId, String)>,
     eos: Vec<TokenId>,
     encoder: Option<Encoder>,
-    /// Normal tokens in byte order, computed on first use: the tokenizer-only part of every
-    /// mask automaton build (sorting 128K+ byte strings), shared by all grammars.
-    byte_order: std::sync::OnceLock<Vec<TokenId>>,
+    /// Normal tokens as byte tries by first byte and length, computed on first use: the
+    /// tokenizer-only part of every mask automaton build (sorting 128K+ byte strings),
+    /// shared by all grammars.
+    parts: std::sync::OnceLock<TokenParts>,
 }
 
 impl std::fmt::Debug for Vocab {
@@ -227,7 +230,7 @@ impl Vocab {
             special_names,
             eos,
             encoder,
-            byte_order: std::sync::OnceLock::new(),
+            parts: std::sync::OnceLock::new(),
         })
     }
 
@@ -321,18 +324,11 @@ impl Vocab {
         &self.special_names
     }
 
-    /// The normal tokens sorted by their bytes (cached: computed once per vocabulary).
-    pub fn byte_order(&self) -> &[TokenId] {
-        self.byte_order.get_or_init(|| {
-            let mut v: Vec<TokenId> = self.normal_tokens().map(|(id, _)| id).collect();
-            // Every normal token has bytes.
-            v.sort_by(|a, b| {
-                let ba = self.token_bytes(*a).unwrap_or(&[]);
-                let bb = self.token_bytes(*b).unwrap_or(&[]);
-                ba.cmp(bb).then(a.cmp(b))
-            });
-            v
-        })
+    /// The normal tokens as byte tries by first byte and length bucket (cached: built once
+    /// per vocabulary, on first use).
+    pub fn parts(&self) -> &TokenParts {
+        self.parts
+            .get_or_init(|| TokenParts::new(self.normal_tokens()))
     }
 
     /// The end-of-sequence tokens.
@@ -344,7 +340,7 @@ impl Vocab {
     /// only where the document may end from then on.
     pub fn set_eos(&mut self, eos: &[TokenId]) -> Result<(), VocabError> {
         // Which tokens are normal may change.
-        self.byte_order = std::sync::OnceLock::new();
+        self.parts = std::sync::OnceLock::new();
         for &id in eos {
             if self.kind(id)? == TokenKind::Unused {
                 return Err(VocabError::UnusedTokenId(id.as_u32()));

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use stackmask::compile::terminal_trie::{
-    build_trie, sorted_tokens, start_positions, EmitId, EmitTable, TerminalTrie,
+    build_trie, start_positions, EmitId, EmitTable, TerminalTrie,
 };
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::ids::LexStateId;
@@ -156,19 +156,20 @@ fn tries_match_whole_document_lexing() {
         let g = compile_grammar(&text, GrammarFormat::Lark).unwrap();
         let lexer = build_glr_tables(&g).unwrap().lexer;
         let emits = EmitTable::new(&lexer);
-        let tokens = sorted_tokens(&gpt2);
+        let tokens = gpt2.parts();
         let positions = start_positions(&lexer);
         // Every position of the small grammars; a spread of Java's.
         let step = (positions.len() / 40).max(1);
         let mut checked = 0;
         for &pos in positions.iter().step_by(step) {
-            let trie = build_trie(&lexer, &emits, &tokens, pos);
+            let trie = build_trie(&lexer, &emits, tokens, pos);
             let got = all_outcomes(&trie);
             let prefix = match pos {
                 LexPos::Pending(q) => path_to(&lexer, q),
                 LexPos::Boundary(_) => Vec::new(),
             };
-            for &(bytes, id) in tokens.iter().step_by(7) {
+            for &id in tokens.ids().iter().step_by(7) {
+                let bytes = gpt2.token_bytes(id).unwrap();
                 let want = match pos {
                     LexPos::Boundary(p) => {
                         if !lexer.is_dead(lexer.next(p, bytes[0])) {
@@ -224,7 +225,7 @@ fn walk_cases(vocab: &Vocab) -> Vec<WalkCase> {
         let tables = build_glr_tables(&g).unwrap();
         let emits = EmitTable::new(&tables.lexer);
         let reps = end_reps(&tables.lexer, &tables.follow);
-        let (share, _) = WalkShare::new(&tables.lexer, &reps, vocab.max_token_len());
+        let (share, _) = WalkShare::new(&tables.lexer, &reps, vocab.parts());
         WalkCase {
             name,
             tables,
@@ -253,18 +254,18 @@ fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
     use stackmask::compile::lexer_equiv::canonical_end;
     use stackmask::compile::terminal_trie::{build_tries, build_tries_shared};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
-    let tokens = sorted_tokens(&gpt2);
+    let tokens = gpt2.parts();
+    assert!(tokens.buckets() > 3, "buckets {:?}", tokens.bounds());
     for c in walk_cases(&gpt2) {
         let (name, lexer, emits, reps, share) =
             (c.name, &c.tables.lexer, &c.emits, &c.reps, &c.share);
-        assert!(share.bounds.len() > 3, "{name}: buckets {:?}", share.bounds);
         let canon = |p: LexPos| canonical_end(reps, p);
         let positions = start_positions(lexer);
         // Every position of the small grammars; a spread of the larger ones'.
         let step = (positions.len() / 300).max(1);
         let picked: Vec<LexPos> = positions.iter().copied().step_by(step).collect();
-        let plain = build_tries(lexer, emits, &tokens, &picked);
-        let shared = build_tries_shared(lexer, emits, &tokens, &picked, Some(share));
+        let plain = build_tries(lexer, emits, tokens, &picked);
+        let shared = build_tries_shared(lexer, emits, tokens, &picked, Some(share));
         for ((pos, mut a), mut b) in picked.iter().zip(plain).zip(shared) {
             a.canonicalize_finals(canon);
             b.canonicalize_finals(canon);
@@ -287,13 +288,13 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
     use stackmask::compile::terminal_trie::{build_tries_shared, Walks};
     use stackmask::compile::token_atoms::{atomize, NO_ATOM};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
-    let tokens = sorted_tokens(&gpt2);
+    let tokens = gpt2.parts();
     for c in walk_cases(&gpt2) {
         let (name, lexer, emits, reps, share) =
             (c.name, &c.tables.lexer, &c.emits, &c.reps, &c.share);
         let canon = |p: LexPos| canonical_end(reps, p);
         let positions = start_positions(lexer);
-        let walks = Walks::new(lexer, &tokens, &positions, Some(share));
+        let walks = Walks::new(lexer, tokens, &positions, Some(share));
         let atoms = atomize(lexer, emits, &walks, &positions, canon, gpt2.len());
         let mut atom_tokens: Vec<Vec<u32>> = vec![Vec::new(); atoms.len()];
         for (t, &a) in atoms.of_token.iter().enumerate() {
@@ -308,7 +309,7 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
         );
         let step = (positions.len() / 300).max(1);
         let picked: Vec<LexPos> = positions.iter().copied().step_by(step).collect();
-        let token_tries = build_tries_shared(lexer, emits, &tokens, &picked, Some(share));
+        let token_tries = build_tries_shared(lexer, emits, tokens, &picked, Some(share));
         for (&pos, mut want) in picked.iter().zip(token_tries) {
             want.canonicalize_finals(canon);
             let want = all_outcomes(&want);

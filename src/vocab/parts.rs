@@ -1,0 +1,332 @@
+//! The normal tokens of a vocabulary as byte tries, one per *part* (first byte × length
+//! bucket): the form in which build-time passes walk the whole vocabulary through a lexer.
+//!
+//! Every mask automaton build lexes every token from a few lexer states. Walking a trie
+//! in preorder lexes each shared prefix once and skips a dead prefix's whole subtree in
+//! one step; keeping the trie here, computed once per vocabulary, means a build neither
+//! sorts, copies nor compares token bytes (chasing 128K token slices in byte order was
+//! most of the walking cost). Length buckets are powers of two up to the longest token:
+//! lexer states alike to a bucket's depth lex its tokens alike, so walks can be shared
+//! per bucket (`compile::terminal_trie::WalkShare`).
+//!
+//! Depends only on the vocabulary's bytes and kinds.
+
+use crate::ids::TokenId;
+
+/// The normal tokens as one preorder byte trie per part (tokens sharing a first byte and
+/// a length bucket).
+///
+/// Invariants: part `j` (`first byte * buckets() + bucket`) owns nodes
+/// `part_nodes[j]..part_nodes[j + 1]`, its root (depth 1, the first byte) first when the
+/// part is not empty; a node's subtree is `n..end[n]`; `first[n]` is the ordinal of the
+/// first token in `n`'s subtree in preorder (= byte order within the part), so the tokens
+/// ending exactly at `n` are ordinals `first[n]..first[n + 1]` (`first` has a sentinel);
+/// ordinals run over the parts in order, and `ids[o]` is ordinal `o`'s token.
+#[derive(Debug, Clone, Default)]
+pub struct TokenParts {
+    bounds: Vec<usize>,
+    longest: usize,
+    part_nodes: Vec<u32>,
+    byte: Vec<u8>,
+    depth: Vec<u32>,
+    end: Vec<u32>,
+    first: Vec<u32>,
+    /// Per node, the [`byte_category`] set of the bytes strictly below it.
+    below: Vec<u64>,
+    ids: Vec<TokenId>,
+}
+
+/// Number of byte categories ([`byte_category`]).
+pub const NUM_CATEGORIES: u32 = 43;
+
+/// A coarse partition of bytes into at most 64 categories, so that a subtree's bytes fit
+/// one word ([`TokenParts::below`]): each ASCII punctuation character, space, tab, line
+/// feed and carriage return alone, then digits, lowercase and uppercase letters, other
+/// controls, DEL, UTF-8 continuation bytes and the other non-ASCII bytes. Lexer states
+/// that loop on a class of characters (inside a string, an identifier, a number) usually
+/// loop on whole categories.
+pub fn byte_category(b: u8) -> u32 {
+    match b {
+        b'\t' => 0,
+        b'\n' => 1,
+        b'\r' => 2,
+        0x00..=0x1f => 3,
+        b' ' => 4,
+        b'0'..=b'9' => 5,
+        b'a'..=b'z' => 6,
+        b'A'..=b'Z' => 7,
+        0x7f => 8,
+        0x80..=0xbf => 9,
+        0xc0..=0xff => 10,
+        // The 32 punctuation characters, in order: ! to / (15), : to @ (7), [ to ` (6),
+        // { to ~ (4).
+        b'!'..=b'/' => 11 + (b - b'!') as u32,
+        b':'..=b'@' => 26 + (b - b':') as u32,
+        b'['..=b'`' => 33 + (b - b'[') as u32,
+        b'{'..=b'~' => 39 + (b - b'{') as u32,
+    }
+}
+
+impl TokenParts {
+    /// Builds the tries of `tokens` (normal tokens with their bytes; empty ones are left
+    /// out, since no lexer position can take them).
+    pub fn new<'a>(tokens: impl Iterator<Item = (TokenId, &'a [u8])>) -> Self {
+        let mut tokens: Vec<(TokenId, &[u8])> = tokens.filter(|(_, b)| !b.is_empty()).collect();
+        let longest = tokens
+            .iter()
+            .map(|(_, b)| b.len())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let mut bounds: Vec<usize> = std::iter::successors(Some(2usize), |b| Some(b * 2))
+            .take_while(|&b| b < longest)
+            .collect();
+        bounds.push(longest);
+        let nb = bounds.len();
+        let part = |b: &[u8]| b[0] as usize * nb + bounds.partition_point(|&x| x < b.len());
+        let mut keyed: Vec<(usize, &[u8], TokenId)> =
+            tokens.drain(..).map(|(id, b)| (part(b), b, id)).collect();
+        keyed.sort_unstable();
+        let mut t = TokenParts {
+            bounds: bounds.clone(),
+            longest,
+            part_nodes: Vec::with_capacity(256 * nb + 1),
+            ids: keyed.iter().map(|&(_, _, id)| id).collect(),
+            ..Default::default()
+        };
+        // The open path: node index per depth (index 0 unused).
+        let mut path: Vec<u32> = vec![0];
+        // Per node, its parent (`u32::MAX` at a root).
+        let mut parent: Vec<u32> = Vec::new();
+        let mut k = 0usize;
+        for j in 0..256 * nb {
+            t.close_path(&mut path, 1);
+            let mut prev: &[u8] = &[];
+            t.part_nodes.push(t.byte.len() as u32);
+            while k < keyed.len() && keyed[k].0 == j {
+                let bytes = keyed[k].1;
+                let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+                // Equal bytes (duplicates) end at the node the previous token ended at.
+                if lcp < bytes.len() {
+                    t.close_path(&mut path, lcp + 1);
+                    for (d, &byte) in bytes.iter().enumerate().skip(lcp) {
+                        path.push(t.byte.len() as u32);
+                        t.byte.push(byte);
+                        t.depth.push(d as u32 + 1);
+                        t.end.push(0);
+                        t.first.push(k as u32);
+                        parent.push(if d == 0 { u32::MAX } else { path[d] });
+                    }
+                }
+                prev = bytes;
+                k += 1;
+            }
+        }
+        t.close_path(&mut path, 1);
+        t.part_nodes.push(t.byte.len() as u32);
+        t.first.push(keyed.len() as u32);
+        // Children follow their parent in preorder: fold bottom-up.
+        t.below = vec![0u64; t.byte.len()];
+        for n in (0..t.byte.len()).rev() {
+            if let Some(&p) = parent.get(n).filter(|&&p| p != u32::MAX) {
+                t.below[p as usize] |= t.below[n] | 1 << byte_category(t.byte[n]);
+            }
+        }
+        t
+    }
+
+    /// Closes the nodes of `path` at depth `depth` and below: their subtrees end here.
+    fn close_path(&mut self, path: &mut Vec<u32>, depth: usize) {
+        while path.len() > depth {
+            // The loop condition keeps one element (index 0) in the path.
+            let n = path.pop().expect("nonempty path");
+            self.end[n as usize] = self.byte.len() as u32;
+        }
+    }
+
+    /// Upper bounds of the length buckets, in bytes: powers of two below the longest
+    /// token, then the longest token's length.
+    pub fn bounds(&self) -> &[usize] {
+        &self.bounds
+    }
+
+    /// Length buckets per first byte.
+    pub fn buckets(&self) -> usize {
+        self.bounds.len()
+    }
+
+    /// The longest token's length in bytes (at least 1).
+    pub fn longest(&self) -> usize {
+        self.longest
+    }
+
+    /// Number of parts (`256 * buckets()`).
+    pub fn num_parts(&self) -> usize {
+        self.part_nodes.len() - 1
+    }
+
+    /// The nodes of part `j`, its root first.
+    pub fn part_nodes(&self, j: usize) -> std::ops::Range<usize> {
+        self.part_nodes[j] as usize..self.part_nodes[j + 1] as usize
+    }
+
+    /// The token ordinals of part `j`.
+    pub fn part_tokens(&self, j: usize) -> std::ops::Range<usize> {
+        let r = self.part_nodes(j);
+        self.first[r.start] as usize..self.first[r.end] as usize
+    }
+
+    /// True when no token is in part `j`.
+    pub fn part_is_empty(&self, j: usize) -> bool {
+        self.part_nodes[j] == self.part_nodes[j + 1]
+    }
+
+    /// The byte node `n` adds to its parent's prefix.
+    #[inline]
+    pub fn byte(&self, n: usize) -> u8 {
+        self.byte[n]
+    }
+
+    /// The length of node `n`'s prefix (1 at a part's root).
+    #[inline]
+    pub fn depth(&self, n: usize) -> usize {
+        self.depth[n] as usize
+    }
+
+    /// One past the last node of `n`'s subtree.
+    #[inline]
+    pub fn subtree_end(&self, n: usize) -> usize {
+        self.end[n] as usize
+    }
+
+    /// The [`byte_category`] set (bit `c` for category `c`) of every byte in node `n`'s
+    /// subtree below `n` itself: a lexer state that loops on all of them leaves every
+    /// token of the subtree where it leaves the tokens ending at `n`.
+    #[inline]
+    pub fn below(&self, n: usize) -> u64 {
+        self.below[n]
+    }
+
+    /// The ordinals of the tokens whose bytes end exactly at node `n`.
+    #[inline]
+    pub fn ending_at(&self, n: usize) -> std::ops::Range<usize> {
+        self.first[n] as usize..self.first[n + 1] as usize
+    }
+
+    /// The ordinals of the tokens in node `n`'s subtree (`n` included).
+    #[inline]
+    pub fn subtree_tokens(&self, n: usize) -> std::ops::Range<usize> {
+        self.first[n] as usize..self.first[self.end[n] as usize] as usize
+    }
+
+    /// The token of ordinal `o`.
+    #[inline]
+    pub fn id(&self, o: usize) -> TokenId {
+        self.ids[o]
+    }
+
+    /// Every token, by ordinal.
+    pub fn ids(&self) -> &[TokenId] {
+        &self.ids
+    }
+
+    /// Number of tokens.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True when the vocabulary has no normal token with bytes.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads every token's bytes back off the tries (root to its node) and checks them
+    /// against the input, the parts' order and the subtree ranges.
+    #[test]
+    fn categories_partition_bytes_into_one_word() {
+        let mut seen = vec![false; NUM_CATEGORIES as usize];
+        for b in 0..=255u8 {
+            let c = byte_category(b);
+            assert!(c < NUM_CATEGORIES && NUM_CATEGORIES <= 64, "byte {b}: {c}");
+            seen[c as usize] = true;
+            if b.is_ascii_punctuation() || b"\t\n\r ".contains(&b) {
+                assert!(
+                    (0..=255u8).all(|x| x == b || byte_category(x) != c),
+                    "{} shares its category",
+                    b as char
+                );
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "every category is used");
+    }
+
+    #[test]
+    fn tries_spell_every_token_in_part_order() {
+        let words: Vec<&[u8]> = vec![
+            b"ab",
+            b"a",
+            b"abc",
+            b"abd",
+            b"b",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefgx",
+            b"bcd",
+            b"",
+            b"zz",
+            b"abcd",
+            b"\xff\x00",
+            b"a\"b",
+            b"a\"\xc3\xa9",
+        ];
+        let parts = TokenParts::new(words.iter().enumerate().map(|(i, w)| (TokenId::new(i), *w)));
+        assert_eq!(parts.longest(), 8);
+        assert_eq!(parts.bounds(), &[2, 4, 8]);
+        assert_eq!(parts.len(), words.len() - 1, "the empty token is left out");
+        let mut spelled: Vec<Option<Vec<u8>>> = vec![None; words.len()];
+        let mut last_part_key = None;
+        for j in 0..parts.num_parts() {
+            let nodes = parts.part_nodes(j);
+            assert_eq!(parts.part_is_empty(j), nodes.is_empty());
+            let mut prefix: Vec<u8> = Vec::new();
+            for n in nodes.clone() {
+                let d = parts.depth(n);
+                assert!(d >= 1 && d <= prefix.len() + 1, "preorder depths");
+                assert_eq!(d == 1, n == nodes.start, "one root, first");
+                assert!(parts.subtree_end(n) > n && parts.subtree_end(n) <= nodes.end);
+                let mut below = 0u64;
+                for m in n + 1..parts.subtree_end(n) {
+                    assert!(parts.depth(m) > d, "a subtree holds deeper nodes only");
+                    below |= 1 << byte_category(parts.byte(m));
+                }
+                assert_eq!(parts.below(n), below, "node {n}");
+                prefix.truncate(d - 1);
+                prefix.push(parts.byte(n));
+                for o in parts.ending_at(n) {
+                    let id = parts.id(o).index();
+                    assert!(spelled[id].is_none());
+                    spelled[id] = Some(prefix.clone());
+                    assert!(parts.subtree_tokens(n).contains(&o));
+                    let bucket = parts.bounds().partition_point(|&b| b < prefix.len());
+                    assert_eq!(j, prefix[0] as usize * parts.buckets() + bucket);
+                    let key = (j, prefix.clone(), id);
+                    assert!(last_part_key.as_ref().is_none_or(|k| *k < key));
+                    last_part_key = Some(key);
+                }
+            }
+            assert_eq!(
+                parts.part_tokens(j).len(),
+                nodes.map(|n| parts.ending_at(n).len()).sum::<usize>()
+            );
+        }
+        for (i, w) in words.iter().enumerate() {
+            let want = (!w.is_empty()).then(|| w.to_vec());
+            assert_eq!(spelled[i], want, "token {i}");
+        }
+    }
+}
