@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hashbrown::HashMap;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
+use smallvec::SmallVec;
 
 use super::terminal_trie::{EmitId, EmitTable, TerminalTrie, TrieNode, Walks};
 use crate::ids::LexStateId;
@@ -94,6 +95,8 @@ struct PartGroups {
     /// `(walk in the part, position group of the byte)`: the positions of each group
     /// enter the part with that walk (the part's walk count: with none).
     members: Vec<(u32, u32)>,
+    /// The part's walk count.
+    num_walks: usize,
 }
 
 /// Splits the tokens of `walks` into atoms for the start positions `positions` (every
@@ -134,17 +137,28 @@ pub fn atomize(
                 });
                 pair_groups[g as usize].1.push(p as u32);
             }
+            if pair_groups.iter().all(|(pair, _)| pair.is_none()) {
+                // No position takes byte `b`.
+                return (Vec::new(), Vec::new());
+            }
             let mut cache = StateCache {
                 ends: vec![(NO_STATE, (0, 0)); lexer.num_states()],
                 loops: &loops,
+                outs: Vec::new(),
+                ref_state: Vec::new(),
+                at: Vec::new(),
             };
             let parts = (0..nb)
                 .map(|i| b as usize * nb + i)
                 .filter(|&j| !tokens.part_is_empty(j))
                 .enumerate()
-                .map(|(ordinal, j)| {
+                .filter_map(|(ordinal, j)| {
                     let (w0, w1) = part_walks[j];
                     let nw = w1 - w0;
+                    // No position takes the byte: the part's tokens belong to no atom.
+                    if nw == 0 {
+                        return None;
+                    }
                     let members = pair_groups
                         .iter()
                         .enumerate()
@@ -160,7 +174,7 @@ pub fn atomize(
                         members,
                         group_sizes: pair_groups.iter().map(|(_, ps)| ps.len()).collect(),
                     };
-                    group_part(lexer, emits, walks, &canon, part, &mut cache)
+                    Some(group_part(lexer, emits, walks, &canon, part, &mut cache))
                 })
                 .collect();
             (pair_groups.into_iter().map(|(_, ps)| ps).collect(), parts)
@@ -198,12 +212,13 @@ pub fn atomize(
                 (x, y)
             }
         };
+        let by_walk = positions_by_walk(&pg.members, groups, pg.num_walks);
         let group_atom: Vec<Option<u32>> = pg
             .rows
             .iter()
             .map(|row| {
                 let row: Vec<Outcome> = row.iter().map(|&o| global(o)).collect();
-                let sig = signature(&row, &pg.members, groups)?;
+                let sig = signature(&row, &by_walk)?;
                 Some(*atom_of_sig.entry(sig).or_insert_with(|| {
                     atoms.first_byte.push(b);
                     atoms.reps.push(AtomRep {
@@ -225,19 +240,30 @@ pub fn atomize(
     atoms
 }
 
-/// The signature of a group with outcomes `row` (one per walk of its part), given which
-/// walk each group of positions enters the part with (`members`, the part's walk count
-/// for none; `groups` lists each group's positions); `None` when no position can take
-/// the group.
-fn signature(row: &[Outcome], members: &[(u32, u32)], groups: &[Vec<u32>]) -> Option<Signature> {
-    let value = |k: u32| row.get(k as usize).copied().unwrap_or((0, 0));
-    // The most common outcome over positions, the smallest on a tie.
-    let mut count: Vec<(Outcome, usize)> = Vec::new();
+/// The positions entering a part with each of its `nw` walks (index `nw`: with none, as
+/// `members` says), each list sorted.
+fn positions_by_walk(members: &[(u32, u32)], groups: &[Vec<u32>], nw: usize) -> Vec<Vec<u32>> {
+    let mut out = vec![Vec::new(); nw + 1];
     for &(k, g) in members {
-        let n = groups[g as usize].len();
+        out[k as usize].extend_from_slice(&groups[g as usize]);
+    }
+    for ps in &mut out {
+        ps.sort_unstable();
+    }
+    out
+}
+
+/// The signature of a group with outcomes `row` (one per walk of its part), given the
+/// positions entering with each walk ([`positions_by_walk`]); `None` when no position can
+/// take the group.
+fn signature(row: &[Outcome], by_walk: &[Vec<u32>]) -> Option<Signature> {
+    let value = |k: usize| row.get(k).copied().unwrap_or((0, 0));
+    // The most common outcome over positions, the smallest on a tie.
+    let mut count: SmallVec<[(Outcome, usize); 4]> = SmallVec::new();
+    for (k, ps) in by_walk.iter().enumerate().filter(|(_, ps)| !ps.is_empty()) {
         match count.iter_mut().find(|(v, _)| *v == value(k)) {
-            Some((_, c)) => *c += n,
-            None => count.push((value(k), n)),
+            Some((_, c)) => *c += ps.len(),
+            None => count.push((value(k), ps.len())),
         }
     }
     let common = count
@@ -245,13 +271,18 @@ fn signature(row: &[Outcome], members: &[(u32, u32)], groups: &[Vec<u32>]) -> Op
         .max_by_key(|&&(v, c)| (c, std::cmp::Reverse(v)))
         .map_or((0, 0), |&(v, _)| v);
     let mut differ: Vec<(u32, Outcome)> = Vec::new();
-    for &(k, g) in members {
+    let mut lists = 0;
+    for (k, ps) in by_walk.iter().enumerate() {
         let v = value(k);
-        if v != common {
-            differ.extend(groups[g as usize].iter().map(|&p| (p, v)));
+        if v != common && !ps.is_empty() {
+            differ.extend(ps.iter().map(|&p| (p, v)));
+            lists += 1;
         }
     }
-    differ.sort_unstable();
+    // Each list is sorted and positions are distinct: one list is already in order.
+    if lists > 1 {
+        differ.sort_unstable();
+    }
     (common != (0, 0) || !differ.is_empty()).then_some((common, differ))
 }
 
@@ -319,6 +350,10 @@ struct StateCache<'a> {
     /// [`loop_categories`], with bit 63 set once computed (0: not yet); shared by every
     /// first byte (a race computes the same value twice).
     loops: &'a [AtomicU64],
+    /// `group_part`'s buffers: outcomes, the reference walk's states, the current path.
+    outs: Vec<Outcome>,
+    ref_state: Vec<u32>,
+    at: Vec<(LexStateId, u32)>,
 }
 
 /// The byte categories (`vocab::parts::byte_category`) on every byte of which `q` loops
@@ -378,12 +413,25 @@ fn group_part(
     }
     let reference = (0..nw).max_by_key(|&k| entering[k]).unwrap_or(0);
     let mut ids = LocalIds::default();
+    // Buffers reused from part to part (allocating them per part was a fifth of this).
+    let StateCache {
+        ends,
+        loops,
+        outs,
+        ref_state,
+        at,
+    } = cache;
     // outs[i * nw + k]: the part's i-th token's outcome under its k-th walk.
-    let mut outs = vec![(0u32, 0u32); num_tokens * nw];
-    // The reference walk's open state (nothing closed yet) at each node, or NO_STATE.
-    let mut ref_state: Vec<u32> = vec![NO_STATE; nodes.len()];
+    outs.clear();
+    outs.resize(num_tokens * nw, (0, 0));
+    // The reference walk's open state (nothing closed yet) at each node, or NO_STATE;
+    // needed only when another walk may copy from it.
+    ref_state.clear();
+    if nw > 1 {
+        ref_state.resize(nodes.len(), NO_STATE);
+    }
     // The walk at each depth of the current path (index 0 unused).
-    let mut at: Vec<(LexStateId, u32)> = vec![(LexerDfa::DEAD, 0); tokens.longest() + 1];
+    at.resize(tokens.longest() + 1, (LexerDfa::DEAD, 0));
     // No walks: no position takes the part's byte.
     let order = (nw > 0)
         .then_some(reference)
@@ -411,7 +459,9 @@ fn group_part(
             let open = if w.1 == 0 { w.0.as_u32() } else { NO_STATE };
             let r = n - nodes.start;
             if is_ref {
-                ref_state[r] = open;
+                if nw > 1 {
+                    ref_state[r] = open;
+                }
             } else if open != NO_STATE && ref_state[r] == open {
                 // Every token of the subtree behaves as under the reference walk.
                 for o in tokens.subtree_tokens(n) {
@@ -424,7 +474,7 @@ fn group_part(
             // A state that loops on every byte below leaves the whole subtree's tokens
             // where it leaves the node's own: one outcome for all of them.
             let below = tokens.below(n);
-            let whole = below != 0 && below & !loop_categories(lexer, cache.loops, w.0) == 0;
+            let whole = below != 0 && below & !loop_categories(lexer, loops, w.0) == 0;
             let ending = if whole {
                 tokens.subtree_tokens(n)
             } else {
@@ -434,7 +484,7 @@ fn group_part(
                 let (q, path) = w;
                 // Most tokens end with no lexeme closed, in a few states: their outcome
                 // is looked up by state (entries of this part only, tagged by `j`).
-                let cached = &mut cache.ends[q.index()];
+                let cached = &mut ends[q.index()];
                 let o = if path == 0 && cached.0 == j as u32 {
                     cached.1
                 } else {
@@ -480,6 +530,7 @@ fn group_part(
         token_group,
         rows,
         members,
+        num_walks: nw,
     }
 }
 
