@@ -102,6 +102,27 @@ impl TermSet {
         })
     }
 
+    /// The elements of `self ∩ other` (same universe) in increasing order, word by word:
+    /// no element of either set outside the other is visited.
+    pub fn iter_and<'a>(&'a self, other: &'a TermSet) -> impl Iterator<Item = TerminalId> + 'a {
+        debug_assert_eq!(self.width, other.width);
+        self.words
+            .iter()
+            .zip(&other.words)
+            .enumerate()
+            .flat_map(|(i, (&a, &b))| {
+                let mut w = a & b;
+                std::iter::from_fn(move || {
+                    if w == 0 {
+                        return None;
+                    }
+                    let bit = w.trailing_zeros();
+                    w &= w - 1;
+                    Some(TerminalId::new(i * 64 + bit as usize))
+                })
+            })
+    }
+
     /// Checks the invariant (used when validating loaded tables).
     pub fn is_valid(&self) -> bool {
         self.words.len() == (self.width as usize).div_ceil(64)
@@ -131,5 +152,13 @@ mod tests {
         assert_eq!(a.len(), 3);
         assert!(!a.contains(TerminalId::new(500)));
         assert!(a.is_valid());
+        let mut c = TermSet::new(130);
+        c.insert(TerminalId::new(129));
+        c.insert(TerminalId::new(1));
+        c.insert(TerminalId::new(64));
+        assert_eq!(
+            a.iter_and(&c).map(|t| t.index()).collect::<Vec<_>>(),
+            vec![64, 129]
+        );
     }
 }

@@ -152,10 +152,12 @@ struct ClassSets {
     shape_all: Vec<RoaringBitmap>,
     /// `emits[d]`: terminals of an emission, and the classes whose d-th lexeme it is.
     emits: Vec<Vec<(Vec<TerminalId>, RoaringBitmap)>>,
-    /// `finals[d]`: position after the token, and the classes ending there at depth d.
-    finals: Vec<Vec<(LexPos, RoaringBitmap)>>,
-    /// Beside `finals`: the terminals that may follow lexically.
-    final_follow: Vec<Vec<TermSet>>,
+    /// `finals[d]`: the terminals that may follow a token lexically, and the classes
+    /// ending after `d` lexemes at a position with exactly that follow set. Deciding a
+    /// class depends on its position only through the set, so positions with equal sets
+    /// are merged (one consume check for all of them: a large schema has thousands of
+    /// positions and a few hundred distinct sets).
+    finals: Vec<Vec<(TermSet, RoaringBitmap)>>,
     /// Beside `emits`: the emission's terminals as a set, and whether one is ignored.
     emit_terms: Vec<Vec<(TermSet, bool)>>,
 }
@@ -307,65 +309,56 @@ impl<'a> Explorer<'a> {
         memo: Memo,
     ) -> Outcome {
         let d = depth as usize;
-        let sh = &self.sets;
+        // The sets outlive the explorer's borrow, so consuming can go on while reading them.
+        let sh: &'a ClassSets = self.sets;
         let mut out = Outcome::default();
         // Tokens ending here: decided when a terminal that may follow lexically can be
         // consumed.
         // Actions are checked before sets are intersected: most terminals have none on
         // this stack top, and intersections dominate the build.
         let top = s[0];
-        let act = &self.actionable[top.index()];
-        let finals: Vec<(Vec<TerminalId>, RoaringBitmap)> = sh
-            .finals
-            .get(d)
-            .map(|f| {
-                f.iter()
-                    .zip(&sh.final_follow[d])
-                    .filter(|(_, follow)| follow.intersects(act))
-                    .filter_map(|((_, c), follow)| {
-                        let kf = c & k;
-                        (!kf.is_empty())
-                            .then(|| (follow.iter().filter(|&t| act.contains(t)).collect(), kf))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let nexts: Vec<(Vec<TerminalId>, RoaringBitmap)> = sh
-            .emits
-            .get(d + 1)
-            .map(|f| {
-                f.iter()
-                    .zip(&sh.emit_terms[d + 1])
-                    .filter(|(_, (terms, ignored))| *ignored || terms.intersects(act))
-                    .map(|((ts, c), _)| (ts.clone(), c & k))
-                    .filter(|(_, c)| !c.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default();
-        for (ts, kf) in finals {
-            // Lookaheads that suspend, grouped by the reduction they wait in.
-            let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
-            let mut decided = false;
-            for t in ts {
-                let c = self.consume(s, t);
-                if c.accepted || !c.results.is_empty() {
-                    decided = true;
-                    break;
+        let act: &'a TermSet = &self.actionable[top.index()];
+        if let Some(finals) = sh.finals.get(d) {
+            for (follow, c) in finals {
+                if !follow.intersects(act) {
+                    continue;
                 }
-                waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
+                let kf = c & k;
+                if kf.is_empty() {
+                    continue;
+                }
+                // A class ends in at most one final per depth, so no class of `kf` was
+                // decided by an earlier one.
+                debug_assert!(kf.is_disjoint(&out.decided));
+                // Lookaheads that suspend, grouped by the reduction they wait in.
+                let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
+                let mut decided = false;
+                for t in follow.iter_and(act) {
+                    let c = self.consume(s, t);
+                    if c.accepted || !c.results.is_empty() {
+                        decided = true;
+                        break;
+                    }
+                    waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
+                }
+                if decided {
+                    out.decided |= &kf;
+                } else {
+                    self.wait_lookaheads(waiting, &kf, &mut out);
+                }
             }
-            let undecided = &kf - &out.decided;
-            if decided {
-                out.decided |= &undecided;
-                continue;
-            }
-            if undecided.is_empty() {
-                continue;
-            }
-            self.wait_lookaheads(waiting, &undecided, &mut out);
         }
-        for (ts, kc) in nexts {
-            for t in ts {
+        let nexts = sh.emits.get(d + 1).into_iter().flatten();
+        let next_terms = sh.emit_terms.get(d + 1).into_iter().flatten();
+        for ((ts, c), (terms, ignored)) in nexts.zip(next_terms) {
+            if !*ignored && !terms.intersects(act) {
+                continue;
+            }
+            let kc = c & k;
+            if kc.is_empty() {
+                continue;
+            }
+            for &t in ts {
                 if self.tables.lexer.is_ignored(t) {
                     let sub = self.explore(depth + 1, s, &kc, memo);
                     out.absorb(&sub);
@@ -599,9 +592,12 @@ impl Builder<'_> {
     }
 }
 
-/// Lays the shapes side by side in one class space; returns the sets and each shape's
-/// offset.
-fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>) {
+/// Positions after a token, by depth, with the classes ending there.
+type FinalsAt = Vec<Vec<(LexPos, RoaringBitmap)>>;
+
+/// Lays the shapes side by side in one class space; returns the sets (finals left empty),
+/// each shape's offset, and the classes ending at each position by depth.
+fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, FinalsAt) {
     let mut base = Vec::with_capacity(shapes.len());
     let mut next = 0u32;
     let mut shape_all = Vec::with_capacity(shapes.len());
@@ -637,7 +633,6 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>) {
         next += sh.num_classes;
     }
     let sets = ClassSets {
-        final_follow: Vec::new(),
         emit_terms: Vec::new(),
         shape_all,
         emits: em
@@ -650,16 +645,17 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>) {
                     .collect()
             })
             .collect(),
-        finals: fi
-            .into_iter()
-            .map(|m| {
-                let mut v: Vec<(LexPos, RoaringBitmap)> = m.into_iter().collect();
-                v.sort_by_key(|(p, _)| *p);
-                v
-            })
-            .collect(),
+        finals: Vec::new(),
     };
-    (sets, base)
+    let finals = fi
+        .into_iter()
+        .map(|m| {
+            let mut v: Vec<(LexPos, RoaringBitmap)> = m.into_iter().collect();
+            v.sort_by_key(|(p, _)| *p);
+            v
+        })
+        .collect();
+    (sets, base, finals)
 }
 
 /// Builds the mask automaton of a grammar's tables for a vocabulary.
@@ -777,19 +773,29 @@ pub fn build_dwa_limited(
             goto_sources[n.index()].push(s);
         }
     }
-    let (mut sets, base) = class_sets(&shape_list, &emits);
+    let (mut sets, base, finals_at) = class_sets(&shape_list, &emits);
     // Terminals plus end of input, as in the follow sets.
     let width = tables.lr.num_terminals() + 1;
-    sets.final_follow = sets
-        .finals
-        .iter()
+    sets.finals = finals_at
+        .into_iter()
         .map(|fs| {
-            fs.iter()
-                .map(|(p, _)| match *p {
-                    LexPos::Pending(q) => tables.follow.after_pending(q).clone(),
-                    LexPos::Boundary(q) => tables.follow.at_boundary(q).clone(),
-                })
-                .collect()
+            // Merged in order of first appearance (positions are sorted).
+            let mut merged: Vec<(TermSet, RoaringBitmap)> = Vec::new();
+            let mut index: HashMap<TermSet, usize> = HashMap::new();
+            for (p, c) in fs {
+                let follow = match p {
+                    LexPos::Pending(q) => tables.follow.after_pending(q),
+                    LexPos::Boundary(q) => tables.follow.at_boundary(q),
+                };
+                match index.get(follow) {
+                    Some(&i) => merged[i].1 |= c,
+                    None => {
+                        index.insert(follow.clone(), merged.len());
+                        merged.push((follow.clone(), c));
+                    }
+                }
+            }
+            merged
         })
         .collect();
     sets.emit_terms = sets

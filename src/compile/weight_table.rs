@@ -1,6 +1,8 @@
 //! Interned class sets: the weights of the mask automaton while it is built.
 
-use hashbrown::HashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use roaring::RoaringBitmap;
 
 use crate::ids::WeightId;
@@ -9,8 +11,12 @@ use crate::ids::WeightId;
 #[derive(Debug, Clone)]
 pub struct WeightTable {
     sets: Vec<RoaringBitmap>,
-    /// By serialized form: roaring bitmaps are not `Hash`.
-    index: HashMap<Vec<u8>, WeightId>,
+    /// Ids by the hash of their set's serialized form (roaring bitmaps are not `Hash`),
+    /// compared by value: no key is stored beside the set.
+    index: HashTable<(u64, WeightId)>,
+    hasher: DefaultHashBuilder,
+    /// Serialization scratch, reused by every lookup.
+    scratch: Vec<u8>,
     and_memo: HashMap<(WeightId, WeightId), WeightId>,
 }
 
@@ -18,7 +24,9 @@ impl Default for WeightTable {
     fn default() -> Self {
         let mut t = Self {
             sets: Vec::new(),
-            index: HashMap::new(),
+            index: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
+            scratch: Vec::new(),
             and_memo: HashMap::new(),
         };
         t.intern(&RoaringBitmap::new());
@@ -30,18 +38,23 @@ impl WeightTable {
     /// The id of `w`, adding it on first sight.
     pub fn intern(&mut self, w: &RoaringBitmap) -> WeightId {
         // No run containers (`optimize`): without them a set's containers depend only on
-        // its contents, so the serialized form is canonical, and roaring's subtraction
-        // from run containers is slow (it removes ranges one at a time).
-        let w = w.clone();
-        let mut key = Vec::with_capacity(w.serialized_size());
+        // its contents, so equal sets serialize, and hash, alike; and roaring's
+        // subtraction from run containers is slow (it removes ranges one at a time).
+        self.scratch.clear();
         // Writing into a Vec cannot fail.
-        w.serialize_into(&mut key).expect("serialize into memory");
-        if let Some(&id) = self.index.get(&key) {
+        w.serialize_into(&mut self.scratch)
+            .expect("serialize into memory");
+        let h = self.hasher.hash_one(&self.scratch[..]);
+        let sets = &self.sets;
+        if let Some(&(_, id)) = self
+            .index
+            .find(h, |&(hh, id)| hh == h && sets[id.index()] == *w)
+        {
             return id;
         }
         let id = WeightId::new(self.sets.len());
-        self.sets.push(w);
-        self.index.insert(key, id);
+        self.sets.push(w.clone());
+        self.index.insert_unique(h, (h, id), |&(hh, _)| hh);
         id
     }
 
