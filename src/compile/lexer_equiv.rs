@@ -13,7 +13,9 @@
 //!
 //! Depends on the lexer and its follow tables; build time only.
 
-use hashbrown::HashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
 use crate::ids::LexStateId;
 use crate::lexer::{LexFollow, LexPos, LexerDfa};
@@ -105,6 +107,7 @@ pub fn classes_at_depths(lexer: &LexerDfa, reps: &[LexStateId], depths: &[usize]
         })
         .collect();
     let mut count = index.len();
+    let mut keys = KeyArena::default();
     let mut key: Vec<u32> = Vec::new();
     let mut out: Vec<Vec<u32>> = Vec::with_capacity(depths.len());
     let deepest = depths.last().copied().unwrap_or(0);
@@ -115,7 +118,7 @@ pub fn classes_at_depths(lexer: &LexerDfa, reps: &[LexStateId], depths: &[usize]
         if round == deepest {
             break;
         }
-        index.clear();
+        keys.clear();
         let mut next = Vec::with_capacity(n);
         for q in 0..n {
             // The step function byte class → successor's class, as maximal runs (equal
@@ -131,27 +134,62 @@ pub fn classes_at_depths(lexer: &LexerDfa, reps: &[LexStateId], depths: &[usize]
                     last = rc;
                 }
             }
-            let fresh = index.len() as u32;
-            let id = match index.get(key.as_slice()) {
-                Some(&i) => i,
-                None => {
-                    index.insert(key.clone(), fresh);
-                    fresh
-                }
-            };
-            next.push(id);
+            next.push(keys.intern(&key));
         }
         class = next;
         // A refinement that splits nothing is the fixpoint: deeper ones split nothing.
-        if index.len() == count {
+        if keys.len() == count {
             break;
         }
-        count = index.len();
+        count = keys.len();
     }
     while out.len() < depths.len() {
         out.push(class.clone());
     }
     out
+}
+
+/// Keys numbered in order of first appearance, stored end to end in one buffer: a
+/// refinement round interns one key per lexer state (100K+ for wide lexers), and a map
+/// owning a vector per key spent most of the round allocating.
+#[derive(Default)]
+struct KeyArena {
+    words: Vec<u32>,
+    /// `(hash, start in words, length)` by key id; the table holds ids.
+    spans: Vec<(u64, u32, u32)>,
+    table: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+}
+
+impl KeyArena {
+    fn clear(&mut self) {
+        self.words.clear();
+        self.spans.clear();
+        self.table.clear();
+    }
+
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    fn intern(&mut self, key: &[u32]) -> u32 {
+        let h = self.hasher.hash_one(key);
+        let (words, spans) = (&self.words, &self.spans);
+        let same = |&i: &u32| {
+            let (hh, at, len) = spans[i as usize];
+            hh == h && &words[at as usize..(at + len) as usize] == key
+        };
+        if let Some(&i) = self.table.find(h, same) {
+            return i;
+        }
+        let i = self.spans.len() as u32;
+        self.spans
+            .push((h, self.words.len() as u32, key.len() as u32));
+        self.words.extend_from_slice(key);
+        let spans = &self.spans;
+        self.table.insert_unique(h, i, |&j| spans[j as usize].0);
+        i
+    }
 }
 
 fn intern(index: &mut HashMap<Vec<u32>, u32>, key: Vec<u32>) -> u32 {

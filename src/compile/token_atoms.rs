@@ -187,6 +187,7 @@ pub fn atomize(
     let mut paths: Interned<(u32, EmitId)> = Interned::default();
     let mut finals: Interned<(u32, LexPos)> = Interned::default();
     let mut atom_of_sig: HashMap<Signature, u32> = HashMap::new();
+    let mut scratch = SigScratch::default();
     for (pg, groups) in by_byte
         .iter()
         .flat_map(|(groups, parts)| parts.iter().map(move |pg| (pg, groups)))
@@ -212,13 +213,13 @@ pub fn atomize(
                 (x, y)
             }
         };
-        let by_walk = positions_by_walk(&pg.members, groups, pg.num_walks);
+        let entry = PartEntry::new(&pg.members, groups, pg.num_walks);
         let group_atom: Vec<Option<u32>> = pg
             .rows
             .iter()
             .map(|row| {
                 let row: Vec<Outcome> = row.iter().map(|&o| global(o)).collect();
-                let sig = signature(&row, &by_walk)?;
+                let sig = signature(&row, &entry, groups, &mut scratch)?;
                 Some(*atom_of_sig.entry(sig).or_insert_with(|| {
                     atoms.first_byte.push(b);
                     atoms.reps.push(AtomRep {
@@ -240,48 +241,91 @@ pub fn atomize(
     atoms
 }
 
-/// The positions entering a part with each of its `nw` walks (index `nw`: with none, as
-/// `members` says), each list sorted.
-fn positions_by_walk(members: &[(u32, u32)], groups: &[Vec<u32>], nw: usize) -> Vec<Vec<u32>> {
-    let mut out = vec![Vec::new(); nw + 1];
-    for &(k, g) in members {
-        out[k as usize].extend_from_slice(&groups[g as usize]);
-    }
-    for ps in &mut out {
-        ps.sort_unstable();
-    }
-    out
+/// Which walk each position group of a byte enters a part with (`members`; the part's
+/// walk count for none), and how many positions enter with each walk.
+struct PartEntry {
+    walk_of_group: Vec<u32>,
+    walk_weight: Vec<usize>,
 }
 
-/// The signature of a group with outcomes `row` (one per walk of its part), given the
-/// positions entering with each walk ([`positions_by_walk`]); `None` when no position can
-/// take the group.
-fn signature(row: &[Outcome], by_walk: &[Vec<u32>]) -> Option<Signature> {
-    let value = |k: usize| row.get(k).copied().unwrap_or((0, 0));
+impl PartEntry {
+    fn new(members: &[(u32, u32)], groups: &[Vec<u32>], nw: usize) -> Self {
+        let mut walk_of_group = vec![nw as u32; groups.len()];
+        let mut walk_weight = vec![0usize; nw + 1];
+        for &(k, g) in members {
+            walk_of_group[g as usize] = k;
+            walk_weight[k as usize] += groups[g as usize].len();
+        }
+        Self {
+            walk_of_group,
+            walk_weight,
+        }
+    }
+}
+
+/// Scratch for building signatures: a bit per start position and its outcome.
+#[derive(Default)]
+struct SigScratch {
+    bits: Vec<u64>,
+    values: Vec<Outcome>,
+}
+
+/// The signature of a group with outcomes `row` (one per walk of its part), given how
+/// positions enter the part ([`PartEntry`]) and the byte's position groups; `None` when
+/// no position can take the group.
+fn signature(
+    row: &[Outcome],
+    entry: &PartEntry,
+    groups: &[Vec<u32>],
+    scratch: &mut SigScratch,
+) -> Option<Signature> {
+    let value = |k: u32| row.get(k as usize).copied().unwrap_or((0, 0));
     // The most common outcome over positions, the smallest on a tie.
     let mut count: SmallVec<[(Outcome, usize); 4]> = SmallVec::new();
-    for (k, ps) in by_walk.iter().enumerate().filter(|(_, ps)| !ps.is_empty()) {
-        match count.iter_mut().find(|(v, _)| *v == value(k)) {
-            Some((_, c)) => *c += ps.len(),
-            None => count.push((value(k), ps.len())),
+    for (k, &n) in entry.walk_weight.iter().enumerate().filter(|(_, &n)| n > 0) {
+        let v = value(k as u32);
+        match count.iter_mut().find(|(x, _)| *x == v) {
+            Some((_, c)) => *c += n,
+            None => count.push((v, n)),
         }
     }
     let common = count
         .iter()
         .max_by_key(|&&(v, c)| (c, std::cmp::Reverse(v)))
         .map_or((0, 0), |&(v, _)| v);
+    let differing: SmallVec<[(u32, Outcome); 4]> = entry
+        .walk_of_group
+        .iter()
+        .enumerate()
+        .map(|(g, &k)| (g as u32, value(k)))
+        .filter(|&(g, v)| v != common && !groups[g as usize].is_empty())
+        .collect();
     let mut differ: Vec<(u32, Outcome)> = Vec::new();
-    let mut lists = 0;
-    for (k, ps) in by_walk.iter().enumerate() {
-        let v = value(k);
-        if v != common && !ps.is_empty() {
-            differ.extend(ps.iter().map(|&p| (p, v)));
-            lists += 1;
+    if let [(g, v)] = differing[..] {
+        // One group's positions, already in order.
+        differ.extend(groups[g as usize].iter().map(|&p| (p, v)));
+    } else if !differing.is_empty() {
+        // Several groups: their positions are put in order through a bitmap (sorting
+        // them was most of this for lexers with ten thousand positions).
+        let SigScratch { bits, values } = scratch;
+        for &(g, v) in &differing {
+            for &p in &groups[g as usize] {
+                let p = p as usize;
+                if bits.len() <= p / 64 {
+                    bits.resize(p / 64 + 1, 0);
+                    values.resize(bits.len() * 64, (0, 0));
+                }
+                bits[p / 64] |= 1 << (p % 64);
+                values[p] = v;
+            }
         }
-    }
-    // Each list is sorted and positions are distinct: one list is already in order.
-    if lists > 1 {
-        differ.sort_unstable();
+        for (i, word) in bits.iter_mut().enumerate() {
+            while *word != 0 {
+                let p = i * 64 + word.trailing_zeros() as usize;
+                *word &= *word - 1;
+                differ.push((p as u32, values[p]));
+            }
+        }
     }
     (common != (0, 0) || !differ.is_empty()).then_some((common, differ))
 }
