@@ -89,38 +89,14 @@ impl TermSet {
 
     /// The elements in increasing order.
     pub fn iter(&self) -> impl Iterator<Item = TerminalId> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let b = w.trailing_zeros();
-                w &= w - 1;
-                Some(TerminalId::new(i * 64 + b as usize))
-            })
-        })
+        ones(self.words.iter().copied())
     }
 
     /// The elements of `self ∩ other` (same universe) in increasing order, word by word:
     /// no element of either set outside the other is visited.
     pub fn iter_and<'a>(&'a self, other: &'a TermSet) -> impl Iterator<Item = TerminalId> + 'a {
         debug_assert_eq!(self.width, other.width);
-        self.words
-            .iter()
-            .zip(&other.words)
-            .enumerate()
-            .flat_map(|(i, (&a, &b))| {
-                let mut w = a & b;
-                std::iter::from_fn(move || {
-                    if w == 0 {
-                        return None;
-                    }
-                    let bit = w.trailing_zeros();
-                    w &= w - 1;
-                    Some(TerminalId::new(i * 64 + bit as usize))
-                })
-            })
+        ones(self.words.iter().zip(&other.words).map(|(&a, &b)| a & b))
     }
 
     /// Checks the invariant (used when validating loaded tables).
@@ -128,6 +104,20 @@ impl TermSet {
         self.words.len() == (self.width as usize).div_ceil(64)
             && self.iter().all(|t| t.as_u32() < self.width)
     }
+}
+
+/// The set bits of consecutive 64-bit words, as terminals, in increasing order.
+fn ones(words: impl Iterator<Item = u64>) -> impl Iterator<Item = TerminalId> {
+    words.enumerate().flat_map(|(i, mut w)| {
+        std::iter::from_fn(move || {
+            if w == 0 {
+                return None;
+            }
+            let b = w.trailing_zeros();
+            w &= w - 1;
+            Some(TerminalId::new(i * 64 + b as usize))
+        })
+    })
 }
 
 #[cfg(test)]

@@ -476,11 +476,10 @@ fn group_part(
     }
     // The walk at each depth of the current path (index 0 unused).
     at.resize(tokens.longest() + 1, (LexerDfa::DEAD, 0));
-    // No walks: no position takes the part's byte.
-    let order = (nw > 0)
-        .then_some(reference)
-        .into_iter()
-        .chain((0..nw).filter(|&k| k != reference));
+    // Callers only hand in parts some position enters (`nw > 0`): the reference walk
+    // first, then the others.
+    debug_assert!(nw > 0, "a part no position enters is skipped by the caller");
+    let order = std::iter::once(reference).chain((0..nw).filter(|&k| k != reference));
     for k in order {
         let is_ref = k == reference;
         let start = walks.start(ws.start as usize + k);
