@@ -11,5 +11,6 @@
 
 mod automaton;
 pub mod walk;
+pub mod walk_cache;
 
 pub use automaton::{ClassTokens, Dwa, DwaState, DwaValidateError, Edge, StartPos, NO_EDGE};

@@ -5,6 +5,7 @@
 
 use hashbrown::HashMap;
 
+use super::walk_cache::{CacheView, WalkCache};
 use super::Dwa;
 use crate::ids::{DwaStateId, LrStateId};
 use crate::lexer::LexPos;
@@ -44,7 +45,9 @@ impl Arena {
     }
 }
 
-type Work<'a, N> = Vec<(&'a N, DwaStateId, usize)>;
+/// Work items: a stack node still to read, the state that reads it, the slot of the
+/// classes still undecided on this path, and how many entries the path read before it.
+type Work<'a, N> = Vec<(&'a N, DwaStateId, usize, u32)>;
 
 /// `a ∩ b − c` into `out`, and whether it is non-empty.
 #[inline]
@@ -65,6 +68,7 @@ fn push<'a, N: StackNode>(
     node: &'a N,
     s: DwaStateId,
     r: &[u64],
+    depth: u32,
 ) {
     for p in node.preds() {
         match seen.get(&(p.key(), s)) {
@@ -81,26 +85,38 @@ fn push<'a, N: StackNode>(
                     any |= *f;
                 }
                 if any != 0 {
-                    work.push((p, s, fresh));
+                    work.push((p, s, fresh, depth));
                 }
             }
             None => {
                 let done = arena.alloc(r);
                 seen.insert((p.key(), s), done);
                 let fresh = arena.alloc(r);
-                work.push((p, s, fresh));
+                work.push((p, s, fresh, depth));
             }
         }
     }
 }
 
+/// Entries a path reads before the rest of it is answered by the [`WalkCache`], when
+/// there is one: the top few change at every commit, what lies below mostly does not.
+pub const CACHE_DEPTH: u32 = 16;
+
 /// ORs into `out` (bit `t % 32` of word `t / 32`) the tokens allowed for a configuration
 /// at `pos` with stack heads `heads` (EOS not included). Returns the number of work
 /// items taken (stack entries read, counting those a path reached with nothing left). `out` must hold `ceil(vocab_len / 32)` words.
+/// With a `cache`, paths past [`CACHE_DEPTH`] entries are answered from it (and fill it);
+/// the mask is the same either way.
 // Kept out of line: inlined into `fill_mask_words` it compiled to 4% more instructions
 // per mask (callgrind, built-in JSON × GPT-2).
 #[inline(never)]
-pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32]) -> usize {
+pub fn collect<N: StackNode + Clone>(
+    dwa: &Dwa,
+    pos: LexPos,
+    heads: &[N],
+    out: &mut [u32],
+    cache: Option<&mut WalkCache<N>>,
+) -> usize {
     let Some(sp) = dwa.start_pos(pos) else {
         return 0;
     };
@@ -126,6 +142,10 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
     };
     let mut reads = 0;
     let mine = &dwa.shape_classes(sp.shape)[range.clone()];
+    let mut view = cache.map(|c| {
+        c.begin(dwa);
+        CacheView::new(c, range.clone())
+    });
     for h in heads {
         reads += 1;
         let Some(e) = dwa.start_edge(h.state()) else {
@@ -136,11 +156,11 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
         }
         for &(next, filter) in dwa.targets(e) {
             if and_not(w(filter), mine, &decided, &mut r2) {
-                push(&mut work, &mut seen, &mut arena, h, next, &r2);
+                push(&mut work, &mut seen, &mut arena, h, next, &r2, 1);
             }
         }
     }
-    while let Some((node, s, slot)) = work.pop() {
+    while let Some((node, s, slot, depth)) = work.pop() {
         reads += 1;
         let r = arena.get_mut(slot);
         let mut any = 0;
@@ -149,6 +169,12 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
             any |= *x;
         }
         if any == 0 {
+            continue;
+        }
+        if let Some(v) = view.as_mut().filter(|v| depth >= v.depth()) {
+            // Deep enough to be stable across commits: answered (and remembered) by the
+            // cache.
+            v.decide(dwa, node, s, arena.get(slot), &mut decided);
             continue;
         }
         let Some(e) = dwa.edge(s, node.state()) else {
@@ -162,7 +188,7 @@ pub fn collect<N: StackNode>(dwa: &Dwa, pos: LexPos, heads: &[N], out: &mut [u32
         }
         for &(next, filter) in dwa.targets(e) {
             if and_not(arena.get(slot), w(filter), &decided, &mut r2) {
-                push(&mut work, &mut seen, &mut arena, node, next, &r2);
+                push(&mut work, &mut seen, &mut arena, node, next, &r2, depth + 1);
             }
         }
     }

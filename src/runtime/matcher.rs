@@ -1,10 +1,11 @@
 //! One sequence's constraint state: commit tokens, fill masks.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use roaring::RoaringBitmap;
 
 use crate::dwa::walk::{collect, StackNode};
+use crate::dwa::walk_cache::WalkCache;
 use crate::dwa::Dwa;
 use crate::glr::gss::Node;
 use crate::glr::{CommitError, GlrState, Rejected, Tables};
@@ -30,13 +31,30 @@ impl StackNode for Arc<Node> {
 /// automaton allows after recognizer state `glr`, EOS included when the document may end.
 /// Returns the number of stack entries read.
 pub fn fill_mask_words(glr: &GlrState, dwa: &Dwa, out: &mut [u32]) -> usize {
+    fill_mask_words_cached(glr, dwa, out, None)
+}
+
+/// [`fill_mask_words`] with a walk cache that persists between masks of one sequence
+/// (the mask is the same with or without it).
+pub fn fill_mask_words_cached(
+    glr: &GlrState,
+    dwa: &Dwa,
+    out: &mut [u32],
+    mut cache: Option<&mut WalkCache<Arc<Node>>>,
+) -> usize {
     // Words past the vocabulary (padded rows) stay zero.
     out.fill(0);
     let mut reads = 0;
     let lexer = &glr.tables().lexer;
     for c in glr.configs() {
         // A counted run's iterations start where their template does.
-        reads += collect(dwa, lexer.rep_pos(c.pos), &c.heads, out);
+        reads += collect(
+            dwa,
+            lexer.rep_pos(c.pos),
+            &c.heads,
+            out,
+            cache.as_deref_mut(),
+        );
     }
     if glr.is_accepting() {
         for t in dwa.eos() {
@@ -51,6 +69,11 @@ pub fn fill_mask_words(glr: &GlrState, dwa: &Dwa, out: &mut [u32]) -> usize {
 pub fn mask_set(glr: &GlrState, dwa: &Dwa) -> RoaringBitmap {
     let mut words = vec![0u32; dwa.vocab_len().div_ceil(32)];
     fill_mask_words(glr, dwa, &mut words);
+    words_to_set(&words)
+}
+
+/// The set bits of mask words (bit `t % 32` of word `t / 32`).
+fn words_to_set(words: &[u32]) -> RoaringBitmap {
     let mut out = RoaringBitmap::new();
     for (i, &w) in words.iter().enumerate() {
         let mut w = w;
@@ -109,6 +132,25 @@ pub struct Matcher {
     history: Vec<GlrState>,
     /// EOS was committed (the last history entry is the state before it).
     terminated: bool,
+    /// What mask walks learned about the deep, unchanging part of the stack.
+    cache: CacheCell,
+}
+
+/// A matcher's walk cache, behind a lock because masks are filled through `&self` (a
+/// batch fills its rows in parallel). A clone starts empty: the cache is not state.
+#[derive(Default)]
+struct CacheCell(Mutex<WalkCache<Arc<Node>>>);
+
+impl Clone for CacheCell {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for CacheCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheCell")
+    }
 }
 
 impl Matcher {
@@ -119,6 +161,7 @@ impl Matcher {
             dwa,
             history: Vec::new(),
             terminated: false,
+            cache: CacheCell::default(),
         }
     }
 
@@ -238,7 +281,10 @@ impl Matcher {
         if self.terminated {
             return self.dwa.eos().iter().map(|t| t.as_u32()).collect();
         }
-        mask_set(&self.glr, &self.dwa)
+        let mut words = vec![0u32; self.dwa.vocab_len().div_ceil(32)];
+        // The buffer is sized for this automaton.
+        self.fill_mask(&mut words).expect("sized by the automaton");
+        words_to_set(&words)
     }
 
     /// Writes the mask into `out` (bit `t % 32` of word `t / 32`; words past the
@@ -265,7 +311,17 @@ impl Matcher {
             }
             return Ok(0);
         }
-        Ok(fill_mask_words(&self.glr, &self.dwa, out))
+        // Another thread filling this very matcher's mask would wait on the lock: it goes
+        // without the cache instead.
+        Ok(match self.cache.0.try_lock() {
+            Ok(mut c) => fill_mask_words_cached(&self.glr, &self.dwa, out, Some(&mut c)),
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                let mut c = p.into_inner();
+                c.clear();
+                fill_mask_words_cached(&self.glr, &self.dwa, out, Some(&mut c))
+            }
+            Err(std::sync::TryLockError::WouldBlock) => fill_mask_words(&self.glr, &self.dwa, out),
+        })
     }
 }
 

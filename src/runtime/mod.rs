@@ -54,4 +54,4 @@ mod matcher;
 
 pub use artifact::{ArtifactError, CompiledGrammar, VocabFingerprint, FORMAT_VERSION};
 pub use forced::MAX_FORCED_BYTES;
-pub use matcher::{fill_masks, mask_set, MaskError, Matcher, MatcherError};
+pub use matcher::{fill_mask_words_cached, fill_masks, mask_set, MaskError, Matcher, MatcherError};

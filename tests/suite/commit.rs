@@ -411,7 +411,14 @@ fn masks_agree_with_reference_at_sampled_steps() {
 #[test]
 fn dwa_masks_equal_reference_masks() {
     use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
-    use stackmask::runtime::Matcher;
+    use stackmask::dwa::walk_cache::WalkCache;
+    use stackmask::runtime::{fill_mask_words_cached, Matcher};
+    let words_to_set = |w: &[u32]| -> roaring::RoaringBitmap {
+        (0..w.len() * 32)
+            .filter(|&t| w[t / 32] >> (t % 32) & 1 == 1)
+            .map(|t| t as u32)
+            .collect()
+    };
     let mut big = big_vocabs();
     let dir = shared_dir().join("tokenizers");
     for f in ["llama3.json", "qwen2_5.json"] {
@@ -444,10 +451,23 @@ fn dwa_masks_equal_reference_masks() {
                     let every = if vi < 2 { 1 } else { (ids.len() / 4).max(1) };
                     let mut m = Matcher::new(case.tables.clone(), dwa.clone());
                     let mut p = case.reference.empty();
+                    // A walk cache that answers from the first entry below the heads,
+                    // kept along the document: every cached path is checked too.
+                    let mut cache = WalkCache::with_depth(1);
+                    let mut words = vec![0u32; v.len().div_ceil(32)];
                     for i in 0..=ids.len() {
                         if i % every == 0 || i == ids.len() {
                             let want = case.reference.mask(&p, v);
                             let got = m.mask_set();
+                            fill_mask_words_cached(m.glr(), &dwa, &mut words, Some(&mut cache));
+                            let cached = words_to_set(&words);
+                            assert_eq!(
+                                got,
+                                cached,
+                                "{}: {} doc {di} {how} step {i}: depth-1 cache differs",
+                                case.name,
+                                v.name()
+                            );
                             for (k, &w) in want.iter().enumerate() {
                                 assert_eq!(
                                     got.contains(k as u32),
