@@ -24,8 +24,8 @@ use crate::dwa::Edge;
 use crate::ids::{DwaStateId, WeightId};
 
 /// Cached entries past this many words (riders and decided sets, both `cw` words) clear
-/// the cache: it bounds a sequence's memory at 2 MB, and clearing only costs speed.
-const MAX_WORDS: usize = 1 << 18;
+/// the cache: it bounds a sequence's memory at 1 MB, and clearing only costs speed.
+const MAX_WORDS: usize = 1 << 17;
 
 /// Per-sequence memory of `(stack entry, state) → classes decided below`, for one
 /// automaton. Holds clones of the entries it describes; starts empty and may be cleared

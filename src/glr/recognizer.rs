@@ -21,6 +21,7 @@ use super::step;
 use super::Tables;
 use crate::ids::TerminalId;
 use crate::lexer::{LexPos, LexerDfa};
+use crate::termset::TermSet;
 
 /// One configuration: lexer position and the stacks of the terminals emitted so far.
 #[derive(Debug, Clone)]
@@ -43,6 +44,9 @@ pub struct Config {
 struct HeadsMemo {
     /// [`step::can_consume`] verdicts, by terminal.
     verdicts: Mutex<SmallVec<[(TerminalId, bool); 4]>>,
+    /// Viability by follow set (its address: the sets live in the tables, which outlive
+    /// every state), so the bytes of a lexeme that keep one follow set ask once.
+    viable: Mutex<SmallVec<[(usize, bool); 2]>>,
     /// Emissions from these heads: the terminals, the heads after them, and their memo.
     emitted: Mutex<SmallVec<[Emitted; 1]>>,
 }
@@ -57,6 +61,17 @@ impl std::fmt::Debug for HeadsMemo {
 }
 
 impl HeadsMemo {
+    fn viable(&self, follow: usize, compute: impl FnOnce() -> bool) -> bool {
+        // A poisoned lock only means a panic elsewhere mid-push; the entries are still sound.
+        let mut v = self.viable.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(_, x)) = v.iter().find(|&&(k, _)| k == follow) {
+            return x;
+        }
+        let x = compute();
+        v.push((follow, x));
+        x
+    }
+
     fn verdict(&self, t: TerminalId, compute: impl FnOnce() -> bool) -> bool {
         // A poisoned lock only means a panic elsewhere mid-push; the entries are still sound.
         let mut v = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
@@ -242,12 +257,14 @@ impl GlrState {
             LexPos::Boundary(p) => self.tables.follow.at_boundary(p),
         };
         let lr = &self.tables.lr;
-        follow.iter().any(|t| {
-            // A terminal no head has an action on is not consumable; answering that here
-            // keeps it out of the memo, a short list that enum-heavy follow sets (thousands
-            // of terminals) would otherwise make quadratic: 350 µs per commit.
-            c.heads.iter().any(|h| !lr.actions(h.state(), t).is_empty())
-                && c.memo.verdict(t, || step::can_consume(lr, &c.heads, t))
+        c.memo.viable(follow as *const TermSet as usize, || {
+            follow.iter().any(|t| {
+                // A terminal no head has an action on is not consumable; answering that
+                // here keeps it out of the verdict memo, a short list that enum-heavy
+                // follow sets (thousands of terminals) made quadratic: 350 µs a commit.
+                c.heads.iter().any(|h| !lr.actions(h.state(), t).is_empty())
+                    && c.memo.verdict(t, || step::can_consume(lr, &c.heads, t))
+            })
         })
     }
 

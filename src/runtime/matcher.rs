@@ -275,6 +275,11 @@ impl Matcher {
         &self.glr
     }
 
+    /// The mask automaton this matcher reads.
+    pub fn dwa(&self) -> &Arc<Dwa> {
+        &self.dwa
+    }
+
     /// The allowed tokens as a set (EOS included when the document may end; only EOS
     /// once the sequence has ended).
     pub fn mask_set(&self) -> RoaringBitmap {
