@@ -62,26 +62,28 @@ impl std::fmt::Debug for HeadsMemo {
 
 impl HeadsMemo {
     fn viable(&self, follow: usize, compute: impl FnOnce() -> bool) -> bool {
-        // A poisoned lock only means a panic elsewhere mid-push; the entries are still sound.
-        let mut v = self.viable.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&(_, x)) = v.iter().find(|&&(k, _)| k == follow) {
-            return x;
-        }
-        let x = compute();
-        v.push((follow, x));
-        x
+        memoized(&self.viable, follow, compute)
     }
 
     fn verdict(&self, t: TerminalId, compute: impl FnOnce() -> bool) -> bool {
-        // A poisoned lock only means a panic elsewhere mid-push; the entries are still sound.
-        let mut v = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&(_, x)) = v.iter().find(|&&(k, _)| k == t) {
-            return x;
-        }
-        let x = compute();
-        v.push((t, x));
-        x
+        memoized(&self.verdicts, t, compute)
     }
+}
+
+/// The verdict for `key` in a short memo list, computed and recorded if missing.
+fn memoized<K: Copy + PartialEq, A: smallvec::Array<Item = (K, bool)>>(
+    memo: &Mutex<SmallVec<A>>,
+    key: K,
+    compute: impl FnOnce() -> bool,
+) -> bool {
+    // A poisoned lock only means a panic elsewhere mid-push; the entries are still sound.
+    let mut v = memo.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, x)) = v.iter().find(|&&(k, _)| k == key) {
+        return x;
+    }
+    let x = compute();
+    v.push((key, x));
+    x
 }
 
 /// The recognizer state after some prefix: cheap to clone (configurations share nodes).
