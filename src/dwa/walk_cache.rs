@@ -162,7 +162,7 @@ impl<'c, N: StackNode + Clone> CacheView<'c, N> {
         &self.cache.words[at..at + cw]
     }
 
-    fn store(&mut self, node: &N, s: DwaStateId, riders: &[u64], decided: &[u64]) -> u32 {
+    fn store(&mut self, node: &N, s: DwaStateId, riders: &[u64], decided: &[u64]) {
         let key = self.key(node, s);
         let c = &mut *self.cache;
         let at = c.words.len() as u32;
@@ -171,7 +171,6 @@ impl<'c, N: StackNode + Clone> CacheView<'c, N> {
         let e = c.entries.len() as u32;
         c.entries.push((node.clone(), at));
         c.index.insert(key, e);
-        e
     }
 
     /// ORs into `out` the classes riders `r` decide from `(node, s)` downwards, computing
@@ -186,9 +185,7 @@ impl<'c, N: StackNode + Clone> CacheView<'c, N> {
     ) {
         match self.lookup(node, s) {
             Some(e) if covers(self.riders(e), r) => {
-                for ((o, &d), &x) in out.iter_mut().zip(self.decided(e)).zip(r) {
-                    *o |= d & x;
-                }
+                or_and(out, self.decided(e), r);
             }
             found => {
                 let mut riders = r.to_vec();
@@ -198,9 +195,7 @@ impl<'c, N: StackNode + Clone> CacheView<'c, N> {
                     }
                 }
                 let d = self.compute(dwa, node, s, &riders);
-                for ((o, &d), &x) in out.iter_mut().zip(&d).zip(r) {
-                    *o |= d & x;
-                }
+                or_and(out, &d, r);
             }
         }
     }
@@ -226,9 +221,7 @@ impl<'c, N: StackNode + Clone> CacheView<'c, N> {
         let enter = |scratch: &mut [u64], at: usize, edge: &Edge| {
             if edge.decided.index() != 0 {
                 let (r, d) = scratch[at..at + 2 * cw].split_at_mut(cw);
-                for ((d, &x), &y) in d.iter_mut().zip(r.iter()).zip(w(edge.decided)) {
-                    *d |= x & y;
-                }
+                or_and(d, r, w(edge.decided));
             }
         };
         enter(&mut scratch, 0, edge);
@@ -276,9 +269,7 @@ impl<'c, N: StackNode + Clone> CacheView<'c, N> {
                         let dec = self.decided(e);
                         let (head, tail) = scratch.split_at_mut(at);
                         let d = &mut head[top.at + cw..top.at + 2 * cw];
-                        for ((d, &x), &y) in d.iter_mut().zip(&tail[..cw]).zip(dec) {
-                            *d |= x & y;
-                        }
+                        or_and(d, &tail[..cw], dec);
                         scratch.truncate(at);
                         continue;
                     }
@@ -336,6 +327,14 @@ impl<'c, N: StackNode + Clone> CacheView<'c, N> {
             }
             scratch.truncate(done.at);
         }
+    }
+}
+
+/// `dst |= a ∩ b`, word by word.
+#[inline]
+fn or_and(dst: &mut [u64], a: &[u64], b: &[u64]) {
+    for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+        *d |= x & y;
     }
 }
 
