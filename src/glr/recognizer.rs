@@ -40,18 +40,32 @@ pub struct Config {
 /// checks the new stacks' viability: for a number under 40 optional properties that was a
 /// reduction closure of ~60 µs per digit, each recomputing the previous byte's. The
 /// stacks under a growing lexeme do not change, so both are computed once per lexeme.
+///
+/// What an emission remembers is the heads after it and their [`HeadsFacts`], never the
+/// [`HeadsMemo`] of the configuration it made: that memo gathers the next lexeme's
+/// emissions, so remembering it chained every later lexeme to this one. A long-lived
+/// state (a template cloned per request, or a matcher `reset` and reused) then kept
+/// every document ever committed from it: ~2.5 KB of stacks per JSON document, unbounded.
 #[derive(Default)]
 struct HeadsMemo {
+    /// Verdicts on these heads, shared with every memo of the same emission.
+    facts: Arc<HeadsFacts>,
+    /// Emissions from these heads: the terminals, the heads after them, and their facts.
+    emitted: Mutex<SmallVec<[Emitted; 1]>>,
+}
+
+/// Verdicts on a set of GSS heads. They refer to no stacks, so keeping them keeps no
+/// document alive.
+#[derive(Default)]
+struct HeadsFacts {
     /// [`step::can_consume`] verdicts, by terminal.
     verdicts: Mutex<SmallVec<[(TerminalId, bool); 4]>>,
     /// Viability by follow set (its address: the sets live in the tables, which outlive
     /// every state), so the bytes of a lexeme that keep one follow set ask once.
     viable: Mutex<SmallVec<[(usize, bool); 2]>>,
-    /// Emissions from these heads: the terminals, the heads after them, and their memo.
-    emitted: Mutex<SmallVec<[Emitted; 1]>>,
 }
 
-type Emitted = (SmallVec<[TerminalId; 2]>, Vec<Arc<Node>>, Arc<HeadsMemo>);
+type Emitted = (SmallVec<[TerminalId; 2]>, Vec<Arc<Node>>, Arc<HeadsFacts>);
 
 /// Opaque: a cache, not state; what it holds never changes what a state accepts.
 impl std::fmt::Debug for HeadsMemo {
@@ -62,11 +76,11 @@ impl std::fmt::Debug for HeadsMemo {
 
 impl HeadsMemo {
     fn viable(&self, follow: usize, compute: impl FnOnce() -> bool) -> bool {
-        memoized(&self.viable, follow, compute)
+        memoized(&self.facts.viable, follow, compute)
     }
 
     fn verdict(&self, t: TerminalId, compute: impl FnOnce() -> bool) -> bool {
-        memoized(&self.verdicts, t, compute)
+        memoized(&self.facts.verdicts, t, compute)
     }
 }
 
@@ -223,12 +237,20 @@ impl GlrState {
     /// terminals from the same heads.
     fn emit_memo(&self, c: &Config, terms: &[TerminalId]) -> (Vec<Arc<Node>>, Arc<HeadsMemo>) {
         let mut done = c.memo.emitted.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, heads, memo)) = done.iter().find(|(t, _, _)| t.as_slice() == terms) {
-            return (heads.clone(), memo.clone());
-        }
-        let heads = self.emit(&c.heads, terms);
-        let memo = Arc::<HeadsMemo>::default();
-        done.push((SmallVec::from_slice(terms), heads.clone(), memo.clone()));
+        let (heads, facts) = match done.iter().find(|(t, _, _)| t.as_slice() == terms) {
+            Some((_, heads, facts)) => (heads.clone(), facts.clone()),
+            None => {
+                let heads = self.emit(&c.heads, terms);
+                let facts = Arc::<HeadsFacts>::default();
+                done.push((SmallVec::from_slice(terms), heads.clone(), facts.clone()));
+                (heads, facts)
+            }
+        };
+        // A memo of its own: what the next lexeme emits stays with this lineage.
+        let memo = Arc::new(HeadsMemo {
+            facts,
+            emitted: Mutex::default(),
+        });
         (heads, memo)
     }
 

@@ -41,6 +41,40 @@ fn kept_states_are_rollback_points() {
     }
 }
 
+/// A state others were committed from (a template cloned per request) keeps none of
+/// their stacks alive once they are dropped: its memos must not chain to later lexemes.
+#[test]
+fn a_start_state_keeps_no_stacks_of_documents_committed_from_it() {
+    let start = GlrState::new(json());
+    let mut stacks = Vec::new();
+    for doc in [
+        &br#"{"a": [1, 2.5, {"b": null}], "c": "x"}"#[..],
+        br#"[true, false, {"d": [[]], "e": -3}]"#,
+        br#"{"a": {"a": {"a": "deep"}}}"#,
+    ] {
+        let mut s = start.clone();
+        s.commit_bytes(doc).unwrap();
+        assert!(s.is_accepting());
+        stacks.extend(
+            s.configs()
+                .iter()
+                .flat_map(|c| c.heads.iter().map(Arc::downgrade)),
+        );
+    }
+    assert!(!stacks.is_empty());
+    let kept = stacks.iter().filter(|w| w.upgrade().is_some()).count();
+    assert_eq!(
+        kept,
+        0,
+        "{kept} of {} final heads outlived their state",
+        stacks.len()
+    );
+    // The start state still works (and still remembers its own first emissions).
+    let mut s = start.clone();
+    s.commit_bytes(b"{\"a\": 1}").unwrap();
+    assert!(s.is_accepting());
+}
+
 #[test]
 fn rejected_commit_changes_nothing_and_tokens_are_checked() {
     let t = json();

@@ -52,6 +52,38 @@ fn rollback_restores_every_earlier_state() {
     assert_eq!(mask(&m, &v), seen[0]);
 }
 
+/// A matcher reset and reused for the next document keeps nothing of the documents
+/// before it: their stacks are freed when it resets.
+#[test]
+fn reset_frees_the_stacks_of_earlier_documents() {
+    let (mut m, v) = setup();
+    let mut stacks = Vec::new();
+    for doc in [
+        DOC,
+        r#"[{"x": [1, 2, 3]}, "y", -0.5]"#,
+        r#"{"deep": {"deeper": [null]}}"#,
+    ] {
+        for t in v.encode(doc).unwrap() {
+            m.commit(&v, t).unwrap();
+        }
+        assert!(m.is_accepting());
+        stacks.extend(
+            m.glr()
+                .configs()
+                .iter()
+                .flat_map(|c| c.heads.iter().map(std::sync::Arc::downgrade)),
+        );
+        m.reset();
+    }
+    let kept = stacks.iter().filter(|w| w.upgrade().is_some()).count();
+    assert_eq!(
+        kept,
+        0,
+        "{kept} of {} final heads outlived reset",
+        stacks.len()
+    );
+}
+
 /// EOS ends a complete document (then only EOS is allowed and nothing commits), is
 /// refused on an incomplete one, and rolling EOS back reopens the document.
 #[test]
