@@ -14,6 +14,7 @@ use hashbrown::HashMap;
 use roaring::RoaringBitmap;
 
 use super::token_atoms::NO_ATOM;
+use crate::dwa::word_pool::WordPool;
 use crate::dwa::ClassTokens;
 
 /// Class → atom table of one start position (build time).
@@ -73,7 +74,7 @@ pub fn freeze(
     tables: &[(u32, ClassAtoms)],
     atom_of_token: &[u32],
     num_atoms: usize,
-) -> (Vec<ClassTokens>, Vec<(u32, u32)>) {
+) -> (Vec<ClassTokens>, WordPool) {
     // Each atom's words, in one pass over the tokens in id order: count, then fill.
     let mut last_word = vec![u32::MAX; num_atoms];
     let mut count = vec![0u32; num_atoms];
@@ -109,24 +110,23 @@ pub fn freeze(
     };
     // The pool holds what classes use: an atom's words when it is a class on its own,
     // an atom set's merged words when they are one class (each once).
-    let mut pool: Vec<(u32, u32)> = Vec::new();
+    let mut pool = WordPool::new();
+    let empty = pool.push(&[]);
     let mut single: Vec<Option<(u32, u32)>> = vec![None; num_atoms];
-    // Merging scratch: word values, and which words are nonzero (read back in order).
+    // Merging scratch: word values, which words are nonzero (read back in order), and
+    // the merged words.
     let nw = atom_of_token.len().div_ceil(32);
     let mut acc = vec![0u32; nw];
     let mut touched = vec![0u64; nw.div_ceil(64)];
+    let mut words: Vec<(u32, u32)> = Vec::new();
     let mut merged: HashMap<&[u32], (u32, u32)> = HashMap::new();
     let frozen = tables
         .iter()
         .map(|(base, t)| {
             let ranges = (0..t.num_classes())
                 .map(|c| match t.class(c) {
-                    [] => (0, 0),
-                    &[a] => *single[a as usize].get_or_insert_with(|| {
-                        let lo = pool.len() as u32;
-                        pool.extend_from_slice(atom_slice(a));
-                        (lo, pool.len() as u32)
-                    }),
+                    [] => empty,
+                    &[a] => *single[a as usize].get_or_insert_with(|| pool.push(atom_slice(a))),
                     set => *merged.entry(set).or_insert_with(|| {
                         for &a in set {
                             for &(w, bits) in atom_slice(a) {
@@ -134,15 +134,15 @@ pub fn freeze(
                                 touched[w as usize / 64] |= 1 << (w % 64);
                             }
                         }
-                        let lo = pool.len() as u32;
+                        words.clear();
                         for (i, word) in touched.iter_mut().enumerate() {
                             while *word != 0 {
                                 let w = i * 64 + word.trailing_zeros() as usize;
                                 *word &= *word - 1;
-                                pool.push((w as u32, std::mem::take(&mut acc[w])));
+                                words.push((w as u32, std::mem::take(&mut acc[w])));
                             }
                         }
-                        (lo, pool.len() as u32)
+                        pool.push(&words)
                     }),
                 })
                 .collect();
@@ -210,12 +210,7 @@ mod tests {
                     let want: Vec<u32> = (0..vocab_len as u32)
                         .filter(|&tok| t.class(c).contains(&atom_of_token[tok as usize]))
                         .collect();
-                    let (lo, hi) = f.ranges[c];
-                    assert_eq!(
-                        pool[lo as usize..hi as usize],
-                        words_of(&want)[..],
-                        "class {c}"
-                    );
+                    assert_eq!(pool.words(f.ranges[c]), words_of(&want), "class {c}");
                 }
             }
         }

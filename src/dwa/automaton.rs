@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::word_pool::WordPool;
 use crate::ids::{DwaStateId, LrStateId, TokenId, WeightId};
 use crate::lexer::LexPos;
 
@@ -26,14 +27,14 @@ pub struct Edge {
 }
 
 /// Class → token expansion of one start position: per class, a range of the
-/// automaton's word pool holding the nonzero 32-bit words of its token set, so the final
-/// mask write costs the words touched, not the tokens (positions with equal classes share
+/// automaton's [`WordPool`] holding the 32-bit words of its token set, so the final mask
+/// write costs the words touched, not the tokens (positions with equal classes share
 /// ranges).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct ClassTokens {
     /// The first class of this table's shape in the automaton's class space.
     pub base: u32,
-    /// Per class, `(start, end)` in the word pool.
+    /// Per class, its range in the word pool.
     pub ranges: Vec<(u32, u32)>,
 }
 
@@ -54,7 +55,7 @@ impl ClassTokens {
     /// words starting at word `first_word` of the class space (classes outside this table
     /// are ignored).
     #[inline]
-    pub fn expand(&self, pool: &[(u32, u32)], classes: &[u64], first_word: usize, out: &mut [u32]) {
+    pub fn expand(&self, pool: &WordPool, classes: &[u64], first_word: usize, out: &mut [u32]) {
         let (lo, hi) = (self.base as usize, self.base as usize + self.num_classes());
         for (i, &word) in classes.iter().enumerate() {
             let mut word = word;
@@ -64,10 +65,7 @@ impl ClassTokens {
                 if c < lo || c >= hi {
                     continue;
                 }
-                let (a, b) = self.ranges[c - lo];
-                for &(w, bits) in &pool[a as usize..b as usize] {
-                    out[w as usize] |= bits;
-                }
+                pool.or_into(self.ranges[c - lo], out);
             }
         }
     }
@@ -105,8 +103,8 @@ pub struct Dwa {
     pub(crate) num_lr: u32,
     pub(crate) positions: Vec<StartPos>,
     pub(crate) tables: Vec<ClassTokens>,
-    /// The `(word index, bits)` pairs class tables' ranges point into.
-    pub(crate) words: Vec<(u32, u32)>,
+    /// The token words class tables' ranges point into.
+    pub(crate) words: WordPool,
     pub(crate) vocab_len: u32,
     pub(crate) eos: Vec<TokenId>,
 }
@@ -177,14 +175,11 @@ impl Dwa {
             if t.base as usize + t.num_classes() > cw * 64 {
                 return bad("class table beyond the class space");
             }
-            if t.ranges
-                .iter()
-                .any(|&(a, b)| a > b || b as usize > self.words.len())
-            {
-                return bad("class table range outside the word pool");
+            if t.ranges.iter().any(|&r| !self.words.range_ok(r, vw)) {
+                return bad("class table range outside the word pool or the vocabulary");
             }
         }
-        if self.words.iter().any(|&(w, _)| w as usize >= vw) {
+        if !self.words.pairs_ok(vw) {
             return bad("word pool names a token outside the vocabulary");
         }
         if self.eos.iter().any(|t| t.as_u32() >= self.vocab_len) {
@@ -252,7 +247,7 @@ impl Dwa {
 
     /// The word pool class tables' ranges point into.
     #[inline]
-    pub fn words(&self) -> &[(u32, u32)] {
+    pub fn words(&self) -> &WordPool {
         &self.words
     }
 
@@ -315,11 +310,13 @@ mod tests {
     fn expanding_classes_writes_the_words_of_exactly_the_chosen_classes() {
         // Classes 60..63 of the class space (straddling a class-set word), each with one
         // range of a small pool.
-        let pool = vec![(0, 0b1), (2, 0b10), (0, 0b100), (1, 0b1000), (2, 0b1)];
-        let t = ClassTokens {
-            base: 62,
-            ranges: vec![(0, 2), (2, 3), (3, 5)],
-        };
+        let mut pool = WordPool::new();
+        let ranges = vec![
+            pool.push(&[(0, 0b1), (2, 0b10)]),
+            pool.push(&[(0, 0b100)]),
+            pool.push(&[(1, 0b1000), (2, 0b1)]),
+        ];
+        let t = ClassTokens { base: 62, ranges };
         assert_eq!(t.word_range(), 0..2);
         // Choose classes 62 and 64 (table classes 0 and 2), and 61, outside the table.
         let chosen = [1u64 << 62 | 1 << 61, 1];

@@ -12,5 +12,6 @@
 mod automaton;
 pub mod walk;
 pub mod walk_cache;
+pub mod word_pool;
 
 pub use automaton::{ClassTokens, Dwa, DwaState, DwaValidateError, Edge, StartPos, NO_EDGE};
