@@ -82,7 +82,26 @@ impl HeadsMemo {
     fn verdict(&self, t: TerminalId, compute: impl FnOnce() -> bool) -> bool {
         memoized(&self.facts.verdicts, t, compute)
     }
+
+    /// The verdict for `t` if known or if `compute` finds it (then recorded).
+    fn verdict_if(&self, t: TerminalId, compute: impl FnOnce() -> Option<bool>) -> Option<bool> {
+        let mut v = self
+            .facts
+            .verdicts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(&(_, x)) = v.iter().find(|&&(k, _)| k == t) {
+            return Some(x);
+        }
+        let x = compute()?;
+        v.push((t, x));
+        Some(x)
+    }
 }
+
+/// Reduction paths a viability check takes on a terminal before it moves on to the next
+/// one (coming back only if none answers).
+const QUICK_REDUCTIONS: usize = 16;
 
 /// The verdict for `key` in a short memo list, computed and recorded if missing.
 fn memoized<K: Copy + PartialEq, A: smallvec::Array<Item = (K, bool)>>(
@@ -282,13 +301,31 @@ impl GlrState {
         };
         let lr = &self.tables.lr;
         c.memo.viable(follow as *const TermSet as usize, || {
-            follow.iter().any(|t| {
-                // A terminal no head has an action on is not consumable; answering that
-                // here keeps it out of the verdict memo, a short list that enum-heavy
-                // follow sets (thousands of terminals) made quadratic: 350 µs a commit.
-                c.heads.iter().any(|h| !lr.actions(h.state(), t).is_empty())
-                    && c.memo.verdict(t, || step::can_consume(lr, &c.heads, t))
-            })
+            // A terminal no head has an action on is not consumable; answering that here
+            // keeps it out of the verdict memo, a short list that enum-heavy follow sets
+            // (thousands of terminals) made quadratic: 350 µs a commit.
+            let actionable = |t: &TerminalId| {
+                c.heads
+                    .iter()
+                    .any(|h| !lr.actions(h.state(), *t).is_empty())
+            };
+            // Cheap questions first: a terminal whose reductions run down a long chain
+            // (`}` after a value of a 200-member object: ~100 µs) is asked in full only
+            // if no terminal answers within a few reductions (`,` does there).
+            let mut deferred: SmallVec<[TerminalId; 4]> = SmallVec::new();
+            for t in follow.iter().filter(actionable) {
+                let quick = c.memo.verdict_if(t, || {
+                    step::can_consume_within(lr, &c.heads, t, Some(QUICK_REDUCTIONS))
+                });
+                match quick {
+                    Some(true) => return true,
+                    Some(false) => {}
+                    None => deferred.push(t),
+                }
+            }
+            deferred
+                .into_iter()
+                .any(|t| c.memo.verdict(t, || step::can_consume(lr, &c.heads, t)))
         })
     }
 

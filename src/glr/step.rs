@@ -149,7 +149,10 @@ impl<'a> Level<'a> {
     /// reduced by an earlier pass and can add nothing. Re-reducing everything each pass
     /// made a chain of `k` reductions (closing many nested objects or optional members at
     /// once, one new node per pass) cost `k²` path walks.
-    fn close(&mut self, t: TerminalId) {
+    ///
+    /// With a `budget`, gives up (returning `false`, the closure incomplete) once it has
+    /// taken that many reduction paths; `true` when the closure is complete.
+    fn close(&mut self, t: TerminalId, mut budget: Option<usize>) -> bool {
         // What the previous pass saw: scratch nodes and their edge counts at its start.
         let mut old_tops = 0usize;
         let mut old_len: Vec<usize> = Vec::new();
@@ -181,6 +184,12 @@ impl<'a> Level<'a> {
                         &old_len,
                         &mut ends,
                     );
+                    if let Some(b) = budget.as_mut() {
+                        if *b < ends.len() {
+                            return false;
+                        }
+                        *b -= ends.len();
+                    }
                     for end in ends {
                         // LR(0) automata always have the goto for a reduction that applies.
                         let Some(g) = self.table.goto(self.state_of(&end), lhs) else {
@@ -209,7 +218,7 @@ impl<'a> Level<'a> {
                 }
             }
             if !changed {
-                return;
+                return true;
             }
             first = false;
             old_tops = pass_tops;
@@ -268,7 +277,7 @@ pub fn shift(table: &LrTable, heads: &[Arc<Node>], terms: &[TerminalId]) -> Vec<
     let mut targets: Vec<(LrStateId, SmallVec<[Arc<Node>; 1]>)> = Vec::new();
     for &t in terms {
         let mut level = Level::new(table, heads);
-        level.close(t);
+        level.close(t, None);
         let mut frozen = HashMap::new();
         for top in level.tops() {
             for a in table.actions(level.state_of(&top), t) {
@@ -298,6 +307,19 @@ pub fn shift(table: &LrTable, heads: &[Arc<Node>], terms: &[TerminalId]) -> Vec<
 /// Whether some stack in `heads` can shift `t` after reductions (or accept, for end of
 /// input), without building anything.
 pub fn can_consume(table: &LrTable, heads: &[Arc<Node>], t: TerminalId) -> bool {
+    // Without a budget the closure always completes.
+    can_consume_within(table, heads, t, None).unwrap_or(false)
+}
+
+/// [`can_consume`], giving up (`None`) once the reduction closure has taken `budget`
+/// reduction paths: a cheap question first, before a terminal that reduces a whole chain
+/// (`}` under a 200-member object) is asked in full.
+pub fn can_consume_within(
+    table: &LrTable,
+    heads: &[Arc<Node>],
+    t: TerminalId,
+    budget: Option<usize>,
+) -> Option<bool> {
     let direct = heads.iter().any(|h| {
         table
             .actions(h.state(), t)
@@ -305,7 +327,7 @@ pub fn can_consume(table: &LrTable, heads: &[Arc<Node>], t: TerminalId) -> bool 
             .any(|a| matches!(a, Action::Shift(_) | Action::Accept))
     });
     if direct {
-        return true;
+        return Some(true);
     }
     let any_reduce = heads.iter().any(|h| {
         table
@@ -314,9 +336,8 @@ pub fn can_consume(table: &LrTable, heads: &[Arc<Node>], t: TerminalId) -> bool 
             .any(|a| matches!(a, Action::Reduce(_)))
     });
     if !any_reduce {
-        return false;
+        return Some(false);
     }
     let mut level = Level::new(table, heads);
-    level.close(t);
-    level.can_consume(t)
+    level.close(t, budget).then(|| level.can_consume(t))
 }
