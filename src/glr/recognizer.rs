@@ -85,17 +85,7 @@ impl HeadsMemo {
 
     /// The verdict for `t` if known or if `compute` finds it (then recorded).
     fn verdict_if(&self, t: TerminalId, compute: impl FnOnce() -> Option<bool>) -> Option<bool> {
-        let mut v = self
-            .facts
-            .verdicts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(&(_, x)) = v.iter().find(|&&(k, _)| k == t) {
-            return Some(x);
-        }
-        let x = compute()?;
-        v.push((t, x));
-        Some(x)
+        memoized_if(&self.facts.verdicts, t, compute)
     }
 }
 
@@ -109,14 +99,24 @@ fn memoized<K: Copy + PartialEq, A: smallvec::Array<Item = (K, bool)>>(
     key: K,
     compute: impl FnOnce() -> bool,
 ) -> bool {
+    // `compute` always answers, so the memo always does.
+    memoized_if(memo, key, || Some(compute())).unwrap_or_default()
+}
+
+/// [`memoized`] for a `compute` that may not know (`None`, recorded as nothing).
+fn memoized_if<K: Copy + PartialEq, A: smallvec::Array<Item = (K, bool)>>(
+    memo: &Mutex<SmallVec<A>>,
+    key: K,
+    compute: impl FnOnce() -> Option<bool>,
+) -> Option<bool> {
     // A poisoned lock only means a panic elsewhere mid-push; the entries are still sound.
     let mut v = memo.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(&(_, x)) = v.iter().find(|&&(k, _)| k == key) {
-        return x;
+        return Some(x);
     }
-    let x = compute();
+    let x = compute()?;
     v.push((key, x));
-    x
+    Some(x)
 }
 
 /// The recognizer state after some prefix: cheap to clone (configurations share nodes).
