@@ -31,7 +31,7 @@ use std::rc::Rc;
 
 use hashbrown::HashMap;
 use rayon::prelude::*;
-use roaring::RoaringBitmap;
+use roaring::{MultiOps, RoaringBitmap};
 use smallvec::SmallVec;
 
 use super::class_tables::{freeze, ClassAtoms};
@@ -135,19 +135,68 @@ impl Outcome {
             *self.waits.entry(e).or_default() |= w;
         }
     }
+}
 
-    fn absorb(&mut self, o: &Outcome) {
-        self.decided |= &o.decided;
-        for (e, w) in &o.waits {
-            self.wait(*e, w);
+/// An [`Outcome`] gathered piece by piece (its own sets and its sub-explorations'),
+/// unioned once at the end: a start adds hundreds of pieces to a few effects (a large
+/// object's key positions: 13K classes to two effects), and adding them one at a time
+/// re-merges ever longer sorted arrays.
+#[derive(Default)]
+struct Pieces {
+    decided: Vec<RoaringBitmap>,
+    waits: HashMap<Effect, Vec<RoaringBitmap>>,
+}
+
+impl Pieces {
+    fn wait(&mut self, e: Effect, w: RoaringBitmap) {
+        if !w.is_empty() {
+            self.waits.entry(e).or_default().push(w);
+        }
+    }
+
+    /// Adds an outcome.
+    fn absorb(&mut self, o: Outcome) {
+        if !o.decided.is_empty() {
+            self.decided.push(o.decided);
+        }
+        for (e, w) in o.waits {
+            self.wait(e, w);
         }
     }
 
     /// Adds a memoized outcome, its sets read from `sets`.
     fn absorb_kept(&mut self, o: &Kept, sets: &WeightTable) {
-        self.decided |= sets.get(o.decided);
+        if o.decided != WeightId::new(0) {
+            self.decided.push(sets.get(o.decided).clone());
+        }
         for &(e, w) in &o.waits {
-            self.wait(e, sets.get(w));
+            self.wait(e, sets.get(w).clone());
+        }
+    }
+
+    /// The union of the pieces.
+    fn into_outcome(self) -> Outcome {
+        fn union(pieces: Vec<RoaringBitmap>) -> RoaringBitmap {
+            // Few pieces merge directly; many go through roaring's multi-way union,
+            // which accumulates in bitmap containers.
+            if pieces.len() <= 2 {
+                let mut it = pieces.into_iter();
+                let mut u = it.next().unwrap_or_default();
+                for p in it {
+                    u |= p;
+                }
+                u
+            } else {
+                pieces.union()
+            }
+        }
+        Outcome {
+            decided: union(self.decided),
+            waits: self
+                .waits
+                .into_iter()
+                .map(|(e, ws)| (e, union(ws)))
+                .collect(),
         }
     }
 }
@@ -304,14 +353,14 @@ impl<'a> Explorer<'a> {
         s: &[LrStateId],
         k: &RoaringBitmap,
         memo: Memo,
-        out: &mut Outcome,
+        out: &mut Pieces,
     ) {
         match memo {
             Memo::Use => {
                 let kid = self.keys.intern(k);
                 self.explore_keyed(depth, s, kid, k, out);
             }
-            Memo::Skip => out.absorb(&self.explore_fresh(depth, s, k, memo)),
+            Memo::Skip => out.absorb(self.explore_fresh(depth, s, k, memo)),
         }
     }
 
@@ -322,7 +371,7 @@ impl<'a> Explorer<'a> {
         s: &[LrStateId],
         kid: WeightId,
         k: &RoaringBitmap,
-        out: &mut Outcome,
+        out: &mut Pieces,
     ) {
         let key = (depth, Stack::from_slice(s), kid);
         if let Some(kept) = self.explore_memo.get(&key) {
@@ -330,7 +379,6 @@ impl<'a> Explorer<'a> {
             return;
         }
         let fresh = self.explore_fresh(depth, s, k, Memo::Use);
-        out.absorb(&fresh);
         let mut waits: Vec<(Effect, WeightId)> = fresh
             .waits
             .iter()
@@ -342,6 +390,7 @@ impl<'a> Explorer<'a> {
             waits,
         };
         self.explore_memo.insert(key, kept);
+        out.absorb(fresh);
     }
 
     /// [`Explorer::explore`] without looking in the cache (deeper explorations use `memo`).
@@ -355,7 +404,7 @@ impl<'a> Explorer<'a> {
         let d = depth as usize;
         // The sets outlive the explorer's borrow, so consuming can go on while reading them.
         let sh: &'a ClassSets = self.sets;
-        let mut out = Outcome::default();
+        let mut pieces = Pieces::default();
         // Tokens ending here: decided when a terminal that may follow lexically can be
         // consumed.
         // Actions are checked before sets are intersected: most terminals have none on
@@ -371,9 +420,6 @@ impl<'a> Explorer<'a> {
                 if kf.is_empty() {
                     continue;
                 }
-                // A class ends in at most one final per depth, so no class of `kf` was
-                // decided by an earlier one.
-                debug_assert!(kf.is_disjoint(&out.decided));
                 // Lookaheads that suspend, grouped by the reduction they wait in.
                 let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
                 let mut decided = false;
@@ -386,9 +432,11 @@ impl<'a> Explorer<'a> {
                     waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
                 }
                 if decided {
-                    out.decided |= &kf;
+                    pieces.decided.push(kf);
                 } else {
-                    self.wait_lookaheads(waiting, &kf, &mut out);
+                    for e in self.lookahead_effects(waiting) {
+                        pieces.wait(e, kf.clone());
+                    }
                 }
             }
         }
@@ -404,7 +452,7 @@ impl<'a> Explorer<'a> {
             }
             for &t in ts {
                 if self.tables.lexer.is_ignored(t) {
-                    self.explore(depth + 1, s, &kc, memo, &mut out);
+                    self.explore(depth + 1, s, &kc, memo, &mut pieces);
                     continue;
                 }
                 if self.tables.lr.actions(s[0], t).is_empty() {
@@ -412,21 +460,22 @@ impl<'a> Explorer<'a> {
                 }
                 let c = self.consume(s, t);
                 for r in &c.results {
-                    self.explore(depth + 1, r, &kc, memo, &mut out);
+                    self.explore(depth + 1, r, &kc, memo, &mut pieces);
                 }
                 for &(prod, skip) in &c.suspended {
-                    out.wait(
+                    pieces.wait(
                         Effect {
                             depth: depth + 1,
                             what: Next::Shift(t),
                             prod,
                             skip,
                         },
-                        &kc,
+                        kc.clone(),
                     );
                 }
             }
         }
+        let mut out = pieces.into_outcome();
         let decided = out.decided.clone();
         out.waits.retain(|_, w| {
             *w -= &decided;
@@ -439,24 +488,34 @@ impl<'a> Explorer<'a> {
     /// pairs grouped by reduction, each group's terminals one lookahead set.
     fn wait_lookaheads(
         &mut self,
-        mut waiting: Vec<((ProductionId, u32), TerminalId)>,
+        waiting: Vec<((ProductionId, u32), TerminalId)>,
         riders: &RoaringBitmap,
         out: &mut Outcome,
     ) {
+        for e in self.lookahead_effects(waiting) {
+            out.wait(e, riders);
+        }
+    }
+
+    /// The lookahead effects of suspended `(reduction, terminal)` pairs: one per
+    /// reduction, its terminals one lookahead set.
+    fn lookahead_effects(
+        &mut self,
+        mut waiting: Vec<((ProductionId, u32), TerminalId)>,
+    ) -> Vec<Effect> {
         waiting.sort();
-        for group in waiting.chunk_by(|a, b| a.0 == b.0) {
-            let (prod, skip) = group[0].0;
-            let look = self.look_set(group.iter().map(|g| g.1).collect());
-            out.wait(
+        waiting
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|group| {
+                let (prod, skip) = group[0].0;
                 Effect {
                     depth: 0,
-                    what: Next::Look(look),
+                    what: Next::Look(self.look_set(group.iter().map(|g| g.1).collect())),
                     prod,
                     skip,
-                },
-                riders,
-            );
-        }
+                }
+            })
+            .collect()
     }
 
     /// `o`, explored by another explorer whose lookahead sets were `looks`, with those
@@ -606,9 +665,11 @@ impl Builder<'_> {
                 }
                 Next::Shift(t) => {
                     let c = self.ex.consume(&stack, t);
+                    let mut pieces = Pieces::default();
                     for r in &c.results {
-                        self.ex.explore_keyed(e.depth, r, rid, &riders, &mut o);
+                        self.ex.explore_keyed(e.depth, r, rid, &riders, &mut pieces);
                     }
+                    o = pieces.into_outcome();
                     if o.decided != riders {
                         for &(prod, skip) in &c.suspended {
                             o.wait(Effect { prod, skip, ..e }, &riders);
@@ -899,21 +960,39 @@ pub fn build_dwa_limited(
         all |= c;
     }
     let mut starts = vec![NO_EDGE; num_lr];
+    // A stack is only ever topped by the start state or a shift's target: the parser
+    // reduces only with a lexeme in hand and shifts it at once, so a state entered by a
+    // goto is always covered by the time a mask is asked. Those (about half of a large
+    // schema's states) get no start.
+    let tops: Vec<usize> = {
+        let mut top = vec![false; num_lr];
+        top[lr.start().index()] = true;
+        for (x, act) in actionable.iter().enumerate() {
+            for t in act.iter() {
+                for a in lr.actions(LrStateId::new(x), t) {
+                    if let Action::Shift(n) = *a {
+                        top[n.index()] = true;
+                    }
+                }
+            }
+        }
+        (0..num_lr).filter(|&x| top[x]).collect()
+    };
     // Starts are explored in parallel, each by an explorer of its own: they share no
     // exploration (see `Memo::Skip`), and the lookahead sets each interned are renumbered
     // into the shared explorer's in start order, so the automaton does not depend on the
     // thread count. Chunks bound how many outcomes wait at once.
     const START_CHUNK: usize = 256;
-    for first in (0..num_lr).step_by(START_CHUNK) {
-        let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = (first..num_lr.min(first + START_CHUNK))
-            .into_par_iter()
-            .map(|x| {
+    for chunk in tops.chunks(START_CHUNK) {
+        let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = chunk
+            .par_iter()
+            .map(|&x| {
                 let mut ex = Explorer::new(tables, &sets, &actionable);
                 let o = ex.explore_fresh(0, &[LrStateId::new(x)], &all, Memo::Skip);
                 (o, ex.looks)
             })
             .collect();
-        for (x, (o, looks)) in (first..).zip(outs) {
+        for (&x, (o, looks)) in chunk.iter().zip(outs) {
             let o = b.ex.adopt(o, &looks);
             if let Some(e) = b.edge(&o)? {
                 starts[x] = e;

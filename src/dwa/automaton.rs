@@ -90,7 +90,8 @@ pub struct StartPos {
 /// The automaton. Weights are dense sets of token classes, `class_words` 64-bit words
 /// each, stored end to end (weight 0 is empty); each shape owns a range of classes.
 /// `starts[x]` is the edge taken when `x` is on top of the stack, for every shape at
-/// once: a configuration keeps the part inside its shape's classes.
+/// once: a configuration keeps the part inside its shape's classes. Only states that can
+/// top a stack (the start state and shift targets) have one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dwa {
     pub(crate) class_words: u32,
