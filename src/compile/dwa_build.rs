@@ -305,8 +305,13 @@ impl<'a> Explorer<'a> {
         }
         let lr = &self.tables.lr;
         let mut out = Consume::default();
-        let mut work: Vec<Stack> = vec![Stack::from_slice(k)];
-        let mut seen: hashbrown::HashSet<Stack> = hashbrown::HashSet::new();
+        let mut work: SmallVec<[Stack; 4]> = SmallVec::from_elem(key.0.clone(), 1);
+        // Stacks reached by reductions: a short list (a lexeme's reduction chains are
+        // short, and this runs millions of times in a large schema's build), hashed only
+        // past `SEEN_LIST` stacks.
+        const SEEN_LIST: usize = 16;
+        let mut seen: SmallVec<[Stack; 4]> = SmallVec::new();
+        let mut seen_set: hashbrown::HashSet<Stack> = hashbrown::HashSet::new();
         while let Some(s) = work.pop() {
             for a in lr.actions(s[0], t) {
                 match *a {
@@ -329,7 +334,19 @@ impl<'a> Explorer<'a> {
                         let mut ns = Stack::with_capacity(s.len() - len + 1);
                         ns.push(g);
                         ns.extend_from_slice(&s[len..]);
-                        if seen.insert(ns.clone()) {
+                        let new = if seen_set.is_empty() {
+                            let new = !seen.contains(&ns);
+                            if new {
+                                seen.push(ns.clone());
+                                if seen.len() > SEEN_LIST {
+                                    seen_set.extend(seen.drain(..));
+                                }
+                            }
+                            new
+                        } else {
+                            seen_set.insert(ns.clone())
+                        };
+                        if new {
                             work.push(ns);
                         }
                     }
