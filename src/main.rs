@@ -153,6 +153,11 @@ enum Cmd {
         /// one's TBM, wrongly judged instances).
         #[arg(long)]
         details: Option<String>,
+        /// Replay each instance this many times: TBM stays the first replay's times, and
+        /// each token's minimum over the replays is reported beside it (with --json, on
+        /// the line before the summary), the engine's cost without machine noise.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+        replays: u32,
     },
     /// Run the benchmark matrix (benches/data/matrix.toml): compile time, peak RSS,
     /// artifact size, mask and commit latency per workload, then batched masks.
@@ -389,6 +394,7 @@ fn main() -> ExitCode {
             lenient,
             compact,
             details,
+            replays,
         } => cli::load::vocab(tokenizer).and_then(|vocab| {
             let engine = match engine {
                 BenchEngine::Reference => stackmask::maskbench::Engine::Reference,
@@ -409,6 +415,7 @@ fn main() -> ExitCode {
                         lenient: *lenient,
                     },
                     details: details.as_deref(),
+                    replays: *replays as usize,
                 },
                 &vocab,
             )
