@@ -441,6 +441,19 @@ impl<'a> Explorer<'a> {
                 let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
                 let mut decided = false;
                 for t in follow.iter_and(act) {
+                    // A shift or accept on the top decides without reductions: no need
+                    // to look the consumption up (most lookaheads are such; the lookups
+                    // were millions per large schema).
+                    if self
+                        .tables
+                        .lr
+                        .actions(top, t)
+                        .iter()
+                        .any(|a| matches!(a, Action::Shift(_) | Action::Accept))
+                    {
+                        decided = true;
+                        break;
+                    }
                     let c = self.consume(s, t);
                     if c.accepted || !c.results.is_empty() {
                         decided = true;
@@ -472,7 +485,17 @@ impl<'a> Explorer<'a> {
                     self.explore(depth + 1, s, &kc, memo, &mut pieces);
                     continue;
                 }
-                if self.tables.lr.actions(s[0], t).is_empty() {
+                let actions = self.tables.lr.actions(top, t);
+                if actions.is_empty() {
+                    continue;
+                }
+                if let [Action::Shift(n)] = *actions {
+                    // A lone shift: the one result is known without consuming (and
+                    // without a memo lookup keyed by the whole stack).
+                    let mut ns = Stack::with_capacity(s.len() + 1);
+                    ns.push(n);
+                    ns.extend_from_slice(s);
+                    self.explore(depth + 1, &ns, &kc, memo, &mut pieces);
                     continue;
                 }
                 let c = self.consume(s, t);
