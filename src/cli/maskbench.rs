@@ -66,7 +66,7 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        // This file's tokens are the ones appended to `tbm` from here on.
+        // This file's tokens are the ones appended to `times` from here on.
         let tbm_from = times.first.len();
         let outcome = match std::fs::read(path)
             .map_err(|e| e.to_string())

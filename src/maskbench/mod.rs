@@ -178,11 +178,11 @@ pub enum FileOutcome {
 /// Per-token times of a replay run (µs), appended file after file in replay order.
 ///
 /// A token's one measured time includes whatever interrupted it: on the 2-core VM this
-/// project is measured on, a busy core takes 250 timer ticks a second, each stalling the
-/// running thread for 10 to 80 µs, so about one token in a thousand is hit. Replaying
-/// each instance more than once and keeping each token's minimum separates the engine's
-/// cost from the machine's. The first replay's times stay the benchmark's TBM, cold
-/// caches and interruptions included.
+/// project is measured on, a busy thread is stalled for 10 to 80 µs some 250 to 360 times
+/// a second (timer ticks at HZ=250 and other interrupts), so about one token in a
+/// thousand is hit. Replaying each instance more than once and keeping each token's
+/// minimum separates the engine's cost from the machine's. The first replay's times stay
+/// the benchmark's TBM, cold caches and interruptions included.
 #[derive(Debug, Clone)]
 pub struct TokenTimes {
     /// Replays per instance (at least 1); all of them judge the instance alike.
