@@ -345,7 +345,7 @@ fn complement_at(
             _ => return None,
         }
     }
-    for (kind, alts) in &f.disjunctions {
+    for (kind, alts, _) in &f.disjunctions {
         out.extend(disjunction_complement(kind, alts, resolver, depth, &at)?);
     }
     Some(out)

@@ -76,13 +76,19 @@ const MAX_INLINE_DEPTH: usize = 24;
 /// definitions several times would otherwise expand exponentially within the depth limit.
 const MAX_INLINED: usize = 4096;
 
+/// `(keyword, alternatives with their pointers, after properties)`: the flag is set when a
+/// `properties` was met before the keyword (in the schema text, with `$ref` and `allOf`
+/// members in place), so that branches list the node's properties before the
+/// alternative's, as the text does.
+pub type Disjunction = (&'static str, Vec<(Value, String)>, bool);
+
 /// A node split into its own keywords and the disjunctions left to distribute.
 #[derive(Debug, Clone)]
 pub struct Flat {
     /// Conjunction of every inlined `$ref` and `allOf` member (no combinators left).
     pub base: Map<String, Value>,
-    /// `(keyword, alternatives)` for each `anyOf` / `oneOf` met, with their pointers.
-    pub disjunctions: Vec<(&'static str, Vec<(Value, String)>)>,
+    /// Each `anyOf` / `oneOf` met (see [`Disjunction`]).
+    pub disjunctions: Vec<Disjunction>,
     /// Set when some conjunct is the `false` schema.
     pub never: bool,
 }
@@ -468,11 +474,13 @@ impl<'a> Resolver<'a> {
                         .enumerate()
                         .map(|(i, it)| (it.clone(), format!("{pointer}/{kw}/{i}")))
                         .collect();
-                    flat.disjunctions.push((kw, alts));
+                    let after = flat.base.contains_key("properties");
+                    flat.disjunctions.push((kw, alts, after));
                 }
                 "if" if conditional.is_some() => {
                     let alts = conditional.clone().unwrap_or_default();
-                    flat.disjunctions.push(("anyOf", alts));
+                    let after = flat.base.contains_key("properties");
+                    flat.disjunctions.push(("anyOf", alts, after));
                 }
                 "not" if not_required_names(v).is_some() => {
                     // Lacking one of several names: a disjunction of one-name negations.
@@ -484,7 +492,8 @@ impl<'a> Resolver<'a> {
                             (alt, format!("{pointer}/not"))
                         })
                         .collect();
-                    flat.disjunctions.push(("anyOf", alts));
+                    let after = flat.base.contains_key("properties");
+                    flat.disjunctions.push(("anyOf", alts, after));
                 }
                 k if is_dependency(k) => {
                     let Value::Object(deps) = v else {
@@ -499,8 +508,12 @@ impl<'a> Resolver<'a> {
                             "{pointer}/{k}/{}",
                             name.replace('~', "~0").replace('/', "~1")
                         );
-                        flat.disjunctions
-                            .push(("anyOf", dependency_alternatives(name, dep, &at)?));
+                        let after = flat.base.contains_key("properties");
+                        flat.disjunctions.push((
+                            "anyOf",
+                            dependency_alternatives(name, dep, &at)?,
+                            after,
+                        ));
                     }
                 }
                 _ => {}
