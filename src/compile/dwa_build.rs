@@ -77,6 +77,14 @@ impl Default for DwaLimits {
 
 type Stack = SmallVec<[LrStateId; 8]>;
 
+/// Known stack `s` with `n` shifted on top.
+fn shifted(n: LrStateId, s: &[LrStateId]) -> Stack {
+    let mut ns = Stack::with_capacity(s.len() + 1);
+    ns.push(n);
+    ns.extend_from_slice(s);
+    ns
+}
+
 /// A suspended effect (an automaton state's identity).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct Effect {
@@ -315,12 +323,7 @@ impl<'a> Explorer<'a> {
         while let Some(s) = work.pop() {
             for a in lr.actions(s[0], t) {
                 match *a {
-                    Action::Shift(n) => {
-                        let mut ns = Stack::with_capacity(s.len() + 1);
-                        ns.push(n);
-                        ns.extend_from_slice(&s);
-                        out.results.push(ns);
-                    }
+                    Action::Shift(n) => out.results.push(shifted(n, &s)),
                     Action::Accept => out.accepted = true,
                     Action::Reduce(p) => {
                         let len = lr.rhs_len(p);
@@ -492,10 +495,7 @@ impl<'a> Explorer<'a> {
                 if let [Action::Shift(n)] = *actions {
                     // A lone shift: the one result is known without consuming (and
                     // without a memo lookup keyed by the whole stack).
-                    let mut ns = Stack::with_capacity(s.len() + 1);
-                    ns.push(n);
-                    ns.extend_from_slice(s);
-                    self.explore(depth + 1, &ns, &kc, memo, &mut pieces);
+                    self.explore(depth + 1, &shifted(n, s), &kc, memo, &mut pieces);
                     continue;
                 }
                 let c = self.consume(s, t);

@@ -448,6 +448,8 @@ impl<'a> Resolver<'a> {
                     flat.base = self.merge(base, own, pointer)?;
                 }
             }
+            // Whether a `properties` came before this keyword: see [`Disjunction`].
+            let after = flat.base.contains_key("properties");
             match k.as_str() {
                 "$ref" => {
                     let r = v.as_str().ok_or_else(|| SchemaError::Invalid {
@@ -474,12 +476,10 @@ impl<'a> Resolver<'a> {
                         .enumerate()
                         .map(|(i, it)| (it.clone(), format!("{pointer}/{kw}/{i}")))
                         .collect();
-                    let after = flat.base.contains_key("properties");
                     flat.disjunctions.push((kw, alts, after));
                 }
                 "if" if conditional.is_some() => {
                     let alts = conditional.clone().unwrap_or_default();
-                    let after = flat.base.contains_key("properties");
                     flat.disjunctions.push(("anyOf", alts, after));
                 }
                 "not" if not_required_names(v).is_some() => {
@@ -492,7 +492,6 @@ impl<'a> Resolver<'a> {
                             (alt, format!("{pointer}/not"))
                         })
                         .collect();
-                    let after = flat.base.contains_key("properties");
                     flat.disjunctions.push(("anyOf", alts, after));
                 }
                 k if is_dependency(k) => {
@@ -508,7 +507,6 @@ impl<'a> Resolver<'a> {
                             "{pointer}/{k}/{}",
                             name.replace('~', "~0").replace('/', "~1")
                         );
-                        let after = flat.base.contains_key("properties");
                         flat.disjunctions.push((
                             "anyOf",
                             dependency_alternatives(name, dep, &at)?,
