@@ -29,7 +29,7 @@
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use rayon::prelude::*;
 use roaring::{MultiOps, RoaringBitmap};
 use smallvec::SmallVec;
@@ -280,6 +280,11 @@ struct Builder<'a> {
     edge_index: HashMap<(WeightId, Vec<(DwaStateId, WeightId)>), u32>,
     /// States whose riders grew, by depth (shallow first: they feed deeper ones).
     queue: BTreeSet<(u32, DwaStateId)>,
+    /// `(state, interned rider set)` pairs known to be inside the state's riders: riders
+    /// only grow, so a set once inside stays inside. Edges hand the same large sets to
+    /// the same states over and over, and a roaring subset check merges both sets whole
+    /// (it was 40% of some builds).
+    covered: HashSet<(DwaStateId, WeightId)>,
     max_states: usize,
 }
 
@@ -600,8 +605,14 @@ impl Builder<'_> {
         self.weights.intern(w)
     }
 
-    /// The state for `e`, with `w` added to its riders (queued when they grow).
-    fn add_riders(&mut self, e: Effect, w: &RoaringBitmap) -> Result<DwaStateId, GrammarError> {
+    /// The state for `e`, with `w` added to its riders (queued when they grow); `wid` is
+    /// `w` interned in [`Builder::weights`], when the caller has it.
+    fn add_riders(
+        &mut self,
+        e: Effect,
+        w: &RoaringBitmap,
+        wid: Option<WeightId>,
+    ) -> Result<DwaStateId, GrammarError> {
         let id = match self.state_index.get(&e) {
             Some(&id) => id,
             None => {
@@ -621,6 +632,11 @@ impl Builder<'_> {
                 id
             }
         };
+        if let Some(wid) = wid {
+            if !self.covered.insert((id, wid)) {
+                return Ok(id);
+            }
+        }
         let info = &mut self.info[id.index()];
         let old = self.ex.keys.get(info.riders);
         if !w.is_subset(old) {
@@ -641,8 +657,9 @@ impl Builder<'_> {
         let mut waits: Vec<(&Effect, &RoaringBitmap)> = o.waits.iter().collect();
         waits.sort_by_key(|(e, _)| **e);
         for (e, w) in waits {
-            let s = self.add_riders(*e, w)?;
-            ts.push((s, self.weight(w)));
+            let wid = self.weight(w);
+            let s = self.add_riders(*e, w, Some(wid))?;
+            ts.push((s, wid));
         }
         ts.sort();
         if let Some(&id) = self.edge_index.get(&(decided, ts.clone())) {
@@ -677,6 +694,7 @@ impl Builder<'_> {
                     ..e
                 },
                 &riders,
+                None,
             )?;
             self.skip_to[id.index()] = Some(next);
             return Ok(());
@@ -989,6 +1007,7 @@ pub fn build_dwa_limited(
         targets: Vec::new(),
         edge_index: HashMap::new(),
         queue: BTreeSet::new(),
+        covered: HashSet::new(),
         max_states,
     };
     let num_lr = lr.num_states();
