@@ -345,8 +345,14 @@ fn complement_at(
             _ => return None,
         }
     }
-    for (kind, alts, _) in &f.disjunctions {
-        out.extend(disjunction_complement(kind, alts, resolver, depth, &at)?);
+    for d in &f.disjunctions {
+        out.extend(disjunction_complement(
+            d.keyword,
+            &d.alternatives,
+            resolver,
+            depth,
+            &at,
+        )?);
     }
     Some(out)
 }

@@ -530,11 +530,16 @@ impl<'a> Lowerer<'a> {
             if f.never {
                 continue;
             }
-            let Some((kw, alts, after_props)) = f.disjunctions.pop() else {
+            let Some(Disjunction {
+                keyword: kw,
+                alternatives: alts,
+                after_properties: after_props,
+            }) = f.disjunctions.pop()
+            else {
                 if let Some(forms) = self.not_as_complement(&f.base, pointer) {
                     // ¬X as the union of X's complement forms, distributed like an anyOf.
                     f.base.remove("not");
-                    f.disjunctions.push(("anyOf", forms, false));
+                    f.disjunctions.push(Disjunction::new("anyOf", forms, false));
                     todo.push(f);
                     continue;
                 }
@@ -640,7 +645,7 @@ impl<'a> Lowerer<'a> {
                     // (the branches are then disjoint by construction).
                     for (b, cs) in branches.iter_mut().zip(pairs) {
                         for c in cs {
-                            b.disjunctions.push((COMPLEMENT, c, true));
+                            b.disjunctions.push(Disjunction::new(COMPLEMENT, c, true));
                         }
                     }
                 } else if overlapping {
@@ -1728,7 +1733,12 @@ impl<'a> Lowerer<'a> {
             return Ok(Negation::default());
         }
         if flat.base.is_empty() {
-            if let [("anyOf", alts, _)] = flat.disjunctions.as_slice() {
+            if let [Disjunction {
+                keyword: "anyOf",
+                alternatives: alts,
+                ..
+            }] = flat.disjunctions.as_slice()
+            {
                 let mut out = Negation::default();
                 for (alt, ap) in alts {
                     out = out.and(self.negation_at(alt, ap, depth + 1)?);
@@ -2652,8 +2662,8 @@ fn flats_disjoint(a: Pending<'_>, b: Pending<'_>, resolver: &Resolver<'_>, depth
         return true;
     }
     let split = |x: Pending<'_>, y: Pending<'_>| {
-        x.1.iter().any(|(_, alts, _)| {
-            alts.iter().all(|(alt, at)| {
+        x.1.iter().any(|d| {
+            d.alternatives.iter().all(|(alt, at)| {
                 let Ok(af) = resolver.flatten(alt, at) else {
                     return false;
                 };

@@ -76,11 +76,34 @@ const MAX_INLINE_DEPTH: usize = 24;
 /// definitions several times would otherwise expand exponentially within the depth limit.
 const MAX_INLINED: usize = 4096;
 
-/// `(keyword, alternatives with their pointers, after properties)`: the flag is set when a
-/// `properties` was met before the keyword (in the schema text, with `$ref` and `allOf`
-/// members in place), so that branches list the node's properties before the
-/// alternative's, as the text does.
-pub type Disjunction = (&'static str, Vec<(Value, String)>, bool);
+/// A combinator still to distribute over a node: `anyOf`, `oneOf` (or a complement, see
+/// `lower`), with each alternative's schema and JSON pointer.
+#[derive(Debug, Clone)]
+pub struct Disjunction {
+    /// The keyword it is distributed as.
+    pub keyword: &'static str,
+    /// Each alternative and its pointer.
+    pub alternatives: Vec<(Value, String)>,
+    /// Set when a `properties` was met before the keyword (in the schema text, with
+    /// `$ref` and `allOf` members in place), so that branches list the node's properties
+    /// before the alternative's, as the text does.
+    pub after_properties: bool,
+}
+
+impl Disjunction {
+    /// A disjunction of `alternatives` distributed as `keyword`.
+    pub fn new(
+        keyword: &'static str,
+        alternatives: Vec<(Value, String)>,
+        after_properties: bool,
+    ) -> Self {
+        Self {
+            keyword,
+            alternatives,
+            after_properties,
+        }
+    }
+}
 
 /// A node split into its own keywords and the disjunctions left to distribute.
 #[derive(Debug, Clone)]
@@ -476,11 +499,12 @@ impl<'a> Resolver<'a> {
                         .enumerate()
                         .map(|(i, it)| (it.clone(), format!("{pointer}/{kw}/{i}")))
                         .collect();
-                    flat.disjunctions.push((kw, alts, after));
+                    flat.disjunctions.push(Disjunction::new(kw, alts, after));
                 }
                 "if" if conditional.is_some() => {
                     let alts = conditional.clone().unwrap_or_default();
-                    flat.disjunctions.push(("anyOf", alts, after));
+                    flat.disjunctions
+                        .push(Disjunction::new("anyOf", alts, after));
                 }
                 "not" if not_required_names(v).is_some() => {
                     // Lacking one of several names: a disjunction of one-name negations.
@@ -492,7 +516,8 @@ impl<'a> Resolver<'a> {
                             (alt, format!("{pointer}/not"))
                         })
                         .collect();
-                    flat.disjunctions.push(("anyOf", alts, after));
+                    flat.disjunctions
+                        .push(Disjunction::new("anyOf", alts, after));
                 }
                 k if is_dependency(k) => {
                     let Value::Object(deps) = v else {
@@ -507,7 +532,7 @@ impl<'a> Resolver<'a> {
                             "{pointer}/{k}/{}",
                             name.replace('~', "~0").replace('/', "~1")
                         );
-                        flat.disjunctions.push((
+                        flat.disjunctions.push(Disjunction::new(
                             "anyOf",
                             dependency_alternatives(name, dep, &at)?,
                             after,
