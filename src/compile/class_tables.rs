@@ -116,9 +116,13 @@ pub fn freeze(
     // Merging scratch: word values, which words are nonzero (read back in order), and
     // the merged words.
     let nw = atom_of_token.len().div_ceil(32);
-    let mut acc = vec![0u32; nw];
-    let mut touched = vec![0u64; nw.div_ceil(64)];
-    let mut words: Vec<(u32, u32)> = Vec::new();
+    let mut merge = Merger {
+        acc: vec![0u32; nw],
+        touched: vec![0u64; nw.div_ceil(64)],
+        words: Vec::new(),
+        base: &[],
+        base_words: Vec::new(),
+    };
     let mut merged: HashMap<&[u32], (u32, u32)> = HashMap::new();
     let frozen = tables
         .iter()
@@ -127,23 +131,9 @@ pub fn freeze(
                 .map(|c| match t.class(c) {
                     [] => empty,
                     &[a] => *single[a as usize].get_or_insert_with(|| pool.push(atom_slice(a))),
-                    set => *merged.entry(set).or_insert_with(|| {
-                        for &a in set {
-                            for &(w, bits) in atom_slice(a) {
-                                acc[w as usize] |= bits;
-                                touched[w as usize / 64] |= 1 << (w % 64);
-                            }
-                        }
-                        words.clear();
-                        for (i, word) in touched.iter_mut().enumerate() {
-                            while *word != 0 {
-                                let w = i * 64 + word.trailing_zeros() as usize;
-                                *word &= *word - 1;
-                                words.push((w as u32, std::mem::take(&mut acc[w])));
-                            }
-                        }
-                        pool.push(&words)
-                    }),
+                    set => *merged
+                        .entry(set)
+                        .or_insert_with(|| pool.push(merge.words_of(set, &atom_slice))),
                 })
                 .collect();
             ClassTokens {
@@ -153,6 +143,117 @@ pub fn freeze(
         })
         .collect();
     (frozen, pool)
+}
+
+/// Merges atom sets' words. Large sets come in near-copies (a schema's positions inside
+/// strings differ by a few key-prefix atoms among hundreds), so a set close to the last
+/// large one merged is made from that one's words, with the atoms it lacks cleared and
+/// those it adds set: exact because atoms are disjoint token sets. On 40 median MaskBench
+/// schemas (Llama-3) this took freezing from 1.55 to 1.08 ms (median).
+struct Merger<'t> {
+    /// Word values being merged (zero outside a merge).
+    acc: Vec<u32>,
+    /// Which words of `acc` may be nonzero, a bit each.
+    touched: Vec<u64>,
+    /// The merged words of the last set.
+    words: Vec<(u32, u32)>,
+    /// The last large set merged (empty: none yet), and its words.
+    base: &'t [u32],
+    base_words: Vec<(u32, u32)>,
+}
+
+/// Sets of at least this many atoms are kept as the base of the next ones.
+const BASE_MIN_ATOMS: usize = 16;
+
+impl<'t> Merger<'t> {
+    fn add(&mut self, ws: &[(u32, u32)]) {
+        for &(w, bits) in ws {
+            self.acc[w as usize] |= bits;
+            self.touched[w as usize / 64] |= 1 << (w % 64);
+        }
+    }
+
+    /// The nonzero words of the tokens of atom set `set` (sorted), given each atom's.
+    fn words_of<'a>(
+        &mut self,
+        set: &'t [u32],
+        atom_slice: &impl Fn(u32) -> &'a [(u32, u32)],
+    ) -> &[(u32, u32)] {
+        let plain: usize = set.iter().map(|&a| atom_slice(a).len()).sum();
+        // From the last large set: its words, minus the atoms `set` lacks, plus those it
+        // adds (both sorted lists, walked together), when that is less work.
+        let mut from_last = false;
+        if !self.base.is_empty() {
+            let base = self.base;
+            let (mut lacks, mut adds) = (Vec::new(), Vec::new());
+            let (mut i, mut j) = (0, 0);
+            loop {
+                match (base.get(i), set.get(j)) {
+                    (None, None) => break,
+                    (Some(x), Some(y)) if x == y => {
+                        i += 1;
+                        j += 1;
+                    }
+                    // The base's atom comes first: `set` lacks it.
+                    (Some(&x), Some(&y)) if x < y => {
+                        lacks.push(x);
+                        i += 1;
+                    }
+                    (Some(&x), None) => {
+                        lacks.push(x);
+                        i += 1;
+                    }
+                    (_, Some(&y)) => {
+                        adds.push(y);
+                        j += 1;
+                    }
+                }
+            }
+            let patch: usize = self.base_words.len()
+                + lacks
+                    .iter()
+                    .chain(&adds)
+                    .map(|&a| atom_slice(a).len())
+                    .sum::<usize>();
+            if patch < plain {
+                from_last = true;
+                // Taken and put back: `add` borrows the merger.
+                let base_words = std::mem::take(&mut self.base_words);
+                self.add(&base_words);
+                self.base_words = base_words;
+                for &a in &lacks {
+                    for &(w, bits) in atom_slice(a) {
+                        self.acc[w as usize] &= !bits;
+                    }
+                }
+                for &a in &adds {
+                    self.add(atom_slice(a));
+                }
+            }
+        }
+        if !from_last {
+            for &a in set {
+                self.add(atom_slice(a));
+            }
+        }
+        self.words.clear();
+        for (i, word) in self.touched.iter_mut().enumerate() {
+            while *word != 0 {
+                let w = i * 64 + word.trailing_zeros() as usize;
+                *word &= *word - 1;
+                let bits = std::mem::take(&mut self.acc[w]);
+                if bits != 0 {
+                    self.words.push((w as u32, bits));
+                }
+            }
+        }
+        if set.len() >= BASE_MIN_ATOMS {
+            self.base = set;
+            self.base_words.clear();
+            self.base_words.extend_from_slice(&self.words);
+        }
+        &self.words
+    }
 }
 
 #[cfg(test)]
@@ -212,6 +313,48 @@ mod tests {
                         .collect();
                     assert_eq!(pool.words(f.ranges[c]), words_of(&want), "class {c}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn near_copies_of_large_classes_hold_exactly_their_atoms_tokens() {
+        // Large classes that differ by a few atoms from the one before (the shape of a
+        // schema's string positions) are merged from that one's words: every class must
+        // still hold exactly its atoms' tokens, whether atoms were dropped or added.
+        let mut rng = SplitMix64::new(11);
+        let vocab_len = 50_000usize;
+        let num_atoms = 300;
+        let atom_of_token: Vec<u32> = (0..vocab_len)
+            .map(|_| match rng.below(num_atoms + 1) {
+                a if a < num_atoms => a as u32,
+                _ => NO_ATOM,
+            })
+            .collect();
+        let mut set: RoaringBitmap = (0..200u32).collect();
+        let tables: Vec<(u32, ClassAtoms)> = (0..40)
+            .map(|i| {
+                // Drop and add a few atoms, now and then a lot, and give the table a
+                // small class beside the large one.
+                let changes = if i % 10 == 9 { 120 } else { 1 + rng.below(4) };
+                for _ in 0..changes {
+                    let a = rng.below(num_atoms) as u32;
+                    if !set.remove(a) {
+                        set.insert(a);
+                    }
+                }
+                let small: RoaringBitmap = [rng.below(num_atoms) as u32].into_iter().collect();
+                let large = &set - &small;
+                (i * 2, ClassAtoms::new(&[small, large]))
+            })
+            .collect();
+        let (frozen, pool) = freeze(&tables, &atom_of_token, num_atoms);
+        for ((_, t), f) in tables.iter().zip(&frozen) {
+            for c in 0..t.num_classes() {
+                let want: Vec<u32> = (0..vocab_len as u32)
+                    .filter(|&tok| t.class(c).contains(&atom_of_token[tok as usize]))
+                    .collect();
+                assert_eq!(pool.words(f.ranges[c]), words_of(&want), "class {c}");
             }
         }
     }
