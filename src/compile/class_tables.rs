@@ -183,7 +183,9 @@ impl<'t> Merger<'t> {
         // From the last large set: its words, minus the atoms `set` lacks, plus those it
         // adds (both sorted lists, walked together), when that is less work.
         let mut from_last = false;
-        if !self.base.is_empty() {
+        // Patching reads at least the base's words: for small sets it cannot win, and
+        // comparing the atom lists would be wasted.
+        if !self.base.is_empty() && self.base_words.len() < plain {
             let base = self.base;
             let (mut lacks, mut adds) = (Vec::new(), Vec::new());
             let (mut i, mut j) = (0, 0);
