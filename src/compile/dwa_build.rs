@@ -35,7 +35,7 @@ use roaring::{MultiOps, RoaringBitmap};
 use smallvec::SmallVec;
 
 use super::class_tables::{freeze, ClassAtoms};
-use super::dwa_determinize::{determinize, Nfa, NfaEdge};
+use super::dwa_determinize::{determinize, Det, Nfa, NfaEdge};
 use super::error::GrammarError;
 use super::lexer_equiv::{canonical_end, end_reps};
 use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
@@ -994,136 +994,145 @@ pub fn build_dwa_limited(
             set
         })
         .collect();
-    let mut b = Builder {
-        tables,
-        ex: Explorer::new(tables, &sets, &actionable),
-        goto_sources,
-        weights: WeightTable::default(),
-        info: Vec::new(),
-        state_index: HashMap::new(),
-        skip_to: Vec::new(),
-        trans: Vec::new(),
-        edges: Vec::new(),
-        targets: Vec::new(),
-        edge_index: HashMap::new(),
-        queue: BTreeSet::new(),
-        covered: HashSet::new(),
-        max_states,
-    };
     let num_lr = lr.num_states();
-    let nshapes = shape_list.len();
-    // One start per stack top for every shape at once: shapes' classes are disjoint, so
-    // a configuration recovers its part by intersecting with its shape's classes.
-    let mut all = RoaringBitmap::new();
-    for c in &sets.shape_all {
-        all |= c;
-    }
-    let mut starts = vec![NO_EDGE; num_lr];
-    // A stack is only ever topped by the start state or a shift's target: the parser
-    // reduces only with a lexeme in hand and shifts it at once, so a state entered by a
-    // goto is always covered by the time a mask is asked. Those (about half of a large
-    // schema's states) get no start.
-    let tops: Vec<usize> = {
-        let mut top = vec![false; num_lr];
-        top[lr.start().index()] = true;
-        for (x, act) in actionable.iter().enumerate() {
-            for t in act.iter() {
-                for a in lr.actions(LrStateId::new(x), t) {
-                    if let Action::Shift(n) = *a {
-                        top[n.index()] = true;
+    // The class tables need only the classified tries, the automaton only their shapes:
+    // the two are built side by side (their results do not depend on the thread count).
+    let automaton = || -> Result<(Vec<WeightId>, Det), GrammarError> {
+        let mut b = Builder {
+            tables,
+            ex: Explorer::new(tables, &sets, &actionable),
+            goto_sources,
+            weights: WeightTable::default(),
+            info: Vec::new(),
+            state_index: HashMap::new(),
+            skip_to: Vec::new(),
+            trans: Vec::new(),
+            edges: Vec::new(),
+            targets: Vec::new(),
+            edge_index: HashMap::new(),
+            queue: BTreeSet::new(),
+            covered: HashSet::new(),
+            max_states,
+        };
+        let nshapes = shape_list.len();
+        // One start per stack top for every shape at once: shapes' classes are disjoint, so
+        // a configuration recovers its part by intersecting with its shape's classes.
+        let mut all = RoaringBitmap::new();
+        for c in &sets.shape_all {
+            all |= c;
+        }
+        let mut starts = vec![NO_EDGE; num_lr];
+        // A stack is only ever topped by the start state or a shift's target: the parser
+        // reduces only with a lexeme in hand and shifts it at once, so a state entered by a
+        // goto is always covered by the time a mask is asked. Those (about half of a large
+        // schema's states) get no start.
+        let tops: Vec<usize> = {
+            let mut top = vec![false; num_lr];
+            top[lr.start().index()] = true;
+            for (x, act) in actionable.iter().enumerate() {
+                for t in act.iter() {
+                    for a in lr.actions(LrStateId::new(x), t) {
+                        if let Action::Shift(n) = *a {
+                            top[n.index()] = true;
+                        }
                     }
                 }
             }
-        }
-        (0..num_lr).filter(|&x| top[x]).collect()
-    };
-    // Starts are explored in parallel, each by an explorer of its own: they share no
-    // exploration (see `Memo::Skip`), and the lookahead sets each interned are renumbered
-    // into the shared explorer's in start order, so the automaton does not depend on the
-    // thread count. Chunks bound how many outcomes wait at once.
-    const START_CHUNK: usize = 256;
-    for chunk in tops.chunks(START_CHUNK) {
-        let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = chunk
-            .par_iter()
-            .map(|&x| {
-                let mut ex = Explorer::new(tables, &sets, &actionable);
-                let o = ex.explore_fresh(0, &[LrStateId::new(x)], &all, Memo::Skip);
-                (o, ex.looks)
-            })
-            .collect();
-        for (&x, (o, looks)) in chunk.iter().zip(outs) {
-            let o = b.ex.adopt(o, &looks);
-            if let Some(e) = b.edge(&o)? {
-                starts[x] = e;
+            (0..num_lr).filter(|&x| top[x]).collect()
+        };
+        // Starts are explored in parallel, each by an explorer of its own: they share no
+        // exploration (see `Memo::Skip`), and the lookahead sets each interned are renumbered
+        // into the shared explorer's in start order, so the automaton does not depend on the
+        // thread count. Chunks bound how many outcomes wait at once.
+        const START_CHUNK: usize = 256;
+        for chunk in tops.chunks(START_CHUNK) {
+            let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = chunk
+                .par_iter()
+                .map(|&x| {
+                    let mut ex = Explorer::new(tables, &sets, &actionable);
+                    let o = ex.explore_fresh(0, &[LrStateId::new(x)], &all, Memo::Skip);
+                    (o, ex.looks)
+                })
+                .collect();
+            for (&x, (o, looks)) in chunk.iter().zip(outs) {
+                let o = b.ex.adopt(o, &looks);
+                if let Some(e) = b.edge(&o)? {
+                    starts[x] = e;
+                }
             }
         }
-    }
-    // After every start, so that shallow states see all their riders before being built.
-    b.drain()?;
-    let mut tables_out: Vec<(u32, ClassAtoms)> = Vec::new();
-    let mut start_pos: Vec<StartPos> = Vec::new();
-    // Equal tables are stored once (positions far from a count's end share theirs).
-    let mut table_index: HashMap<(u32, ClassAtoms), u32> = HashMap::new();
-    let mut intern_table = |t: (u32, ClassAtoms), out: &mut Vec<(u32, ClassAtoms)>| -> u32 {
-        *table_index.entry(t).or_insert_with_key(|t| {
-            out.push(t.clone());
-            out.len() as u32 - 1
-        })
+        // After every start, so that shallow states see all their riders before being built.
+        b.drain()?;
+        let shape_classes: Vec<WeightId> = (0..nshapes)
+            .map(|i| {
+                let all = sets.shape_all[i].clone();
+                b.weights.intern(&all)
+            })
+            .collect();
+        let riders: Vec<WeightId> = (0..b.info.len())
+            .map(|i| {
+                let r = b.ex.keys.get(b.info[i].riders);
+                b.weights.intern(r)
+            })
+            .collect();
+        let nfa = Nfa {
+            riders,
+            weights: b.weights,
+            skip_to: b.skip_to,
+            trans: b.trans,
+            edges: b.edges,
+            targets: b.targets,
+            starts,
+        };
+        determinize(nfa, limits.determinize_budget, max_states).map(|det| (shape_classes, det))
     };
-    let own_ids: Vec<u32> = own_tables
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| intern_table((base[trie_shape[i] as usize], t), &mut tables_out))
-        .collect();
-    for (&p, &i) in own_trie.iter().zip(&trie_of) {
-        start_pos.push(StartPos {
-            pos: p,
-            shape: trie_shape[i],
-            table: own_ids[i],
-        });
-    }
-    // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme;
-    // an atom's tokens share their first byte as far as any boundary can tell.
-    let (dead_base, dead_table) = tables_out[own_ids[dead] as usize].clone();
-    let inhibited: Vec<(LexPos, ClassAtoms)> = inhibited_positions
-        .par_iter()
-        .map(|&(p, q)| {
-            let table = dead_table
-                .filtered(|a| lexer.is_dead(lexer.next_rep(q, atoms.first_byte[a as usize])));
-            (p, table)
-        })
-        .collect();
-    for (p, t) in inhibited {
-        start_pos.push(StartPos {
-            pos: p,
-            shape: trie_shape[dead],
-            table: intern_table((dead_base, t), &mut tables_out),
-        });
-    }
-    let (tables_out, words) = freeze(&tables_out, &atoms.of_token, atoms.len());
-    start_pos.sort_by_key(|p| p.pos);
-    let shape_classes: Vec<WeightId> = (0..nshapes)
-        .map(|i| {
-            let all = sets.shape_all[i].clone();
-            b.weights.intern(&all)
-        })
-        .collect();
-    let riders: Vec<WeightId> = (0..b.info.len())
-        .map(|i| {
-            let r = b.ex.keys.get(b.info[i].riders);
-            b.weights.intern(r)
-        })
-        .collect();
-    let nfa = Nfa {
-        riders,
-        weights: b.weights,
-        skip_to: b.skip_to,
-        trans: b.trans,
-        edges: b.edges,
-        targets: b.targets,
-        starts,
+    let class_side = || {
+        let mut tables_out: Vec<(u32, ClassAtoms)> = Vec::new();
+        let mut start_pos: Vec<StartPos> = Vec::new();
+        // Equal tables are stored once (positions far from a count's end share theirs).
+        let mut table_index: HashMap<(u32, ClassAtoms), u32> = HashMap::new();
+        let mut intern_table = |t: (u32, ClassAtoms), out: &mut Vec<(u32, ClassAtoms)>| -> u32 {
+            *table_index.entry(t).or_insert_with_key(|t| {
+                out.push(t.clone());
+                out.len() as u32 - 1
+            })
+        };
+        let own_ids: Vec<u32> = own_tables
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| intern_table((base[trie_shape[i] as usize], t), &mut tables_out))
+            .collect();
+        for (&p, &i) in own_trie.iter().zip(&trie_of) {
+            start_pos.push(StartPos {
+                pos: p,
+                shape: trie_shape[i],
+                table: own_ids[i],
+            });
+        }
+        // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme;
+        // an atom's tokens share their first byte as far as any boundary can tell.
+        let (dead_base, dead_table) = tables_out[own_ids[dead] as usize].clone();
+        let inhibited: Vec<(LexPos, ClassAtoms)> = inhibited_positions
+            .par_iter()
+            .map(|&(p, q)| {
+                let table = dead_table
+                    .filtered(|a| lexer.is_dead(lexer.next_rep(q, atoms.first_byte[a as usize])));
+                (p, table)
+            })
+            .collect();
+        for (p, t) in inhibited {
+            start_pos.push(StartPos {
+                pos: p,
+                shape: trie_shape[dead],
+                table: intern_table((dead_base, t), &mut tables_out),
+            });
+        }
+        let (tables_out, words) = freeze(&tables_out, &atoms.of_token, atoms.len());
+        start_pos.sort_by_key(|p| p.pos);
+        (start_pos, tables_out, words)
     };
-    let det = determinize(nfa, limits.determinize_budget, max_states)?;
+    let (auto, (start_pos, tables_out, words)) = rayon::join(automaton, class_side);
+    let (shape_classes, det) = auto?;
     // Dense class sets for the walk: a fixed number of words each, end to end.
     let num_classes =
         base.last().copied().unwrap_or(0) + shape_list.last().map_or(0, |s| s.num_classes);

@@ -32,7 +32,7 @@ use smallvec::SmallVec;
 use super::terminal_trie::{EmitId, EmitTable, TerminalTrie, TrieNode, Walks};
 use crate::ids::LexStateId;
 use crate::lexer::{LexPos, LexerDfa};
-use crate::vocab::parts::{byte_category, NUM_CATEGORIES};
+use crate::vocab::parts::{byte_category, Utf8, NUM_CATEGORIES};
 
 /// No atom: a token no position can take (or a special token).
 pub const NO_ATOM: u32 = u32::MAX;
@@ -400,10 +400,15 @@ struct StateCache<'a> {
     at: Vec<(LexStateId, u32)>,
 }
 
+/// In [`loop_categories`]' word: every well-formed non-ASCII character leads `q` back to
+/// itself ([`chars_loop`]).
+const CHARS_LOOP: u64 = 1 << 62;
+
 /// The byte categories (`vocab::parts::byte_category`) on every byte of which `q` loops
-/// to itself, computed on first use and kept in `loops`.
+/// to itself, plus [`CHARS_LOOP`] when it holds, computed on first use and kept in `loops`.
 fn loop_categories(lexer: &LexerDfa, loops: &[AtomicU64], q: LexStateId) -> u64 {
     const DONE: u64 = 1 << 63;
+    const _: () = assert!(NUM_CATEGORIES < 62, "categories clash with the flag bits");
     let slot = &loops[q.index()];
     let mut v = slot.load(Ordering::Relaxed);
     if v == 0 {
@@ -414,10 +419,48 @@ fn loop_categories(lexer: &LexerDfa, loops: &[AtomicU64], q: LexStateId) -> u64 
             }
         }
         v = DONE | (!leaves & ((1 << NUM_CATEGORIES) - 1));
+        if chars_loop(lexer, q) {
+            v |= CHARS_LOOP;
+        }
         slot.store(v, Ordering::Relaxed);
     }
     v & !DONE
 }
+
+/// True when every well-formed multi-byte UTF-8 character leads `q` back to `q` through
+/// live states (so no lexeme closes on the way): the string and comment states of most
+/// lexers, which validate UTF-8 with a few states and so loop on no non-ASCII category.
+fn chars_loop(lexer: &LexerDfa, q: LexStateId) -> bool {
+    let mut seen: SmallVec<[(u8, LexStateId); 16]> = SmallVec::new();
+    let mut todo: SmallVec<[(u8, LexStateId); 16]> = SmallVec::new();
+    todo.push((Utf8::BETWEEN, q));
+    while let Some((u, s)) = todo.pop() {
+        for b in 0x80..=0xffu8 {
+            let u2 = Utf8::step(u, b);
+            if u2 == 0 {
+                continue;
+            }
+            let s2 = lexer.next_rep(s, b);
+            if lexer.is_dead(s2) {
+                return false;
+            }
+            if u2 == Utf8::BETWEEN {
+                if s2 != q {
+                    return false;
+                }
+            } else if !seen.contains(&(u2, s2)) {
+                seen.push((u2, s2));
+                todo.push((u2, s2));
+            }
+        }
+    }
+    true
+}
+
+/// The ASCII byte categories: all but UTF-8 continuation bytes and the other non-ASCII
+/// bytes.
+const ASCII_CATEGORIES: u64 =
+    ((1 << NUM_CATEGORIES) - 1) & !(1 << byte_category(0x80)) & !(1 << byte_category(0xc0));
 
 /// No state (dead, or past a closed lexeme, where walks are not compared).
 const NO_STATE: u32 = u32::MAX;
@@ -515,9 +558,17 @@ fn group_part(
                 continue;
             }
             // A state that loops on every byte below leaves the whole subtree's tokens
-            // where it leaves the node's own: one outcome for all of them.
+            // where it leaves the node's own: one outcome for all of them. So does one
+            // that loops on the ASCII bytes below and on every character, when the
+            // subtree continues with whole characters only (text in a string).
             let below = tokens.below(n);
-            let whole = below != 0 && below & !loop_categories(lexer, loops, w.0) == 0;
+            let whole = below != 0 && {
+                let l = loop_categories(lexer, loops, w.0);
+                below & !l == 0
+                    || (l & CHARS_LOOP != 0
+                        && below & ASCII_CATEGORIES & !l == 0
+                        && tokens.whole_chars_below(n))
+            };
             let ending = if whole {
                 tokens.subtree_tokens(n)
             } else {

@@ -33,6 +33,9 @@ pub struct TokenParts {
     first: Vec<u32>,
     /// Per node, the [`byte_category`] set of the bytes strictly below it.
     below: Vec<u64>,
+    /// Bit `n`: every token of node `n`'s subtree continues past `n` with whole, well-formed
+    /// UTF-8 characters only (see [`TokenParts::whole_chars_below`]).
+    whole_chars: Vec<u64>,
     ids: Vec<TokenId>,
 }
 
@@ -45,7 +48,7 @@ pub const NUM_CATEGORIES: u32 = 43;
 /// controls, DEL, UTF-8 continuation bytes and the other non-ASCII bytes. Lexer states
 /// that loop on a class of characters (inside a string, an identifier, a number) usually
 /// loop on whole categories.
-pub fn byte_category(b: u8) -> u32 {
+pub const fn byte_category(b: u8) -> u32 {
     match b {
         b'\t' => 0,
         b'\n' => 1,
@@ -64,6 +67,61 @@ pub fn byte_category(b: u8) -> u32 {
         b':'..=b'@' => 26 + (b - b':') as u32,
         b'['..=b'`' => 33 + (b - b'[') as u32,
         b'{'..=b'~' => 39 + (b - b'{') as u32,
+    }
+}
+
+/// A strict UTF-8 decoder (no overlong forms, surrogates or code points past U+10FFFF) as
+/// a DFA over bytes, its states as bits of a `u8` so that sets of them fold cheaply.
+pub struct Utf8;
+
+impl Utf8 {
+    /// Between characters.
+    pub const BETWEEN: u8 = 1 << 0;
+    /// One continuation byte (80–BF) to go.
+    const NEED1: u8 = 1 << 1;
+    /// Two continuation bytes to go, the first 80–BF.
+    const NEED2: u8 = 1 << 2;
+    /// After E0: the first continuation byte must be A0–BF (no overlong forms).
+    const NEED2_E0: u8 = 1 << 3;
+    /// After ED: the first continuation byte must be 80–9F (no surrogates).
+    const NEED2_ED: u8 = 1 << 4;
+    /// Three continuation bytes to go, the first 80–BF.
+    const NEED3: u8 = 1 << 5;
+    /// After F0: the first continuation byte must be 90–BF (no overlong forms).
+    const NEED3_F0: u8 = 1 << 6;
+    /// After F4: the first continuation byte must be 80–8F (nothing past U+10FFFF).
+    const NEED3_F4: u8 = 1 << 7;
+    /// Every state.
+    pub const ALL: u8 = u8::MAX;
+
+    /// The state after byte `b` in state `s` (one bit), or 0 when `b` is not allowed there.
+    pub fn step(s: u8, b: u8) -> u8 {
+        match (s, b) {
+            (Self::BETWEEN, 0x00..=0x7f) => Self::BETWEEN,
+            (Self::BETWEEN, 0xc2..=0xdf) => Self::NEED1,
+            (Self::BETWEEN, 0xe0) => Self::NEED2_E0,
+            (Self::BETWEEN, 0xed) => Self::NEED2_ED,
+            (Self::BETWEEN, 0xe1..=0xef) => Self::NEED2,
+            (Self::BETWEEN, 0xf0) => Self::NEED3_F0,
+            (Self::BETWEEN, 0xf4) => Self::NEED3_F4,
+            (Self::BETWEEN, 0xf1..=0xf3) => Self::NEED3,
+            (Self::NEED1, 0x80..=0xbf) => Self::BETWEEN,
+            (Self::NEED2, 0x80..=0xbf) => Self::NEED1,
+            (Self::NEED2_E0, 0xa0..=0xbf) => Self::NEED1,
+            (Self::NEED2_ED, 0x80..=0x9f) => Self::NEED1,
+            (Self::NEED3, 0x80..=0xbf) => Self::NEED2,
+            (Self::NEED3_F0, 0x90..=0xbf) => Self::NEED2,
+            (Self::NEED3_F4, 0x80..=0x8f) => Self::NEED2,
+            _ => 0,
+        }
+    }
+
+    /// The states from which byte `b` is allowed and leads into one of `then`.
+    fn allowing(b: u8, then: u8) -> u8 {
+        (0..8)
+            .map(|i| 1u8 << i)
+            .filter(|&s| Self::step(s, b) & then != 0)
+            .fold(0, |a, s| a | s)
     }
 }
 
@@ -130,6 +188,30 @@ impl TokenParts {
         for n in (0..t.byte.len()).rev() {
             if let Some(&p) = parent.get(n).filter(|&&p| p != u32::MAX) {
                 t.below[p as usize] |= t.below[n] | 1 << byte_category(t.byte[n]);
+            }
+        }
+        // Per node, the UTF-8 decoder states from which every continuation of the
+        // node's tokens decodes to whole characters: tokens ending at the node need the
+        // decoder between characters; each child needs its byte to lead to a state the
+        // child allows. Children fold into their parent before it folds into its own.
+        let mut ok: Vec<u8> = (0..t.byte.len())
+            .map(|n| {
+                if t.ending_at(n).is_empty() {
+                    Utf8::ALL
+                } else {
+                    Utf8::BETWEEN
+                }
+            })
+            .collect();
+        for n in (0..t.byte.len()).rev() {
+            if let Some(&p) = parent.get(n).filter(|&&p| p != u32::MAX) {
+                ok[p as usize] &= Utf8::allowing(t.byte[n], ok[n]);
+            }
+        }
+        t.whole_chars = vec![0u64; t.byte.len().div_ceil(64)];
+        for (n, &m) in ok.iter().enumerate() {
+            if m & Utf8::BETWEEN != 0 {
+                t.whole_chars[n / 64] |= 1 << (n % 64);
             }
         }
         t
@@ -207,6 +289,15 @@ impl TokenParts {
         self.below[n]
     }
 
+    /// True when every token of node `n`'s subtree continues past `n` with whole,
+    /// well-formed UTF-8 characters only (ending at `n` counts): a lexer state that every
+    /// non-ASCII character leads back to, and that loops on the ASCII categories of
+    /// [`TokenParts::below`], leaves every such token where it leaves those ending at `n`.
+    #[inline]
+    pub fn whole_chars_below(&self, n: usize) -> bool {
+        self.whole_chars[n / 64] >> (n % 64) & 1 != 0
+    }
+
     /// The ordinals of the tokens whose bytes end exactly at node `n`.
     #[inline]
     pub fn ending_at(&self, n: usize) -> std::ops::Range<usize> {
@@ -263,6 +354,74 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&s| s), "every category is used");
+    }
+
+    /// `whole_chars_below` holds exactly when every token of the subtree, past the node,
+    /// decodes as UTF-8 by the standard library's strict decoder: on random tokens made of
+    /// ASCII, characters of every length and edge (E0 A0, ED 9F, F0 90, F4 8F), and
+    /// invalid pieces (overlong, surrogate, past U+10FFFF, lone and missing continuations).
+    #[test]
+    fn whole_chars_below_is_strict_utf8_of_every_continuation() {
+        let pieces: [&[u8]; 18] = [
+            b"a",
+            b" ",
+            b"\"",
+            b"\xc3\xa9",
+            b"\xe0\xa0\x80",
+            b"\xed\x9f\xbf",
+            b"\xe4\xb8\x80",
+            b"\xf0\x90\x80\x80",
+            b"\xf4\x8f\xbf\xbf",
+            b"\xf3\xa0\x80\x80",
+            b"\xc0\x80",
+            b"\xed\xa0\x80",
+            b"\xf4\x90\x80\x80",
+            b"\xe0\x80\x80",
+            b"\x80",
+            b"\xc3",
+            b"\xe4\xb8",
+            b"\xff",
+        ];
+        let mut rng = crate::rng::SplitMix64::new(7);
+        let words: Vec<Vec<u8>> = (0..3000)
+            .map(|_| {
+                let n = 1 + rng.below(4);
+                // Mostly valid pieces, so that large valid subtrees occur.
+                (0..n)
+                    .flat_map(|_| {
+                        let i = if rng.chance(0.8) {
+                            rng.below(10)
+                        } else {
+                            rng.below(18)
+                        };
+                        pieces[i].iter().copied()
+                    })
+                    .collect()
+            })
+            .collect();
+        let parts = TokenParts::new(
+            words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| (TokenId::new(i), w.as_slice())),
+        );
+        let (mut yes, mut no) = (0, 0);
+        for n in 0..parts.part_nodes(parts.num_parts() - 1).end {
+            let d = parts.depth(n);
+            let want = parts
+                .subtree_tokens(n)
+                .all(|o| std::str::from_utf8(&words[parts.id(o).index()][d..]).is_ok());
+            assert_eq!(parts.whole_chars_below(n), want, "node {n}");
+            if want {
+                yes += 1;
+            } else {
+                no += 1;
+            }
+        }
+        assert!(
+            yes > 100 && no > 100,
+            "both outcomes are exercised: {yes} / {no}"
+        );
     }
 
     #[test]
