@@ -98,9 +98,19 @@ pub fn build_glr_tables_with(
     g: &Grammar,
     opts: &lexer_build::LexerOptions,
 ) -> Result<crate::glr::Tables, GrammarError> {
-    let lexer = lexer_build::build_lexer_with(g, opts)?;
-    let follow = lexer_follow::build_follow(&lexer);
-    let lr = lr::build_lr(g)?.table;
+    // The lexer (with its follow sets) and the LR automaton come from the grammar alone:
+    // built side by side. A lexer error is reported first, as when built in turn.
+    let (lexer, lr) = rayon::join(
+        || {
+            lexer_build::build_lexer_with(g, opts).map(|lexer| {
+                let follow = lexer_follow::build_follow(&lexer);
+                (lexer, follow)
+            })
+        },
+        || lr::build_lr(g),
+    );
+    let (lexer, follow) = lexer?;
+    let lr = lr?.table;
     // The lexer and LR tables come from the same grammar, so they agree on terminals.
     Ok(crate::glr::Tables::from_parts(lexer, follow, lr).expect("tables from one grammar"))
 }
