@@ -833,7 +833,6 @@ pub fn build_dwa_limited(
     vocab: &Vocab,
     limits: DwaLimits,
 ) -> Result<Dwa, GrammarError> {
-    let max_states = limits.max_states;
     let lexer = &tables.lexer;
     // A token walked from a counted run's template must not reach the run's end, or the
     // template would stand for iterations it differs from.
@@ -997,95 +996,8 @@ pub fn build_dwa_limited(
     let num_lr = lr.num_states();
     // The class tables need only the classified tries, the automaton only their shapes:
     // the two are built side by side (their results do not depend on the thread count).
-    let automaton = || -> Result<(Vec<WeightId>, Det), GrammarError> {
-        let mut b = Builder {
-            tables,
-            ex: Explorer::new(tables, &sets, &actionable),
-            goto_sources,
-            weights: WeightTable::default(),
-            info: Vec::new(),
-            state_index: HashMap::new(),
-            skip_to: Vec::new(),
-            trans: Vec::new(),
-            edges: Vec::new(),
-            targets: Vec::new(),
-            edge_index: HashMap::new(),
-            queue: BTreeSet::new(),
-            covered: HashSet::new(),
-            max_states,
-        };
-        let nshapes = shape_list.len();
-        // One start per stack top for every shape at once: shapes' classes are disjoint, so
-        // a configuration recovers its part by intersecting with its shape's classes.
-        let mut all = RoaringBitmap::new();
-        for c in &sets.shape_all {
-            all |= c;
-        }
-        let mut starts = vec![NO_EDGE; num_lr];
-        // A stack is only ever topped by the start state or a shift's target: the parser
-        // reduces only with a lexeme in hand and shifts it at once, so a state entered by a
-        // goto is always covered by the time a mask is asked. Those (about half of a large
-        // schema's states) get no start.
-        let tops: Vec<usize> = {
-            let mut top = vec![false; num_lr];
-            top[lr.start().index()] = true;
-            for (x, act) in actionable.iter().enumerate() {
-                for t in act.iter() {
-                    for a in lr.actions(LrStateId::new(x), t) {
-                        if let Action::Shift(n) = *a {
-                            top[n.index()] = true;
-                        }
-                    }
-                }
-            }
-            (0..num_lr).filter(|&x| top[x]).collect()
-        };
-        // Starts are explored in parallel, each by an explorer of its own: they share no
-        // exploration (see `Memo::Skip`), and the lookahead sets each interned are renumbered
-        // into the shared explorer's in start order, so the automaton does not depend on the
-        // thread count. Chunks bound how many outcomes wait at once.
-        const START_CHUNK: usize = 256;
-        for chunk in tops.chunks(START_CHUNK) {
-            let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = chunk
-                .par_iter()
-                .map(|&x| {
-                    let mut ex = Explorer::new(tables, &sets, &actionable);
-                    let o = ex.explore_fresh(0, &[LrStateId::new(x)], &all, Memo::Skip);
-                    (o, ex.looks)
-                })
-                .collect();
-            for (&x, (o, looks)) in chunk.iter().zip(outs) {
-                let o = b.ex.adopt(o, &looks);
-                if let Some(e) = b.edge(&o)? {
-                    starts[x] = e;
-                }
-            }
-        }
-        // After every start, so that shallow states see all their riders before being built.
-        b.drain()?;
-        let shape_classes: Vec<WeightId> = (0..nshapes)
-            .map(|i| {
-                let all = sets.shape_all[i].clone();
-                b.weights.intern(&all)
-            })
-            .collect();
-        let riders: Vec<WeightId> = (0..b.info.len())
-            .map(|i| {
-                let r = b.ex.keys.get(b.info[i].riders);
-                b.weights.intern(r)
-            })
-            .collect();
-        let nfa = Nfa {
-            riders,
-            weights: b.weights,
-            skip_to: b.skip_to,
-            trans: b.trans,
-            edges: b.edges,
-            targets: b.targets,
-            starts,
-        };
-        determinize(nfa, limits.determinize_budget, max_states).map(|det| (shape_classes, det))
-    };
+    let nshapes = shape_list.len();
+    let automaton = || build_automaton(tables, &sets, &actionable, goto_sources, nshapes, &limits);
     let class_side = || {
         let mut tables_out: Vec<(u32, ClassAtoms)> = Vec::new();
         let mut start_pos: Vec<StartPos> = Vec::new();
@@ -1161,4 +1073,107 @@ pub fn build_dwa_limited(
     dwa.validate()
         .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;
     Ok(dwa)
+}
+
+/// Builds the mask automaton over the classes of `sets` (the side of `build_dwa_limited`
+/// that needs the tries' shapes, not their tokens): starts for every stack top, the
+/// states they reach, then the determinized automaton. Returns each shape's class set id
+/// with it.
+fn build_automaton(
+    tables: &Tables,
+    sets: &ClassSets,
+    actionable: &[TermSet],
+    goto_sources: Vec<Vec<LrStateId>>,
+    nshapes: usize,
+    limits: &DwaLimits,
+) -> Result<(Vec<WeightId>, Det), GrammarError> {
+    let lr = &tables.lr;
+    let num_lr = lr.num_states();
+    let max_states = limits.max_states;
+    let mut b = Builder {
+        tables,
+        ex: Explorer::new(tables, sets, actionable),
+        goto_sources,
+        weights: WeightTable::default(),
+        info: Vec::new(),
+        state_index: HashMap::new(),
+        skip_to: Vec::new(),
+        trans: Vec::new(),
+        edges: Vec::new(),
+        targets: Vec::new(),
+        edge_index: HashMap::new(),
+        queue: BTreeSet::new(),
+        covered: HashSet::new(),
+        max_states,
+    };
+    // One start per stack top for every shape at once: shapes' classes are disjoint, so
+    // a configuration recovers its part by intersecting with its shape's classes.
+    let mut all = RoaringBitmap::new();
+    for c in &sets.shape_all {
+        all |= c;
+    }
+    let mut starts = vec![NO_EDGE; num_lr];
+    // A stack is only ever topped by the start state or a shift's target: the parser
+    // reduces only with a lexeme in hand and shifts it at once, so a state entered by a
+    // goto is always covered by the time a mask is asked. Those (about half of a large
+    // schema's states) get no start.
+    let tops: Vec<usize> = {
+        let mut top = vec![false; num_lr];
+        top[lr.start().index()] = true;
+        for (x, act) in actionable.iter().enumerate() {
+            for t in act.iter() {
+                for a in lr.actions(LrStateId::new(x), t) {
+                    if let Action::Shift(n) = *a {
+                        top[n.index()] = true;
+                    }
+                }
+            }
+        }
+        (0..num_lr).filter(|&x| top[x]).collect()
+    };
+    // Starts are explored in parallel, each by an explorer of its own: they share no
+    // exploration (see `Memo::Skip`), and the lookahead sets each interned are renumbered
+    // into the shared explorer's in start order, so the automaton does not depend on the
+    // thread count. Chunks bound how many outcomes wait at once.
+    const START_CHUNK: usize = 256;
+    for chunk in tops.chunks(START_CHUNK) {
+        let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = chunk
+            .par_iter()
+            .map(|&x| {
+                let mut ex = Explorer::new(tables, sets, actionable);
+                let o = ex.explore_fresh(0, &[LrStateId::new(x)], &all, Memo::Skip);
+                (o, ex.looks)
+            })
+            .collect();
+        for (&x, (o, looks)) in chunk.iter().zip(outs) {
+            let o = b.ex.adopt(o, &looks);
+            if let Some(e) = b.edge(&o)? {
+                starts[x] = e;
+            }
+        }
+    }
+    // After every start, so that shallow states see all their riders before being built.
+    b.drain()?;
+    let shape_classes: Vec<WeightId> = (0..nshapes)
+        .map(|i| {
+            let all = sets.shape_all[i].clone();
+            b.weights.intern(&all)
+        })
+        .collect();
+    let riders: Vec<WeightId> = (0..b.info.len())
+        .map(|i| {
+            let r = b.ex.keys.get(b.info[i].riders);
+            b.weights.intern(r)
+        })
+        .collect();
+    let nfa = Nfa {
+        riders,
+        weights: b.weights,
+        skip_to: b.skip_to,
+        trans: b.trans,
+        edges: b.edges,
+        targets: b.targets,
+        starts,
+    };
+    determinize(nfa, limits.determinize_budget, max_states).map(|det| (shape_classes, det))
 }
