@@ -158,6 +158,11 @@ enum Cmd {
         /// the line before the summary), the engine's cost without machine noise.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
         replays: u32,
+        /// After the replay, time a fixed computation as long as the median token as many
+        /// times as tokens were timed (at most 2M): the machine's own noise at that length
+        /// (with --json, on a line before the summary).
+        #[arg(long)]
+        noise: bool,
     },
     /// Run the benchmark matrix (benches/data/matrix.toml): compile time, peak RSS,
     /// artifact size, mask and commit latency per workload, then batched masks.
@@ -395,6 +400,7 @@ fn main() -> ExitCode {
             compact,
             details,
             replays,
+            noise,
         } => cli::load::vocab(tokenizer).and_then(|vocab| {
             let engine = match engine {
                 BenchEngine::Reference => stackmask::maskbench::Engine::Reference,
@@ -416,6 +422,7 @@ fn main() -> ExitCode {
                     },
                     details: details.as_deref(),
                     replays: *replays as usize,
+                    noise: *noise,
                 },
                 &vocab,
             )

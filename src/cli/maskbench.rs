@@ -6,10 +6,17 @@ use std::io::Write;
 
 use serde_json::Value;
 use stackmask::compile::json_schema::{SchemaError, SchemaOptions};
+use stackmask::maskbench::noise::Workload;
 use stackmask::maskbench::{self, Engine, FileOutcome, PyJson};
 use stackmask::vocab::Vocab;
 
 use super::stats::percentiles;
+
+/// Most passes of the noise workload (a median token of milliseconds is not calibrated
+/// further).
+const MAX_NOISE_ROUNDS: u32 = 1 << 14;
+/// Most noise samples.
+const MAX_NOISE_SAMPLES: usize = 2_000_000;
 
 /// Options of `maskbench`.
 pub struct MaskbenchArgs<'a> {
@@ -24,6 +31,9 @@ pub struct MaskbenchArgs<'a> {
     pub details: Option<&'a str>,
     /// Replays per instance; past 1, each token's minimum is reported too.
     pub replays: usize,
+    /// Also time a fixed computation as long as the median token, as many times as
+    /// tokens were timed: the machine's own noise at that length.
+    pub noise: bool,
 }
 
 /// Runs the replay and prints the summary; returns it.
@@ -146,12 +156,26 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
     // The floor is not one of the summary's keys: with --json it is a line of its own,
     // before the summary (which stays the last line).
     let floor = (times.replays > 1).then(|| percentiles(&mut times.floor));
+    // After the replay, so that it does not disturb the tokens' times. Capped so that a
+    // huge run does not double its length.
+    let noise = summary["tbm_us"]["p50"]
+        .as_f64()
+        .filter(|_| a.noise)
+        .map(|p50| {
+            let w = Workload::calibrated(p50, MAX_NOISE_ROUNDS);
+            let mut s = w.sample(times.first.len().min(MAX_NOISE_SAMPLES));
+            let n = s.len();
+            serde_json::json!({"noise_samples": n, "noise_rounds": w.rounds(), "noise_us": percentiles(&mut s)})
+        });
     if a.json {
         if let Some(f) = &floor {
             println!(
                 "{}",
                 serde_json::json!({"replays": times.replays, "tbm_floor_us": f})
             );
+        }
+        if let Some(n) = &noise {
+            println!("{n}");
         }
         println!("{summary}");
     } else {
@@ -170,6 +194,13 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
             println!(
                 "TBM µs, each token's minimum over {} replays: {f}",
                 times.replays
+            );
+        }
+        if let Some(n) = &noise {
+            println!(
+                "machine noise µs (a fixed computation as long as the median token, timed {} \
+                 times): {}",
+                n["noise_samples"], n["noise_us"]
             );
         }
     }

@@ -5,6 +5,7 @@
 //! label. Used by `stackmask maskbench` and by the conformance tests; depends on the
 //! JSON Schema front end, the table and automaton builders, and the runtime.
 
+pub mod noise;
 pub mod py_json;
 
 use std::sync::Arc;

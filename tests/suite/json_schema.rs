@@ -417,3 +417,78 @@ fn replays_keep_outcomes_and_floor_each_token() {
     // has odds below 3^-20.
     assert!(three.first.iter().zip(&three.floor).any(|(f, m)| m < f));
 }
+
+/// `maskbench --json --replays 2 --noise`: the summary stays the last line with exactly
+/// the keys; the floor and the machine-noise lines come before it, the noise
+/// timed once per replayed token (a missing line, a reordered one, or samples not taken
+/// per token fail here).
+#[test]
+fn maskbench_json_keeps_the_summary_last_beside_floor_and_noise() {
+    let dir = std::env::temp_dir().join(format!("stackmask-noise-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = serde_json::json!({
+        "schema": {"type": "object", "properties": {"a": {"type": "integer"}}},
+        "tests": [{"data": {"a": 12}, "valid": true}, {"data": {"a": "x"}, "valid": false}]
+    });
+    std::fs::write(dir.join("one.json"), file.to_string()).unwrap();
+    let details = dir.join("details.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stackmask"))
+        .args(["maskbench", "--json", "--replays", "2", "--noise", "--data"])
+        .arg(&dir)
+        .arg("--tokenizer")
+        .arg(shared_dir().join("tokenizers/gpt2.json"))
+        .arg("--details")
+        .arg(&details)
+        .output()
+        .expect("runs the binary");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tokens = serde_json::from_str::<Value>(&std::fs::read_to_string(&details).unwrap())
+        .unwrap()["tokens"]
+        .as_u64()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let [floor, noise, summary] = &lines[..] else {
+        panic!("expected floor, noise and summary lines: {lines:?}");
+    };
+    let keys: Vec<&str> = summary
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "schemas_total",
+            "schemas_compiled",
+            "schemas_refused",
+            "compile_errors",
+            "valid_accepted",
+            "validation_errors",
+            "invalid_rejected",
+            "invalidation_errors",
+            "ttfm_ms",
+            "tbm_us"
+        ]
+    );
+    assert_eq!(summary["valid_accepted"], 1);
+    assert_eq!(summary["invalid_rejected"], 1);
+    assert_eq!(floor["replays"], 2);
+    assert!(floor["tbm_floor_us"]["p50"].is_number());
+    // The first instance's tokens, and the second's up to its rejection.
+    assert!(tokens > 4, "{tokens}");
+    assert_eq!(noise["noise_samples"].as_u64(), Some(tokens));
+    let d = &noise["noise_us"];
+    for k in ["p50", "p90", "p99", "p999", "max"] {
+        assert!(d[k].as_f64().is_some_and(|x| x >= 0.0), "{noise}");
+    }
+    assert!(d["p50"].as_f64() <= d["max"].as_f64());
+}
