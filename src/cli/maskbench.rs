@@ -17,6 +17,8 @@ use super::stats::percentiles;
 const MAX_NOISE_ROUNDS: u32 = 1 << 14;
 /// Most noise samples.
 const MAX_NOISE_SAMPLES: usize = 2_000_000;
+/// Noise samples stop at about this many seconds of workload (slow engines' tokens).
+const MAX_NOISE_SECONDS: f64 = 60.0;
 
 /// Options of `maskbench`.
 pub struct MaskbenchArgs<'a> {
@@ -163,7 +165,9 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
         .filter(|_| a.noise)
         .map(|p50| {
             let w = Workload::calibrated(p50, MAX_NOISE_ROUNDS);
-            let mut s = w.sample(times.first.len().min(MAX_NOISE_SAMPLES));
+            // About a minute at most, whatever the engine's speed.
+            let budget = (MAX_NOISE_SECONDS * 1e6 / p50.max(0.01)) as usize;
+            let mut s = w.sample(times.first.len().min(MAX_NOISE_SAMPLES).min(budget));
             let n = s.len();
             serde_json::json!({"noise_samples": n, "noise_rounds": w.rounds(), "noise_us": percentiles(&mut s)})
         });
