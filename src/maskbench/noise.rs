@@ -7,7 +7,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-/// Words the workload passes over (8 KiB: a mask's class and token words, in cache).
+/// Words in each of the workload's two buffers (8 KiB each: about a mask's class and token
+/// words, in cache).
 const WORDS: usize = 1024;
 
 /// A fixed computation: `rounds` passes of word-wise and/or over two 8 KiB buffers, the
@@ -66,9 +67,9 @@ impl Workload {
         out
     }
 
-    /// The workload whose median run is closest to `target_us` from above (passes doubled
-    /// then bisected, each measured as the median of a few hundred runs), at most
-    /// `max_rounds` passes.
+    /// The workload with the fewest passes whose median run takes at least `target_us`
+    /// (passes doubled then bisected, each measured as the median of 301 runs), and at
+    /// most `max_rounds` passes.
     pub fn calibrated(target_us: f64, max_rounds: u32) -> Self {
         let median = |w: &Workload| {
             let mut s = w.sample(301);
