@@ -38,6 +38,7 @@ use super::class_tables::{freeze, ClassAtoms};
 use super::dwa_determinize::{determinize, Det, Nfa, NfaEdge};
 use super::error::GrammarError;
 use super::lexer_equiv::{canonical_end, end_reps};
+use super::lr_equiv::{canonical_productions, state_classes};
 use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
 use super::token_atoms::atomize;
 use super::token_classes::{classify, ClassList, Shape};
@@ -254,6 +255,8 @@ struct Explorer<'a> {
     sets: &'a ClassSets,
     /// Terminals with some action, per LR state.
     actionable: &'a [TermSet],
+    /// Per production, the one its suspended effects name (see `lr_equiv`).
+    canon: &'a [ProductionId],
     consume_memo: HashMap<(Stack, TerminalId), Rc<Consume>>,
     /// Interned lookahead sets of `Next::Look` effects.
     looks: Vec<Vec<TerminalId>>,
@@ -297,11 +300,17 @@ fn too_large(what: &str, limit: usize) -> GrammarError {
 }
 
 impl<'a> Explorer<'a> {
-    fn new(tables: &'a Tables, sets: &'a ClassSets, actionable: &'a [TermSet]) -> Self {
+    fn new(
+        tables: &'a Tables,
+        sets: &'a ClassSets,
+        actionable: &'a [TermSet],
+        canon: &'a [ProductionId],
+    ) -> Self {
         Explorer {
             tables,
             sets,
             actionable,
+            canon,
             consume_memo: HashMap::new(),
             looks: Vec::new(),
             look_index: HashMap::new(),
@@ -333,7 +342,10 @@ impl<'a> Explorer<'a> {
                     Action::Reduce(p) => {
                         let len = lr.rhs_len(p);
                         if len >= s.len() {
-                            out.suspended.push((p, (len - s.len()) as u32));
+                            // Named by its left-hand side's first production: the effect
+                            // uses only that, so alike reductions share automaton states.
+                            out.suspended
+                                .push((self.canon[p.index()], (len - s.len()) as u32));
                             continue;
                         }
                         let Some(g) = lr.goto(s[len], lr.lhs(p)) else {
@@ -1090,9 +1102,10 @@ fn build_automaton(
     let lr = &tables.lr;
     let num_lr = lr.num_states();
     let max_states = limits.max_states;
+    let canon = canonical_productions(lr);
     let mut b = Builder {
         tables,
-        ex: Explorer::new(tables, sets, actionable),
+        ex: Explorer::new(tables, sets, actionable, &canon),
         goto_sources,
         weights: WeightTable::default(),
         info: Vec::new(),
@@ -1131,16 +1144,25 @@ fn build_automaton(
         }
         (0..num_lr).filter(|&x| top[x]).collect()
     };
+    // Stack tops that behave alike have equal starts (`lr_equiv`, with effects named by
+    // canonical productions): one per class is explored, in order of first appearance.
+    let class = state_classes(lr, actionable);
+    let mut class_rep: HashMap<u32, usize> = HashMap::new();
+    let reps: Vec<usize> = tops
+        .iter()
+        .copied()
+        .filter(|&x| class_rep.try_insert(class[x], x).is_ok())
+        .collect();
     // Starts are explored in parallel, each by an explorer of its own: they share no
     // exploration (see `Memo::Skip`), and the lookahead sets each interned are renumbered
     // into the shared explorer's in start order, so the automaton does not depend on the
     // thread count. Chunks bound how many outcomes wait at once.
     const START_CHUNK: usize = 256;
-    for chunk in tops.chunks(START_CHUNK) {
+    for chunk in reps.chunks(START_CHUNK) {
         let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = chunk
             .par_iter()
             .map(|&x| {
-                let mut ex = Explorer::new(tables, sets, actionable);
+                let mut ex = Explorer::new(tables, sets, actionable, &canon);
                 let o = ex.explore_fresh(0, &[LrStateId::new(x)], &all, Memo::Skip);
                 (o, ex.looks)
             })
@@ -1151,6 +1173,9 @@ fn build_automaton(
                 starts[x] = e;
             }
         }
+    }
+    for &x in &tops {
+        starts[x] = starts[class_rep[&class[x]]];
     }
     // After every start, so that shallow states see all their riders before being built.
     b.drain()?;

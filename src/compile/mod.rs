@@ -23,6 +23,7 @@ mod lexer_count;
 pub mod lexer_equiv;
 pub mod lexer_follow;
 pub mod lr;
+pub mod lr_equiv;
 pub mod prune;
 pub mod regex;
 pub mod terminal_trie;

@@ -212,6 +212,11 @@ impl LrTable {
             [self.goto_offsets[s.index()] as usize..self.goto_offsets[s.index() + 1] as usize]
     }
 
+    /// The number of productions.
+    pub fn num_productions(&self) -> usize {
+        self.prod_lhs.len()
+    }
+
     /// The left-hand side of a production.
     #[inline]
     pub fn lhs(&self, p: ProductionId) -> NonterminalId {
