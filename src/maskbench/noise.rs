@@ -68,14 +68,21 @@ impl Workload {
     }
 
     /// The workload with the fewest passes whose median run takes at least `target_us`
-    /// (passes doubled then bisected, each measured as the median of 301 runs), and at
-    /// most `max_rounds` passes.
+    /// (passes doubled then bisected, each measured as the median of 1,001 runs, after
+    /// 20 ms of warm-up), and at most `max_rounds` passes.
     pub fn calibrated(target_us: f64, max_rounds: u32) -> Self {
         let median = |w: &Workload| {
-            let mut s = w.sample(301);
+            let mut s = w.sample(1001);
             s.sort_by(f64::total_cmp);
-            s[150]
+            s[500]
         };
+        // A few milliseconds of the work first: the first runs after the replay were seen
+        // to take almost twice as long as the same runs a moment later.
+        let warm = Instant::now();
+        let one = Workload::new(1);
+        while warm.elapsed().as_millis() < 20 {
+            black_box(one.run());
+        }
         let mut hi = 1u32;
         while hi < max_rounds && median(&Workload::new(hi)) < target_us {
             hi = (hi * 2).min(max_rounds);
