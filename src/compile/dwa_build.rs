@@ -38,7 +38,7 @@ use super::class_tables::{freeze, ClassAtoms};
 use super::dwa_determinize::{determinize, Det, Nfa, NfaEdge};
 use super::error::GrammarError;
 use super::lexer_equiv::{canonical_end, end_reps};
-use super::lr_equiv::{canonical_productions, state_classes};
+use super::lr_equiv::{actionable_terminals, canonical_productions, state_classes};
 use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
 use super::token_atoms::atomize;
 use super::token_classes::{classify, ClassList, Shape};
@@ -993,18 +993,7 @@ pub fn build_dwa_limited(
                 .collect()
         })
         .collect();
-    let actionable: Vec<TermSet> = (0..tables.lr.num_states())
-        .map(|x| {
-            let mut set = TermSet::new(width);
-            for t in 0..width {
-                let t = TerminalId::new(t);
-                if !tables.lr.actions(LrStateId::new(x), t).is_empty() {
-                    set.insert(t);
-                }
-            }
-            set
-        })
-        .collect();
+    let actionable = actionable_terminals(lr);
     let num_lr = lr.num_states();
     // The class tables need only the classified tries, the automaton only their shapes:
     // the two are built side by side (their results do not depend on the thread count).

@@ -17,9 +17,25 @@
 
 use hashbrown::HashMap;
 
-use crate::ids::{LrStateId, NonterminalId, ProductionId};
+use crate::ids::{LrStateId, NonterminalId, ProductionId, TerminalId};
 use crate::lr::{Action, LrTable};
 use crate::termset::TermSet;
+
+/// For every state, the terminals (end of input included) it has any action on.
+pub fn actionable_terminals(lr: &LrTable) -> Vec<TermSet> {
+    let width = lr.num_terminals() + 1;
+    (0..lr.num_states())
+        .map(|x| {
+            let mut set = TermSet::new(width);
+            for t in (0..width).map(TerminalId::new) {
+                if !lr.actions(LrStateId::new(x), t).is_empty() {
+                    set.insert(t);
+                }
+            }
+            set
+        })
+        .collect()
+}
 
 /// For every production, the least production with the same left-hand side.
 pub fn canonical_productions(lr: &LrTable) -> Vec<ProductionId> {
@@ -98,22 +114,6 @@ mod tests {
     use crate::compile::build_glr_tables;
     use crate::compile::lark::compile;
 
-    fn actionable(lr: &LrTable) -> Vec<TermSet> {
-        let width = lr.num_terminals() + 1;
-        (0..lr.num_states())
-            .map(|s| {
-                let mut set = TermSet::new(width);
-                for t in 0..width {
-                    let t = crate::ids::TerminalId::new(t);
-                    if !lr.actions(LrStateId::new(s), t).is_empty() {
-                        set.insert(t);
-                    }
-                }
-                set
-            })
-            .collect()
-    }
-
     /// Alternatives of one rule that end alike (`"n"` / `"m"` / `"k"` each reduce to `x`
     /// on the same lookaheads) share a class, and no class mixes states whose rows differ.
     #[test]
@@ -130,7 +130,7 @@ mod tests {
         .unwrap();
         let tables = build_glr_tables(&g).unwrap();
         let lr = &tables.lr;
-        let act = actionable(lr);
+        let act = actionable_terminals(lr);
         let class = state_classes(lr, &act);
         let distinct = class.iter().collect::<std::collections::HashSet<_>>().len();
         assert!(
