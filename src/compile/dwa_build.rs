@@ -36,6 +36,7 @@ use smallvec::SmallVec;
 
 use super::class_tables::{freeze, ClassAtoms};
 use super::dwa_determinize::{determinize, Det, Nfa, NfaEdge};
+use super::emission_trie::{EmissionTrie, ROOT};
 use super::error::GrammarError;
 use super::lexer_equiv::{canonical_end, end_reps};
 use super::lr_equiv::{actionable_terminals, canonical_productions, state_classes};
@@ -129,6 +130,16 @@ enum Memo {
     /// within one start repeats are rare (none in 435K explorations of a large schema).
     /// Caching them only cost memory (hundreds of MB) and a bitmap hash per call.
     Skip,
+}
+
+/// The classes an exploration carries.
+#[derive(Debug, Clone, Copy)]
+enum Riders<'r> {
+    /// These.
+    Set(&'r RoaringBitmap),
+    /// Those of this node of the emission trie: every class whose lexemes so far were
+    /// the node's path (what a start, with every class riding, carries).
+    Node(u32),
 }
 
 /// What an exploration (or an edge) yields: classes decided and effects waiting.
@@ -234,6 +245,8 @@ struct ClassSets {
     finals: Vec<Vec<(TermSet, RoaringBitmap)>>,
     /// Beside `emits`: the emission's terminals as a set, and whether one is ignored.
     emit_terms: Vec<Vec<(TermSet, bool)>>,
+    /// `emits` and `finals` as a trie of the classes' emission paths.
+    trie: EmissionTrie,
 }
 
 struct StateInfo {
@@ -382,22 +395,26 @@ impl<'a> Explorer<'a> {
         out
     }
 
-    /// Adds to `out` what the classes `k` (each having consumed `depth` lexemes) do on
-    /// known stack `s`; with [`Memo::Use`], explorations are cached by `(depth, s, k)`.
+    /// Adds to `out` what `riders` (each having consumed `depth` lexemes) do on known
+    /// stack `s`; with [`Memo::Use`], explorations are cached by `(depth, s, riders)`.
     fn explore(
         &mut self,
         depth: u32,
         s: &[LrStateId],
-        k: &RoaringBitmap,
+        riders: Riders<'_>,
         memo: Memo,
         out: &mut Pieces,
     ) {
         match memo {
             Memo::Use => {
+                let k = match riders {
+                    Riders::Set(k) => k,
+                    Riders::Node(n) => &self.sets.trie.nodes[n as usize].set,
+                };
                 let kid = self.keys.intern(k);
                 self.explore_keyed(depth, s, kid, k, out);
             }
-            Memo::Skip => out.absorb(self.explore_fresh(depth, s, k, memo)),
+            Memo::Skip => out.absorb(self.explore_fresh(depth, s, riders, memo)),
         }
     }
 
@@ -415,7 +432,7 @@ impl<'a> Explorer<'a> {
             out.absorb_kept(kept, &self.keys);
             return;
         }
-        let fresh = self.explore_fresh(depth, s, k, Memo::Use);
+        let fresh = self.explore_fresh(depth, s, Riders::Set(k), Memo::Use);
         let mut waits: Vec<(Effect, WeightId)> = fresh
             .waits
             .iter()
@@ -435,7 +452,7 @@ impl<'a> Explorer<'a> {
         &mut self,
         depth: u32,
         s: &[LrStateId],
-        k: &RoaringBitmap,
+        riders: Riders<'_>,
         memo: Memo,
     ) -> Outcome {
         let d = depth as usize;
@@ -448,87 +465,51 @@ impl<'a> Explorer<'a> {
         // this stack top, and intersections dominate the build.
         let top = s[0];
         let act: &'a TermSet = &self.actionable[top.index()];
-        if let Some(finals) = sh.finals.get(d) {
-            for (follow, c) in finals {
-                if !follow.intersects(act) {
-                    continue;
-                }
-                let kf = c & k;
-                if kf.is_empty() {
-                    continue;
-                }
-                // Lookaheads that suspend, grouped by the reduction they wait in.
-                let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
-                let mut decided = false;
-                for t in follow.iter_and(act) {
-                    // A shift or accept on the top decides without reductions: no need
-                    // to look the consumption up (most lookaheads are such; the lookups
-                    // were millions per large schema).
-                    if self
-                        .tables
-                        .lr
-                        .actions(top, t)
-                        .iter()
-                        .any(|a| matches!(a, Action::Shift(_) | Action::Accept))
-                    {
-                        decided = true;
-                        break;
+        let finals: &'a [(TermSet, RoaringBitmap)] = sh.finals.get(d).map_or(&[], |f| f);
+        match riders {
+            Riders::Set(k) => {
+                for (follow, c) in finals {
+                    if !follow.intersects(act) {
+                        continue;
                     }
-                    let c = self.consume(s, t);
-                    if c.accepted || !c.results.is_empty() {
-                        decided = true;
-                        break;
+                    let kf = c & k;
+                    if !kf.is_empty() {
+                        self.decide_final(s, follow, kf, &mut pieces);
                     }
-                    waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
                 }
-                if decided {
-                    pieces.decided.push(kf);
-                } else {
-                    for e in self.lookahead_effects(waiting) {
-                        pieces.wait(e, kf.clone());
+            }
+            Riders::Node(n) => {
+                for (j, kf) in &sh.trie.nodes[n as usize].finals {
+                    let follow = &finals[*j as usize].0;
+                    if follow.intersects(act) {
+                        self.decide_final(s, follow, kf.clone(), &mut pieces);
                     }
                 }
             }
         }
-        let nexts = sh.emits.get(d + 1).into_iter().flatten();
-        let next_terms = sh.emit_terms.get(d + 1).into_iter().flatten();
-        for ((ts, c), (terms, ignored)) in nexts.zip(next_terms) {
-            if !*ignored && !terms.intersects(act) {
-                continue;
+        let nexts: &'a [(Vec<TerminalId>, RoaringBitmap)] = sh.emits.get(d + 1).map_or(&[], |e| e);
+        let next_terms: &'a [(TermSet, bool)] = sh.emit_terms.get(d + 1).map_or(&[], |e| e);
+        match riders {
+            Riders::Set(k) => {
+                for ((ts, c), (terms, ignored)) in nexts.iter().zip(next_terms) {
+                    if !*ignored && !terms.intersects(act) {
+                        continue;
+                    }
+                    let kc = c & k;
+                    if !kc.is_empty() {
+                        self.take_emission(depth, s, ts, &kc, Riders::Set(&kc), memo, &mut pieces);
+                    }
+                }
             }
-            let kc = c & k;
-            if kc.is_empty() {
-                continue;
-            }
-            for &t in ts {
-                if self.tables.lexer.is_ignored(t) {
-                    self.explore(depth + 1, s, &kc, memo, &mut pieces);
-                    continue;
-                }
-                let actions = self.tables.lr.actions(top, t);
-                if actions.is_empty() {
-                    continue;
-                }
-                if let [Action::Shift(n)] = *actions {
-                    // A lone shift: the one result is known without consuming (and
-                    // without a memo lookup keyed by the whole stack).
-                    self.explore(depth + 1, &shifted(n, s), &kc, memo, &mut pieces);
-                    continue;
-                }
-                let c = self.consume(s, t);
-                for r in &c.results {
-                    self.explore(depth + 1, r, &kc, memo, &mut pieces);
-                }
-                for &(prod, skip) in &c.suspended {
-                    pieces.wait(
-                        Effect {
-                            depth: depth + 1,
-                            what: Next::Shift(t),
-                            prod,
-                            skip,
-                        },
-                        kc.clone(),
-                    );
+            Riders::Node(n) => {
+                for &(i, child) in &sh.trie.nodes[n as usize].children {
+                    let (terms, ignored) = &next_terms[i as usize];
+                    if !*ignored && !terms.intersects(act) {
+                        continue;
+                    }
+                    let kc = &sh.trie.nodes[child as usize].set;
+                    let ts = &nexts[i as usize].0;
+                    self.take_emission(depth, s, ts, kc, Riders::Node(child), memo, &mut pieces);
                 }
             }
         }
@@ -539,6 +520,93 @@ impl<'a> Explorer<'a> {
             !w.is_empty()
         });
         out
+    }
+
+    /// Decides riders `kf`, which end on stack `s` at a position where the terminals
+    /// `follow` may come next: decided if one of them can be consumed, else waiting on
+    /// the reductions that would tell.
+    fn decide_final(
+        &mut self,
+        s: &[LrStateId],
+        follow: &TermSet,
+        kf: RoaringBitmap,
+        pieces: &mut Pieces,
+    ) {
+        let top = s[0];
+        let act: &TermSet = &self.actionable[top.index()];
+        // Lookaheads that suspend, grouped by the reduction they wait in.
+        let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
+        for t in follow.iter_and(act) {
+            // A shift or accept on the top decides without reductions: no need to look
+            // the consumption up (most lookaheads are such; the lookups were millions per
+            // large schema).
+            if self
+                .tables
+                .lr
+                .actions(top, t)
+                .iter()
+                .any(|a| matches!(a, Action::Shift(_) | Action::Accept))
+            {
+                pieces.decided.push(kf);
+                return;
+            }
+            let c = self.consume(s, t);
+            if c.accepted || !c.results.is_empty() {
+                pieces.decided.push(kf);
+                return;
+            }
+            waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
+        }
+        for e in self.lookahead_effects(waiting) {
+            pieces.wait(e, kf.clone());
+        }
+    }
+
+    /// Explores riders `kc` (read as `next` below) after they emit a lexeme of one of the
+    /// terminals `ts` on stack `s`, each having consumed `depth` lexemes before it.
+    #[allow(clippy::too_many_arguments)]
+    fn take_emission(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        ts: &[TerminalId],
+        kc: &RoaringBitmap,
+        next: Riders<'_>,
+        memo: Memo,
+        pieces: &mut Pieces,
+    ) {
+        let top = s[0];
+        for &t in ts {
+            if self.tables.lexer.is_ignored(t) {
+                self.explore(depth + 1, s, next, memo, pieces);
+                continue;
+            }
+            let actions = self.tables.lr.actions(top, t);
+            if actions.is_empty() {
+                continue;
+            }
+            if let [Action::Shift(n)] = *actions {
+                // A lone shift: the one result is known without consuming (and without a
+                // memo lookup keyed by the whole stack).
+                self.explore(depth + 1, &shifted(n, s), next, memo, pieces);
+                continue;
+            }
+            let c = self.consume(s, t);
+            for r in &c.results {
+                self.explore(depth + 1, r, next, memo, pieces);
+            }
+            for &(prod, skip) in &c.suspended {
+                pieces.wait(
+                    Effect {
+                        depth: depth + 1,
+                        what: Next::Shift(t),
+                        prod,
+                        skip,
+                    },
+                    kc.clone(),
+                );
+            }
+        }
     }
 
     /// Makes `riders` wait on lookahead effects: the suspended `(reduction, terminal)`
@@ -810,6 +878,7 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
     }
     let sets = ClassSets {
         emit_terms: Vec::new(),
+        trie: EmissionTrie::default(),
         shape_all,
         emits: em
             .into_iter()
@@ -993,6 +1062,9 @@ pub fn build_dwa_limited(
                 .collect()
         })
         .collect();
+    let num_classes =
+        base.last().copied().unwrap_or(0) + shape_list.last().map_or(0, |s| s.num_classes);
+    sets.trie = EmissionTrie::new(num_classes, &sets.emits, &sets.finals);
     let actionable = actionable_terminals(lr);
     let num_lr = lr.num_states();
     // The class tables need only the classified tries, the automaton only their shapes:
@@ -1047,8 +1119,6 @@ pub fn build_dwa_limited(
     let (auto, (start_pos, tables_out, words)) = rayon::join(automaton, class_side);
     let (shape_classes, det) = auto?;
     // Dense class sets for the walk: a fixed number of words each, end to end.
-    let num_classes =
-        base.last().copied().unwrap_or(0) + shape_list.last().map_or(0, |s| s.num_classes);
     let class_words = (num_classes as usize).div_ceil(64).max(1);
     let mut weights = vec![0u64; det.weights.len() * class_words];
     for (i, w) in det.weights.iter().enumerate() {
@@ -1108,12 +1178,6 @@ fn build_automaton(
         covered: HashSet::new(),
         max_states,
     };
-    // One start per stack top for every shape at once: shapes' classes are disjoint, so
-    // a configuration recovers its part by intersecting with its shape's classes.
-    let mut all = RoaringBitmap::new();
-    for c in &sets.shape_all {
-        all |= c;
-    }
     let mut starts = vec![NO_EDGE; num_lr];
     // A stack is only ever topped by the start state or a shift's target: the parser
     // reduces only with a lexeme in hand and shifts it at once, so a state entered by a
@@ -1152,7 +1216,10 @@ fn build_automaton(
             .par_iter()
             .map(|&x| {
                 let mut ex = Explorer::new(tables, sets, actionable, &canon);
-                let o = ex.explore_fresh(0, &[LrStateId::new(x)], &all, Memo::Skip);
+                // Every shape's classes at once (the trie's root): shapes' classes are
+                // disjoint, so a configuration recovers its part by intersecting with
+                // its shape's classes.
+                let o = ex.explore_fresh(0, &[LrStateId::new(x)], Riders::Node(ROOT), Memo::Skip);
                 (o, ex.looks)
             })
             .collect();

@@ -5,7 +5,7 @@
 //! the shared EBNF expansion ([`ebnf`]) and pruning ([`prune`]) passes;
 //! [`lexer_build`] turns the IR's terminals into a [`crate::lexer::LexerDfa`] (a terminal
 //! may be an intersection of patterns). The mask automaton is built from the tables and a
-//! vocabulary by [`terminal_trie`], [`lexer_equiv`], [`token_classes`], [`lr_equiv`] and [`dwa_build`]. Errors carry
+//! vocabulary by [`terminal_trie`], [`lexer_equiv`], [`token_classes`], [`lr_equiv`], [`emission_trie`] and [`dwa_build`]. Errors carry
 //! line:column ([`error`]). Nothing here runs at decode time, and the decode-time layers
 //! never import this module.
 
@@ -13,6 +13,7 @@ pub mod class_tables;
 pub mod dwa_build;
 mod dwa_determinize;
 pub mod ebnf;
+pub mod emission_trie;
 pub mod error;
 pub mod gbnf;
 pub mod ir;
