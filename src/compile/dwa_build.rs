@@ -142,6 +142,16 @@ enum Riders<'r> {
     Node(u32),
 }
 
+impl<'r> Riders<'r> {
+    /// The classes themselves.
+    fn set(self, sets: &'r ClassSets) -> &'r RoaringBitmap {
+        match self {
+            Riders::Set(k) => k,
+            Riders::Node(n) => &sets.trie.nodes[n as usize].set,
+        }
+    }
+}
+
 /// What an exploration (or an edge) yields: classes decided and effects waiting.
 #[derive(Default)]
 struct Outcome {
@@ -407,10 +417,7 @@ impl<'a> Explorer<'a> {
     ) {
         match memo {
             Memo::Use => {
-                let k = match riders {
-                    Riders::Set(k) => k,
-                    Riders::Node(n) => &self.sets.trie.nodes[n as usize].set,
-                };
+                let k = riders.set(self.sets);
                 let kid = self.keys.intern(k);
                 self.explore_keyed(depth, s, kid, k, out);
             }
@@ -497,7 +504,7 @@ impl<'a> Explorer<'a> {
                     }
                     let kc = c & k;
                     if !kc.is_empty() {
-                        self.take_emission(depth, s, ts, &kc, Riders::Set(&kc), memo, &mut pieces);
+                        self.take_emission(depth, s, ts, Riders::Set(&kc), memo, &mut pieces);
                     }
                 }
             }
@@ -507,9 +514,8 @@ impl<'a> Explorer<'a> {
                     if !*ignored && !terms.intersects(act) {
                         continue;
                     }
-                    let kc = &sh.trie.nodes[child as usize].set;
                     let ts = &nexts[i as usize].0;
-                    self.take_emission(depth, s, ts, kc, Riders::Node(child), memo, &mut pieces);
+                    self.take_emission(depth, s, ts, Riders::Node(child), memo, &mut pieces);
                 }
             }
         }
@@ -562,20 +568,19 @@ impl<'a> Explorer<'a> {
         }
     }
 
-    /// Explores riders `kc` (read as `next` below) after they emit a lexeme of one of the
-    /// terminals `ts` on stack `s`, each having consumed `depth` lexemes before it.
-    #[allow(clippy::too_many_arguments)]
+    /// Explores riders `next` after they emit a lexeme of one of the terminals `ts` on
+    /// stack `s`, each having consumed `depth` lexemes before it.
     fn take_emission(
         &mut self,
         depth: u32,
         s: &[LrStateId],
         ts: &[TerminalId],
-        kc: &RoaringBitmap,
         next: Riders<'_>,
         memo: Memo,
         pieces: &mut Pieces,
     ) {
         let top = s[0];
+        let kc = next.set(self.sets);
         for &t in ts {
             if self.tables.lexer.is_ignored(t) {
                 self.explore(depth + 1, s, next, memo, pieces);
