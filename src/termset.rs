@@ -34,6 +34,16 @@ impl TermSet {
         }
     }
 
+    /// The set over `0..width` whose 64-bit words are `words` (as many as `width` needs;
+    /// bits at or above `width` must be zero). `None` if they do not fit.
+    pub fn from_words(words: &[u64], width: usize) -> Option<Self> {
+        let s = Self {
+            words: words.to_vec(),
+            width: u32::try_from(width).ok()?,
+        };
+        s.is_valid().then_some(s)
+    }
+
     /// The universe size.
     pub fn width(&self) -> usize {
         self.width as usize

@@ -9,93 +9,297 @@
 //! the collapsed table plus the run's exits ([`LexerDfa::next_exit`]), so what any
 //! iteration can reach is reached.
 
+use hashbrown::HashMap;
+
 use crate::ids::{LexStateId, TerminalId};
 use crate::lexer::{LexFollow, LexerDfa};
 use crate::termset::TermSet;
 
 /// Computes the follow tables of a lexer.
+///
+/// Sets live in one flat word array and each state's successors are listed once,
+/// deduplicated: most bytes lead a state to the same few states, and a lexer with 100K+
+/// states (string patterns of a large JSON Schema side by side) spent its time cloning a
+/// set per state and uniting it with the same successor's set for byte after byte.
 pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
     let n = lexer.num_states();
     let nt = lexer.terminals().len();
+    let width = nt + 1;
+    let w = width.div_ceil(64);
     let eof = TerminalId::new(nt);
     let reps = lexer.class_representatives();
     let id = LexStateId::new;
-    let inhibitor = |q: usize| {
-        if lexer.can_extend(id(q)) {
-            q
-        } else {
-            0
+    // Per state: its live successors (the way out of a run included), deduplicated.
+    let mut succ_at: Vec<u32> = Vec::with_capacity(n + 1);
+    let mut succ: Vec<u32> = Vec::new();
+    let mut scratch: Vec<u32> = Vec::new();
+    for q in 0..n {
+        succ_at.push(succ.len() as u32);
+        if q == 0 {
+            continue;
         }
-    };
-    let mut c = vec![TermSet::new(nt + 1); n];
-    let mut b = vec![TermSet::new(nt + 1); n];
-    for s in &mut b {
-        s.insert(eof);
+        scratch.clear();
+        for &byte in &reps {
+            let q0 = id(q);
+            for q1 in [Some(lexer.next_rep(q0, byte)), lexer.next_exit(q0, byte)]
+                .into_iter()
+                .flatten()
+            {
+                if !lexer.is_dead(q1) {
+                    scratch.push(q1.as_u32());
+                }
+            }
+        }
+        scratch.sort_unstable();
+        scratch.dedup();
+        succ.extend_from_slice(&scratch);
     }
-    // Every live successor of `q` on `byte`, the way out of a run included.
-    let successors = |q: usize, byte: u8| {
-        let q = id(q);
-        [Some(lexer.next_rep(q, byte)), lexer.next_exit(q, byte)]
-            .into_iter()
-            .flatten()
-            .filter(|q1| !lexer.is_dead(*q1))
-    };
+    succ_at.push(succ.len() as u32);
+    let succ_of = |q: usize| &succ[succ_at[q] as usize..succ_at[q + 1] as usize];
+    // Per state: the non-ignored terminals it emits (fixed), and, when it emits an
+    // ignored one, the boundary whose set it adds (the one it inhibits, or the plain one).
+    let mut base = vec![0u64; n * w];
+    let mut ignores: Vec<Option<u32>> = vec![None; n];
+    for q in 1..n {
+        for &t in lexer.emits(id(q)) {
+            if lexer.is_ignored(t) {
+                ignores[q] = Some(if lexer.can_extend(id(q)) { q as u32 } else { 0 });
+            } else {
+                base[q * w + t.index() / 64] |= 1 << (t.index() % 64);
+            }
+        }
+    }
+    // A boundary's set depends only on which bytes end the lexeme there: states with the
+    // same dying bytes share it. Per such group, the live states `START` enters on them.
+    let mut group_of: Vec<u32> = Vec::with_capacity(n);
+    let mut groups: HashMap<Vec<bool>, u32> = HashMap::new();
+    let mut group_starts: Vec<Vec<u32>> = Vec::new();
+    for p in 0..n {
+        let dies: Vec<bool> = reps
+            .iter()
+            .map(|&byte| lexer.is_dead(lexer.next_rep(id(p), byte)))
+            .collect();
+        let next = groups.len() as u32;
+        let g = *groups.entry(dies).or_insert_with_key(|dies| {
+            let mut starts: Vec<u32> = reps
+                .iter()
+                .zip(dies)
+                .filter(|(_, &d)| d)
+                .map(|(&byte, _)| lexer.next_rep(LexerDfa::START, byte))
+                .filter(|q1| !lexer.is_dead(*q1))
+                .map(|q1| q1.as_u32())
+                .collect();
+            starts.sort_unstable();
+            starts.dedup();
+            group_starts.push(starts);
+            next
+        });
+        group_of.push(g);
+    }
+    let mut c = vec![0u64; n * w];
+    let mut b = vec![0u64; group_starts.len() * w];
+    for g in 0..group_starts.len() {
+        b[g * w + eof.index() / 64] |= 1 << (eof.index() % 64);
+    }
+    let mut acc = vec![0u64; w];
     loop {
         let mut changed = false;
         // Successors mostly have higher ids, so a descending pass carries most of the
         // reachability at once (a long counted string would otherwise take a pass per
-        // character).
+        // character). Sets only grow, so updating in place reaches the same fixpoint.
         for q in (1..n).rev() {
-            let mut acc = c[q].clone();
-            for &t in lexer.emits(id(q)) {
-                if lexer.is_ignored(t) {
-                    acc.union_with(&b[inhibitor(q)]);
-                } else {
-                    acc.insert(t);
-                }
+            acc.copy_from_slice(&base[q * w..(q + 1) * w]);
+            if let Some(p) = ignores[q] {
+                let g = group_of[p as usize] as usize;
+                or_into(&mut acc, &b[g * w..(g + 1) * w]);
             }
-            for &byte in &reps {
-                for q1 in successors(q, byte) {
-                    acc.union_with(&c[q1.index()]);
-                }
+            for &q1 in succ_of(q) {
+                let q1 = q1 as usize;
+                or_into(&mut acc, &c[q1 * w..(q1 + 1) * w]);
             }
-            if acc != c[q] {
-                c[q] = acc;
-                changed = true;
-            }
+            changed |= or_into(&mut c[q * w..(q + 1) * w], &acc);
         }
-        for (p, bp) in b.iter_mut().enumerate() {
-            let mut acc = bp.clone();
-            for &byte in &reps {
-                if lexer.is_dead(lexer.next_rep(id(p), byte)) {
-                    let q1 = lexer.next_rep(LexerDfa::START, byte);
-                    if !lexer.is_dead(q1) {
-                        acc.union_with(&c[q1.index()]);
-                    }
-                }
-            }
-            if acc != *bp {
-                *bp = acc;
-                changed = true;
+        for (g, starts) in group_starts.iter().enumerate() {
+            for &q1 in starts {
+                let q1 = q1 as usize;
+                acc.copy_from_slice(&c[q1 * w..(q1 + 1) * w]);
+                changed |= or_into(&mut b[g * w..(g + 1) * w], &acc);
             }
         }
         if !changed {
             break;
         }
     }
+    let set = |words: &[u64]| {
+        // Only terminal bits and the end-of-input bit are ever set.
+        TermSet::from_words(words, width).expect("follow words within the universe")
+    };
+    let boundary = (0..n)
+        .map(|p| {
+            let g = group_of[p] as usize;
+            set(&b[g * w..(g + 1) * w])
+        })
+        .collect();
     let pending = (0..n)
         .map(|q| {
-            let mut acc = TermSet::new(nt + 1);
-            if q != 0 {
+            acc.fill(0);
+            for &q1 in succ_of(q) {
+                let q1 = q1 as usize;
+                or_into(&mut acc, &c[q1 * w..(q1 + 1) * w]);
+            }
+            set(&acc)
+        })
+        .collect();
+    // Shapes match the lexer by construction.
+    LexFollow::from_parts(boundary, pending, n, nt).expect("follow tables built consistently")
+}
+
+/// `a |= b` word by word; returns whether `a` grew.
+#[inline]
+fn or_into(a: &mut [u64], b: &[u64]) -> bool {
+    let mut grew = false;
+    for (x, &y) in a.iter_mut().zip(b) {
+        let v = *x | y;
+        grew |= v != *x;
+        *x = v;
+    }
+    grew
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::lark;
+
+    /// The fixpoint as the module docs define it, set by set and byte by byte.
+    fn naive_follow(lexer: &LexerDfa) -> LexFollow {
+        let n = lexer.num_states();
+        let nt = lexer.terminals().len();
+        let eof = TerminalId::new(nt);
+        let reps = lexer.class_representatives();
+        let id = LexStateId::new;
+        let inhibitor = |q: usize| {
+            if lexer.can_extend(id(q)) {
+                q
+            } else {
+                0
+            }
+        };
+        let mut c = vec![TermSet::new(nt + 1); n];
+        let mut b = vec![TermSet::new(nt + 1); n];
+        for s in &mut b {
+            s.insert(eof);
+        }
+        // Every live successor of `q` on `byte`, the way out of a run included.
+        let successors = |q: usize, byte: u8| {
+            let q = id(q);
+            [Some(lexer.next_rep(q, byte)), lexer.next_exit(q, byte)]
+                .into_iter()
+                .flatten()
+                .filter(|q1| !lexer.is_dead(*q1))
+        };
+        loop {
+            let mut changed = false;
+            // Successors mostly have higher ids, so a descending pass carries most of the
+            // reachability at once (a long counted string would otherwise take a pass per
+            // character).
+            for q in (1..n).rev() {
+                let mut acc = c[q].clone();
+                for &t in lexer.emits(id(q)) {
+                    if lexer.is_ignored(t) {
+                        acc.union_with(&b[inhibitor(q)]);
+                    } else {
+                        acc.insert(t);
+                    }
+                }
                 for &byte in &reps {
                     for q1 in successors(q, byte) {
                         acc.union_with(&c[q1.index()]);
                     }
                 }
+                if acc != c[q] {
+                    c[q] = acc;
+                    changed = true;
+                }
             }
-            acc
-        })
-        .collect();
-    // Shapes match the lexer by construction.
-    LexFollow::from_parts(b, pending, n, nt).expect("follow tables built consistently")
+            for (p, bp) in b.iter_mut().enumerate() {
+                let mut acc = bp.clone();
+                for &byte in &reps {
+                    if lexer.is_dead(lexer.next_rep(id(p), byte)) {
+                        let q1 = lexer.next_rep(LexerDfa::START, byte);
+                        if !lexer.is_dead(q1) {
+                            acc.union_with(&c[q1.index()]);
+                        }
+                    }
+                }
+                if acc != *bp {
+                    *bp = acc;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let pending = (0..n)
+            .map(|q| {
+                let mut acc = TermSet::new(nt + 1);
+                if q != 0 {
+                    for &byte in &reps {
+                        for q1 in successors(q, byte) {
+                            acc.union_with(&c[q1.index()]);
+                        }
+                    }
+                }
+                acc
+            })
+            .collect();
+        // Shapes match the lexer by construction.
+        LexFollow::from_parts(b, pending, n, nt).expect("follow tables built consistently")
+    }
+
+    /// The fast build and the plain fixpoint agree on lexers with ignored terminals,
+    /// keywords inside identifiers, overlapping patterns, counted runs cut short (their
+    /// ways out), the built-in JSON grammar and a JSON Schema's string patterns.
+    #[test]
+    fn equals_the_plain_fixpoint() {
+        use crate::compile::json_schema::{compile as schema, SchemaOptions};
+        use crate::compile::lexer_build::{build_lexer_with, LexerOptions};
+        let lark_grammars = [
+            "start: A B\nA: /[a-z]+/\nB: \"if\" | /[0-9]+/\n%ignore /[ \\t]+/\n",
+            "start: (X | Y | Z)*\nX: /x{0,6}a/\nY: /x{0,6}b/\nZ: /\"[^\"]*\"/\n%ignore \" \"\n",
+            "start: C (\",\" C)*\nC: /<a{0,300}>/\n%ignore /\\s+/\n",
+            "start: (D | E)+\nD: /<a{300}>/\nE: /<a{300}b/\n%ignore \" \"\n",
+            crate::compile::BUILTIN_JSON,
+        ];
+        let schema_text = r#"{"type": "object", "properties": {
+            "a": {"type": "string", "pattern": "^[a-z0-9-]+:[a-z.]+$", "maxLength": 40},
+            "b": {"type": "string", "format": "date-time"},
+            "c": {"type": "string", "minLength": 2, "maxLength": 300}}}"#;
+        let mut grammars: Vec<_> = lark_grammars
+            .iter()
+            .map(|g| lark::compile(g).unwrap())
+            .collect();
+        grammars.push(
+            schema(schema_text, &SchemaOptions::default())
+                .unwrap()
+                .grammar,
+        );
+        for (i, g) in grammars.iter().enumerate() {
+            for margin in [2, 256] {
+                let lexer = build_lexer_with(
+                    g,
+                    &LexerOptions {
+                        count_margin: margin,
+                    },
+                )
+                .unwrap();
+                assert_eq!(
+                    build_follow(&lexer),
+                    naive_follow(&lexer),
+                    "grammar {i}, margin {margin}"
+                );
+            }
+        }
+    }
 }
