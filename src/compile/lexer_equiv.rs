@@ -65,32 +65,183 @@ pub fn start_classes(lexer: &LexerDfa, reps: &[LexStateId], depth: usize) -> Vec
         .expect("one class vector per depth")
 }
 
-/// [`start_classes`] at each of `depths` (ascending), from one refinement.
+/// [`start_classes`] at each of `depths` (ascending), from one refinement. Classes are
+/// numbered in order of first appearance over the states.
+///
+/// Each round recomputes only the states with a successor that changed class in the
+/// round before: a class split in round `r` can only split its predecessors' classes in
+/// round `r + 1`. A counted string splits a few classes per round for as many rounds as
+/// the longest token has bytes, and rekeying all of a 100K-state lexer every round was
+/// most of a large schema's refinement.
 pub fn classes_at_depths(lexer: &LexerDfa, reps: &[LexStateId], depths: &[usize]) -> Vec<Vec<u32>> {
     debug_assert!(depths.windows(2).all(|w| w[0] <= w[1]));
     let n = lexer.num_states();
-    let id = LexStateId::new;
+    let (run_start, runs) = step_runs(lexer);
+    let mut class = depth_zero_classes(lexer, reps);
+    // Predecessors of each state (each listed once per successor).
+    let mut pred_at = vec![0u32; n + 1];
+    let mut last_from = vec![u32::MAX; n];
+    for q in 0..n {
+        for &(_, r) in &runs[run_start[q] as usize..run_start[q + 1] as usize] {
+            if last_from[r as usize] != q as u32 {
+                last_from[r as usize] = q as u32;
+                pred_at[r as usize + 1] += 1;
+            }
+        }
+    }
+    for r in 0..n {
+        pred_at[r + 1] += pred_at[r];
+    }
+    let mut fill = pred_at.clone();
+    let mut preds = vec![0u32; pred_at[n] as usize];
+    last_from.fill(u32::MAX);
+    for q in 0..n {
+        for &(_, r) in &runs[run_start[q] as usize..run_start[q + 1] as usize] {
+            if last_from[r as usize] != q as u32 {
+                last_from[r as usize] = q as u32;
+                preds[fill[r as usize] as usize] = q as u32;
+                fill[r as usize] += 1;
+            }
+        }
+    }
+    let mut size: Vec<u32> = Vec::new();
+    for &c in &class {
+        if size.len() <= c as usize {
+            size.resize(c as usize + 1, 0);
+        }
+        size[c as usize] += 1;
+    }
+    // Round 1 rekeys every state; later rounds the predecessors of those that moved.
+    let mut moved: Vec<u32> = Vec::new();
+    let mut dirty: Vec<u32> = (0..n as u32).collect();
+    let mut dirty_round = vec![0usize; n];
+    let mut keys = KeyArena::default();
+    let mut key: Vec<u32> = Vec::new();
+    // Per dirty state, its key's id; per key, its class and members.
+    let mut key_of: Vec<u32> = Vec::new();
+    let mut members: Vec<Vec<u32>> = Vec::new();
+    let mut dirty_in: HashMap<u32, u32> = HashMap::new();
+    let mut out: Vec<Vec<u32>> = Vec::with_capacity(depths.len());
+    let deepest = depths.last().copied().unwrap_or(0);
+    for round in 0..=deepest {
+        while out.len() < depths.len() && depths[out.len()] == round {
+            out.push(numbered_by_first_appearance(&class));
+        }
+        if round == deepest {
+            break;
+        }
+        if round > 0 {
+            dirty.clear();
+            for &m in &moved {
+                for &q in &preds[pred_at[m as usize] as usize..pred_at[m as usize + 1] as usize] {
+                    if dirty_round[q as usize] != round {
+                        dirty_round[q as usize] = round;
+                        dirty.push(q);
+                    }
+                }
+            }
+        }
+        moved.clear();
+        keys.clear();
+        key_of.clear();
+        dirty_in.clear();
+        for &q in &dirty {
+            // The step function byte class → successor's class, as maximal runs (equal
+            // keys ⇔ equal functions), after the state's own class.
+            let q = q as usize;
+            key.clear();
+            key.push(class[q]);
+            let mut last = u32::MAX;
+            for &(c, r) in &runs[run_start[q] as usize..run_start[q + 1] as usize] {
+                let rc = class[r as usize];
+                if rc != last {
+                    key.push(c);
+                    key.push(rc);
+                    last = rc;
+                }
+            }
+            let k = keys.intern(&key);
+            if k as usize == members.len() {
+                members.push(Vec::new());
+            }
+            members[k as usize].push(q as u32);
+            key_of.push(k);
+            *dirty_in.entry(class[q]).or_default() += 1;
+        }
+        // Within a class, states not rekeyed keep their key (no successor moved) and
+        // every rekeyed one differs from them (a successor has a fresh class): rekeyed
+        // states get fresh classes by key, except that when the whole class was rekeyed
+        // its largest group keeps the class.
+        let nkeys = keys.len();
+        let mut keep: HashMap<u32, u32> = HashMap::new();
+        for k in 0..nkeys as u32 {
+            let c = class[members[k as usize][0] as usize];
+            if dirty_in[&c] != size[c as usize] {
+                continue;
+            }
+            let len = members[k as usize].len();
+            keep.entry(c)
+                .and_modify(|best| {
+                    if members[*best as usize].len() < len {
+                        *best = k;
+                    }
+                })
+                .or_insert(k);
+        }
+        for k in 0..nkeys as u32 {
+            let group = std::mem::take(&mut members[k as usize]);
+            let c = class[group[0] as usize];
+            if keep.get(&c) != Some(&k) {
+                let fresh = size.len() as u32;
+                size.push(group.len() as u32);
+                size[c as usize] -= group.len() as u32;
+                for &q in &group {
+                    class[q as usize] = fresh;
+                }
+                moved.extend_from_slice(&group);
+            }
+            // Keep the allocation for the next round.
+            members[k as usize] = group;
+            members[k as usize].clear();
+        }
+        // A refinement that splits nothing is the fixpoint: deeper ones split nothing.
+        if moved.is_empty() {
+            break;
+        }
+    }
+    while out.len() < depths.len() {
+        out.push(numbered_by_first_appearance(&class));
+    }
+    out
+}
+
+/// Each state's step function as runs of byte classes with one successor (most bytes
+/// go to a few states, so keys stay short): `runs[run_start[q]..run_start[q + 1]]`.
+fn step_runs(lexer: &LexerDfa) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let n = lexer.num_states();
     // Bytes of a class behave alike: one of each is enough.
     let class_reps = lexer.class_representatives();
-    // Each state's step function as runs of byte classes with one successor: most
-    // bytes go to a few states, so keys stay short.
     let mut run_start: Vec<u32> = vec![0];
     let mut runs: Vec<(u32, u32)> = Vec::new();
     for q in 0..n {
         for (c, &b) in class_reps.iter().enumerate() {
-            let r = lexer.next_rep(id(q), b).as_u32();
+            let r = lexer.next_rep(LexStateId::new(q), b).as_u32();
             if runs.len() == run_start[q] as usize || runs.last().map(|x| x.1) != Some(r) {
                 runs.push((c as u32, r));
             }
         }
         run_start.push(runs.len() as u32);
     }
-    // Depth 0: the labels a walk reads at a state.
+    (run_start, runs)
+}
+
+/// Depth 0: the labels a walk reads at a state, numbered in order of first appearance.
+fn depth_zero_classes(lexer: &LexerDfa, reps: &[LexStateId]) -> Vec<u32> {
     let mut emit_ids: HashMap<Vec<u32>, u32> = HashMap::new();
     let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
-    let mut class: Vec<u32> = (0..n)
+    (0..lexer.num_states())
         .map(|q| {
-            let s = id(q);
+            let s = LexStateId::new(q);
             let emits = lexer.emits(s).iter().map(|t| t.as_u32()).collect();
             let label = vec![
                 q.min(2) as u32,
@@ -105,48 +256,19 @@ pub fn classes_at_depths(lexer: &LexerDfa, reps: &[LexStateId], depths: &[usize]
             ];
             intern(&mut index, label)
         })
-        .collect();
-    let mut count = index.len();
-    let mut keys = KeyArena::default();
-    let mut key: Vec<u32> = Vec::new();
-    let mut out: Vec<Vec<u32>> = Vec::with_capacity(depths.len());
-    let deepest = depths.last().copied().unwrap_or(0);
-    for round in 0..=deepest {
-        while out.len() < depths.len() && depths[out.len()] == round {
-            out.push(class.clone());
-        }
-        if round == deepest {
-            break;
-        }
-        keys.clear();
-        let mut next = Vec::with_capacity(n);
-        for q in 0..n {
-            // The step function byte class → successor's class, as maximal runs (equal
-            // keys ⇔ equal functions).
-            key.clear();
-            key.push(class[q]);
-            let mut last = u32::MAX;
-            for &(c, r) in &runs[run_start[q] as usize..run_start[q + 1] as usize] {
-                let rc = class[r as usize];
-                if rc != last {
-                    key.push(c);
-                    key.push(rc);
-                    last = rc;
-                }
-            }
-            next.push(keys.intern(&key));
-        }
-        class = next;
-        // A refinement that splits nothing is the fixpoint: deeper ones split nothing.
-        if keys.len() == count {
-            break;
-        }
-        count = keys.len();
-    }
-    while out.len() < depths.len() {
-        out.push(class.clone());
-    }
-    out
+        .collect()
+}
+
+/// `class` renumbered in order of first appearance (the same partition).
+fn numbered_by_first_appearance(class: &[u32]) -> Vec<u32> {
+    let mut ids: HashMap<u32, u32> = HashMap::new();
+    class
+        .iter()
+        .map(|&c| {
+            let next = ids.len() as u32;
+            *ids.entry(c).or_insert(next)
+        })
+        .collect()
 }
 
 /// Keys numbered in order of first appearance, stored end to end in one buffer: a
@@ -205,6 +327,97 @@ mod tests {
 
     fn tables(grammar: &str) -> Tables {
         build_glr_tables(&lark::compile(grammar).unwrap()).unwrap()
+    }
+
+    /// Every state rekeyed every round (the refinement as defined), for comparison.
+    fn plain_classes_at_depths(
+        lexer: &LexerDfa,
+        reps: &[LexStateId],
+        depths: &[usize],
+    ) -> Vec<Vec<u32>> {
+        let n = lexer.num_states();
+        let (run_start, runs) = step_runs(lexer);
+        let mut class = depth_zero_classes(lexer, reps);
+        let mut count = class.iter().max().map_or(0, |&c| c as usize + 1);
+        let mut keys = KeyArena::default();
+        let mut key: Vec<u32> = Vec::new();
+        let mut out: Vec<Vec<u32>> = Vec::new();
+        let deepest = depths.last().copied().unwrap_or(0);
+        for round in 0..=deepest {
+            while out.len() < depths.len() && depths[out.len()] == round {
+                out.push(class.clone());
+            }
+            if round == deepest {
+                break;
+            }
+            keys.clear();
+            let mut next = Vec::with_capacity(n);
+            for q in 0..n {
+                key.clear();
+                key.push(class[q]);
+                let mut last = u32::MAX;
+                for &(c, r) in &runs[run_start[q] as usize..run_start[q + 1] as usize] {
+                    let rc = class[r as usize];
+                    if rc != last {
+                        key.push(c);
+                        key.push(rc);
+                        last = rc;
+                    }
+                }
+                next.push(keys.intern(&key));
+            }
+            class = next;
+            if keys.len() == count {
+                break;
+            }
+            count = keys.len();
+        }
+        while out.len() < depths.len() {
+            out.push(class.clone());
+        }
+        out
+    }
+
+    /// The incremental refinement numbers states exactly as the plain one at every depth,
+    /// on lexers with counted strings (runs cut and unrolled), patterns side by side, the
+    /// built-in JSON grammar and overlapping terminals.
+    #[test]
+    fn incremental_refinement_equals_the_plain_one() {
+        use crate::compile::json_schema::{compile as schema, SchemaOptions};
+        use crate::compile::lexer_build::{build_lexer_with, LexerOptions};
+        use crate::compile::lexer_follow::build_follow;
+        let schema_text = r#"{"type": "object", "properties": {
+            "a": {"type": "string", "pattern": "^[a-z0-9-]+:[a-z.]+$", "maxLength": 40},
+            "b": {"type": "string", "format": "date-time"},
+            "c": {"type": "string", "minLength": 2, "maxLength": 300},
+            "d": {"type": "integer", "minimum": -40, "maximum": 1200}}}"#;
+        let grammars = [
+            lark::compile("start: A | B\nA: /x{0,6}a/\nB: /x{0,6}b/\n").unwrap(),
+            lark::compile("start: C\nC: /<a{0,20}>/\n").unwrap(),
+            lark::compile(crate::compile::BUILTIN_JSON).unwrap(),
+            schema(schema_text, &SchemaOptions::default())
+                .unwrap()
+                .grammar,
+        ];
+        let depths = [0, 1, 2, 3, 5, 8, 13, 40, 64, 65, 128];
+        for (i, g) in grammars.iter().enumerate() {
+            for margin in [3, 256] {
+                let lexer = build_lexer_with(
+                    g,
+                    &LexerOptions {
+                        count_margin: margin,
+                    },
+                )
+                .unwrap();
+                let follow = build_follow(&lexer);
+                let reps = end_reps(&lexer, &follow);
+                let fast = classes_at_depths(&lexer, &reps, &depths);
+                let plain = plain_classes_at_depths(&lexer, &reps, &depths);
+                for (d, (f, p)) in depths.iter().zip(fast.iter().zip(&plain)) {
+                    assert_eq!(f, p, "grammar {i}, margin {margin}, depth {d}");
+                }
+            }
+        }
     }
 
     /// The state after `prefix` from the start state.
