@@ -450,6 +450,19 @@ struct Key {
     count: Option<CountPos>,
 }
 
+/// A [`Key`] borrowed (hashes as the `Key` it equals), to look states up without building one.
+#[derive(Hash)]
+struct KeyRef<'a> {
+    plain: &'a [(u32, u32)],
+    count: Option<CountPos>,
+}
+
+impl hashbrown::Equivalent<Key> for KeyRef<'_> {
+    fn equivalent(&self, key: &Key) -> bool {
+        self.plain == key.plain.as_slice() && self.count == key.count
+    }
+}
+
 /// The plain terminals' states and the unit position of a counting state: what two
 /// layers must agree on, state for state, to be alike.
 type Combo = (Vec<(u32, u32)>, u32);
@@ -634,20 +647,16 @@ impl SubsetBuilder<'_> {
             .collect()
     }
 
-    /// The key after byte `b` (empty: dead).
-    fn step(&self, key: &Key, b: u8) -> Key {
-        let mut plain: Vec<(u32, u32)> = key
-            .plain
-            .iter()
-            .filter_map(|&(t, st)| {
-                let d = &self.dfas[t as usize];
-                let ns = d.trans[st as usize * d.stride + d.classes[b as usize] as usize];
-                (ns != NONE).then_some((t, ns))
-            })
-            .collect();
-        let Some(k) = self.counting else {
-            return Key { plain, count: None };
-        };
+    /// The key after byte `b`: its plain part written into `plain`, its count returned
+    /// (both empty: dead).
+    fn step(&self, key: &Key, b: u8, plain: &mut Vec<(u32, u32)>) -> Option<CountPos> {
+        plain.clear();
+        plain.extend(key.plain.iter().filter_map(|&(t, st)| {
+            let d = &self.dfas[t as usize];
+            let ns = d.trans[st as usize * d.stride + d.classes[b as usize] as usize];
+            (ns != NONE).then_some((t, ns))
+        }));
+        let k = self.counting?;
         // Counted terminals enter the units together, from the start state only.
         let enter = key.count.is_none()
             && b == k.open
@@ -672,15 +681,10 @@ impl SubsetBuilder<'_> {
         } else {
             None
         };
-        let Some(p) = count else {
-            return Key { plain, count };
-        };
+        let p = count?;
         plain.retain(|&(t, s)| k.alive(t, s, p));
         let counting = plain.iter().any(|&(t, _)| k.is_counted(t));
-        Key {
-            plain,
-            count: counting.then_some(p),
-        }
+        counting.then_some(p)
     }
 
     /// Fills state `s`'s row, adding the states it reaches: plain ones to `plain`,
@@ -692,14 +696,23 @@ impl SubsetBuilder<'_> {
         layers: &mut std::collections::BTreeMap<u32, Vec<u32>>,
     ) -> Result<(), GrammarError> {
         let key = self.keys[s as usize].clone();
+        // Stepped into one buffer and looked up by reference: a key is copied only for a
+        // new state (a large schema's lexer takes millions of steps, most to known states).
+        let mut stepped: Vec<(u32, u32)> = Vec::with_capacity(key.plain.len());
         for (c, &byte) in self.reps.iter().enumerate() {
-            let next = self.step(&key, byte);
-            let id = if next.plain.is_empty() && next.count.is_none() {
+            let count = self.step(&key, byte, &mut stepped);
+            let id = if stepped.is_empty() && count.is_none() {
                 0
-            } else if let Some(&id) = self.index.get(&next) {
+            } else if let Some(&id) = self.index.get(&KeyRef {
+                plain: &stepped,
+                count,
+            }) {
                 id
             } else {
-                let count = next.count;
+                let next = Key {
+                    plain: stepped.clone(),
+                    count,
+                };
                 let id = self.add(next)?;
                 match count {
                     None => plain.push_back(id),
