@@ -146,20 +146,8 @@ pub fn classes_at_depths(lexer: &LexerDfa, reps: &[LexStateId], depths: &[usize]
         key_of.clear();
         dirty_in.clear();
         for &q in &dirty {
-            // The step function byte class → successor's class, as maximal runs (equal
-            // keys ⇔ equal functions), after the state's own class.
             let q = q as usize;
-            key.clear();
-            key.push(class[q]);
-            let mut last = u32::MAX;
-            for &(c, r) in &runs[run_start[q] as usize..run_start[q + 1] as usize] {
-                let rc = class[r as usize];
-                if rc != last {
-                    key.push(c);
-                    key.push(rc);
-                    last = rc;
-                }
-            }
+            refinement_key(q, &class, &run_start, &runs, &mut key);
             let k = keys.intern(&key);
             if k as usize == members.len() {
                 members.push(Vec::new());
@@ -213,6 +201,29 @@ pub fn classes_at_depths(lexer: &LexerDfa, reps: &[LexStateId], depths: &[usize]
         out.push(numbered_by_first_appearance(&class));
     }
     out
+}
+
+/// Writes into `key` what state `q` is split by in a refinement round: its class, then
+/// its step function byte class → successor's class as maximal runs (equal keys ⇔ equal
+/// functions), over the step runs of [`step_runs`].
+fn refinement_key(
+    q: usize,
+    class: &[u32],
+    run_start: &[u32],
+    runs: &[(u32, u32)],
+    key: &mut Vec<u32>,
+) {
+    key.clear();
+    key.push(class[q]);
+    let mut last = u32::MAX;
+    for &(c, r) in &runs[run_start[q] as usize..run_start[q + 1] as usize] {
+        let rc = class[r as usize];
+        if rc != last {
+            key.push(c);
+            key.push(rc);
+            last = rc;
+        }
+    }
 }
 
 /// Each state's step function as runs of byte classes with one successor (most bytes
@@ -353,17 +364,7 @@ mod tests {
             keys.clear();
             let mut next = Vec::with_capacity(n);
             for q in 0..n {
-                key.clear();
-                key.push(class[q]);
-                let mut last = u32::MAX;
-                for &(c, r) in &runs[run_start[q] as usize..run_start[q + 1] as usize] {
-                    let rc = class[r as usize];
-                    if rc != last {
-                        key.push(c);
-                        key.push(rc);
-                        last = rc;
-                    }
-                }
+                refinement_key(q, &class, &run_start, &runs, &mut key);
                 next.push(keys.intern(&key));
             }
             class = next;
