@@ -187,12 +187,22 @@ pub fn atomize(
     let mut paths: Interned<(u32, EmitId)> = Interned::default();
     let mut finals: Interned<(u32, LexPos)> = Interned::default();
     let mut atom_of_sig: HashMap<Signature, u32> = HashMap::new();
+    // Within one first byte, a group's outcome as a function of the position is already
+    // fixed by its outcome per position group of the byte: groups of the byte's parts
+    // that agree there share an atom without building a signature (a signature lists
+    // positions, a byte's group function only its few position groups).
+    let mut atom_of_byte_fn: HashMap<SmallVec<[Outcome; 8]>, Option<u32>> = HashMap::new();
+    let mut last_byte = None;
     let mut scratch = SigScratch::default();
     for (pg, groups) in by_byte
         .iter()
         .flat_map(|(groups, parts)| parts.iter().map(move |pg| (pg, groups)))
     {
         let b = (pg.part / nb) as u8;
+        if last_byte != Some(b) {
+            atom_of_byte_fn.clear();
+            last_byte = Some(b);
+        }
         // Local paths and finals to global ones (a local path's parent comes first).
         let mut path_map = vec![0u32; pg.paths.len() + 1];
         for (i, &(parent, e)) in pg.paths.iter().enumerate() {
@@ -218,18 +228,22 @@ pub fn atomize(
             .rows
             .iter()
             .map(|row| {
-                let row: Vec<Outcome> = row.iter().map(|&o| global(o)).collect();
-                let sig = signature(&row, &entry, groups, &mut scratch)?;
-                Some(*atom_of_sig.entry(sig).or_insert_with(|| {
-                    atoms.first_byte.push(b);
-                    atoms.reps.push(AtomRep {
-                        ordinal: pg.ordinal,
-                        first_walk: pg.first_walk,
-                        row: atoms.rows.len() as u32,
-                    });
-                    atoms.rows.extend(row);
-                    atoms.first_byte.len() as u32 - 1
-                }))
+                let value = |k: u32| row.get(k as usize).map_or((0, 0), |&o| global(o));
+                let byte_fn = entry.walk_of_group.iter().map(|&k| value(k)).collect();
+                *atom_of_byte_fn.entry(byte_fn).or_insert_with(|| {
+                    let row: Vec<Outcome> = row.iter().map(|&o| global(o)).collect();
+                    let sig = signature(&row, &entry, groups, &mut scratch)?;
+                    Some(*atom_of_sig.entry(sig).or_insert_with(|| {
+                        atoms.first_byte.push(b);
+                        atoms.reps.push(AtomRep {
+                            ordinal: pg.ordinal,
+                            first_walk: pg.first_walk,
+                            row: atoms.rows.len() as u32,
+                        });
+                        atoms.rows.extend(row);
+                        atoms.first_byte.len() as u32 - 1
+                    }))
+                })
             })
             .collect();
         for (o, &g) in tokens.part_tokens(pg.part).zip(&pg.token_group) {

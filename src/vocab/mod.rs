@@ -104,6 +104,9 @@ pub struct Vocab {
     /// tokenizer-only part of every mask automaton build (sorting 128K+ byte strings),
     /// shared by all grammars.
     parts: std::sync::OnceLock<TokenParts>,
+    /// [`Vocab::max_token_len`], computed on first use: every grammar's lexer asks for it,
+    /// and it is a pass over the whole vocabulary.
+    max_len: std::sync::OnceLock<usize>,
 }
 
 impl std::fmt::Debug for Vocab {
@@ -231,6 +234,7 @@ impl Vocab {
             eos,
             encoder,
             parts: std::sync::OnceLock::new(),
+            max_len: std::sync::OnceLock::new(),
         })
     }
 
@@ -341,6 +345,7 @@ impl Vocab {
     pub fn set_eos(&mut self, eos: &[TokenId]) -> Result<(), VocabError> {
         // Which tokens are normal may change.
         self.parts = std::sync::OnceLock::new();
+        self.max_len = std::sync::OnceLock::new();
         for &id in eos {
             if self.kind(id)? == TokenKind::Unused {
                 return Err(VocabError::UnusedTokenId(id.as_u32()));
@@ -395,10 +400,12 @@ impl Vocab {
 
     /// The length in bytes of the longest normal token.
     pub fn max_token_len(&self) -> usize {
-        self.normal_tokens()
-            .map(|(_, b)| b.len())
-            .max()
-            .unwrap_or(0)
+        *self.max_len.get_or_init(|| {
+            self.normal_tokens()
+                .map(|(_, b)| b.len())
+                .max()
+                .unwrap_or(0)
+        })
     }
 }
 
