@@ -30,7 +30,7 @@ use roaring::RoaringBitmap;
 use smallvec::SmallVec;
 
 use super::terminal_trie::{EmitId, EmitTable, TerminalTrie, TrieNode, Walks};
-use crate::ids::LexStateId;
+use crate::ids::{LexStateId, TokenId};
 use crate::lexer::{LexPos, LexerDfa};
 use crate::vocab::parts::{byte_category, Utf8, NUM_CATEGORIES};
 
@@ -180,18 +180,30 @@ pub fn atomize(
             (pair_groups.into_iter().map(|(_, ps)| ps).collect(), parts)
         })
         .collect();
-    let mut atoms = Atoms {
-        of_token: vec![NO_ATOM; vocab_len],
-        ..Atoms::default()
-    };
+    let mut atoms = Atoms::default();
+    // Atoms by token ordinal (a part's tokens are consecutive ordinals), then by token id.
+    let mut atom_of_ordinal = vec![NO_ATOM; tokens.len()];
     let mut paths: Interned<(u32, EmitId)> = Interned::default();
     let mut finals: Interned<(u32, LexPos)> = Interned::default();
-    let mut atom_of_sig: HashMap<Signature, u32> = HashMap::new();
+    // Sized for every group up front: a signature is long, and growing the table rehashes
+    // every one of them.
+    let num_groups = by_byte
+        .iter()
+        .flat_map(|(_, parts)| parts)
+        .map(|pg| pg.rows.len())
+        .sum();
+    let mut atom_of_sig: HashMap<Signature, u32> = HashMap::with_capacity(num_groups);
     // Within one first byte, a group's outcome as a function of the position is already
     // fixed by its outcome per position group of the byte: groups of the byte's parts
     // that agree there share an atom without building a signature (a signature lists
     // positions, a byte's group function only its few position groups).
-    let mut atom_of_byte_fn: HashMap<SmallVec<[Outcome; 8]>, Option<u32>> = HashMap::new();
+    let mut atom_of_byte_fn: HashMap<SmallVec<[Outcome; 8]>, Option<u32>> = HashMap::with_capacity(
+        by_byte
+            .iter()
+            .map(|(_, parts)| parts.iter().map(|pg| pg.rows.len()).sum::<usize>())
+            .max()
+            .unwrap_or(0),
+    );
     let mut last_byte = None;
     let mut scratch = SigScratch::default();
     for (pg, groups) in by_byte
@@ -246,10 +258,22 @@ pub fn atomize(
                 })
             })
             .collect();
-        for (o, &g) in tokens.part_tokens(pg.part).zip(&pg.token_group) {
-            atoms.of_token[tokens.id(o).index()] = group_atom[g as usize].unwrap_or(NO_ATOM);
+        for (a, &g) in atom_of_ordinal[tokens.part_tokens(pg.part)]
+            .iter_mut()
+            .zip(&pg.token_group)
+        {
+            *a = group_atom[g as usize].unwrap_or(NO_ATOM);
         }
     }
+    atoms.of_token = (0..vocab_len)
+        .into_par_iter()
+        .with_min_len(1 << 14)
+        .map(|id| {
+            tokens
+                .ordinal(TokenId::new(id))
+                .map_or(NO_ATOM, |o| atom_of_ordinal[o])
+        })
+        .collect();
     atoms.paths = paths.items;
     atoms.finals = finals.items;
     atoms

@@ -37,6 +37,9 @@ pub struct TokenParts {
     /// UTF-8 characters only (see [`TokenParts::whole_chars_below`]).
     whole_chars: Vec<u64>,
     ids: Vec<TokenId>,
+    /// Per token id, its ordinal (`u32::MAX` for a token not in the parts); as long as
+    /// the largest id in the parts plus one.
+    ordinal_of: Vec<u32>,
 }
 
 /// Number of byte categories ([`byte_category`]).
@@ -145,7 +148,17 @@ impl TokenParts {
         let mut keyed: Vec<(usize, &[u8], TokenId)> =
             tokens.drain(..).map(|(id, b)| (part(b), b, id)).collect();
         keyed.sort_unstable();
+        let num_ids = keyed
+            .iter()
+            .map(|&(_, _, id)| id.index() + 1)
+            .max()
+            .unwrap_or(0);
+        let mut ordinal_of = vec![u32::MAX; num_ids];
+        for (o, &(_, _, id)) in keyed.iter().enumerate() {
+            ordinal_of[id.index()] = o as u32;
+        }
         let mut t = TokenParts {
+            ordinal_of,
             bounds: bounds.clone(),
             longest,
             part_nodes: Vec::with_capacity(256 * nb + 1),
@@ -321,6 +334,15 @@ impl TokenParts {
         &self.ids
     }
 
+    /// The ordinal of token `id`, if it is in the parts.
+    #[inline]
+    pub fn ordinal(&self, id: TokenId) -> Option<usize> {
+        self.ordinal_of
+            .get(id.index())
+            .filter(|&&o| o != u32::MAX)
+            .map(|&o| o as usize)
+    }
+
     /// Number of tokens.
     pub fn len(&self) -> usize {
         self.ids.len()
@@ -486,6 +508,15 @@ mod tests {
         for (i, w) in words.iter().enumerate() {
             let want = (!w.is_empty()).then(|| w.to_vec());
             assert_eq!(spelled[i], want, "token {i}");
+            // The ordinal is the inverse of `id`, and absent for a token left out.
+            let o = parts.ordinal(TokenId::new(i));
+            assert_eq!(o.is_some(), !w.is_empty(), "token {i}");
+            assert!(o.is_none_or(|o| parts.id(o).index() == i), "token {i}");
         }
+        assert_eq!(
+            parts.ordinal(TokenId::new(words.len())),
+            None,
+            "past the last id"
+        );
     }
 }
