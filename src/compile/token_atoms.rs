@@ -88,8 +88,9 @@ struct PartGroups {
     paths: Vec<(u32, EmitId)>,
     /// Local final `f` is `finals[f - 1]`: `(local path, canonical position)`.
     finals: Vec<(u32, LexPos)>,
-    /// Per token of the part (in the part's order), its group.
-    token_group: Vec<u32>,
+    /// The part's tokens' groups as runs: `(first token, group)`, tokens numbered from 0 in
+    /// the part's order, each run up to the next one's first token (the last to the end).
+    token_group: Vec<(u32, u32)>,
     /// Per group, its outcomes under the part's walks (local finals).
     rows: Vec<Vec<Outcome>>,
     /// `(walk in the part, position group of the byte)`: the positions of each group
@@ -258,11 +259,10 @@ pub fn atomize(
                 })
             })
             .collect();
-        for (a, &g) in atom_of_ordinal[tokens.part_tokens(pg.part)]
-            .iter_mut()
-            .zip(&pg.token_group)
-        {
-            *a = group_atom[g as usize].unwrap_or(NO_ATOM);
+        let part = &mut atom_of_ordinal[tokens.part_tokens(pg.part)];
+        let ends = pg.token_group.iter().skip(1).map(|&(i, _)| i as usize);
+        for (&(i, g), end) in pg.token_group.iter().zip(ends.chain([part.len()])) {
+            part[i as usize..end].fill(group_atom[g as usize].unwrap_or(NO_ATOM));
         }
     }
     atoms.of_token = (0..vocab_len)
@@ -432,8 +432,9 @@ struct StateCache<'a> {
     /// [`loop_categories`], with bit 63 set once computed (0: not yet); shared by every
     /// first byte (a race computes the same value twice).
     loops: &'a [AtomicU64],
-    /// `group_part`'s buffers: outcomes, the reference walk's states, the current path.
-    outs: Vec<Outcome>,
+    /// `group_part`'s buffers: each walk's outcomes, the reference walk's states, the
+    /// current path.
+    outs: Vec<Runs>,
     ref_state: Vec<u32>,
     at: Vec<(LexStateId, u32)>,
 }
@@ -546,9 +547,13 @@ fn group_part(
         ref_state,
         at,
     } = cache;
-    // outs[i * nw + k]: the part's i-th token's outcome under its k-th walk.
-    outs.clear();
-    outs.resize(num_tokens * nw, (0, 0));
+    // outs[k]: the part's tokens' outcomes under its k-th walk.
+    if outs.len() < nw {
+        outs.resize_with(nw, Runs::default);
+    }
+    for r in &mut outs[..nw] {
+        r.clear();
+    }
     // The reference walk's open state (nothing closed yet) at each node, or NO_STATE;
     // needed only when another walk may copy from it.
     ref_state.clear();
@@ -588,10 +593,13 @@ fn group_part(
                 }
             } else if open != NO_STATE && ref_state[r] == open {
                 // Every token of the subtree behaves as under the reference walk.
-                for o in tokens.subtree_tokens(n) {
-                    let i = o - first_token;
-                    outs[i * nw + k] = outs[i * nw + reference];
-                }
+                let sub = tokens.subtree_tokens(n);
+                let (from, to) = (
+                    (sub.start - first_token) as u32,
+                    (sub.end - first_token) as u32,
+                );
+                let (walk, reference) = two_mut(outs, k, reference);
+                walk.copy(reference, from, to);
                 n = tokens.subtree_end(n);
                 continue;
             }
@@ -626,33 +634,46 @@ fn group_part(
                     }
                     o
                 };
-                for t in ending {
-                    outs[(t - first_token) * nw + k] = o;
-                }
+                let from = (ending.start - first_token) as u32;
+                outs[k].set(from, from + ending.len() as u32, o);
             }
             n = if whole { tokens.subtree_end(n) } else { n + 1 };
         }
+        outs[k].finish(num_tokens as u32);
     }
-    let mut group_of_row: HashMap<&[Outcome], u32> = HashMap::new();
+    // Tokens with equal outcomes under every walk form a group: the walks' runs are cut
+    // wherever any of them changes, and each piece's row is looked up (pieces in order,
+    // so groups are numbered by their first token).
+    let outs = &outs[..nw];
+    let mut cuts: Vec<u32> = outs.iter().flat_map(|r| r.starts.iter().copied()).collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut group_of_row: HashMap<Vec<Outcome>, u32> = HashMap::new();
     let mut rows: Vec<Vec<Outcome>> = Vec::new();
-    // Neighbours in byte order mostly share their row: compared before hashing.
-    let mut last: Option<(&[Outcome], u32)> = None;
-    let token_group: Vec<u32> = (0..num_tokens)
-        .map(|i| {
-            let row = &outs[i * nw..(i + 1) * nw];
-            if let Some((r, g)) = last {
-                if r == row {
-                    return g;
-                }
+    let mut cursor = vec![0usize; nw];
+    let mut row = vec![(0, 0); nw];
+    let mut token_group: Vec<(u32, u32)> = Vec::new();
+    for &c in &cuts {
+        for (k, r) in outs.iter().enumerate() {
+            let i = &mut cursor[k];
+            while r.starts.get(*i + 1).is_some_and(|&s| s <= c) {
+                *i += 1;
             }
-            let g = *group_of_row.entry(row).or_insert_with(|| {
-                rows.push(row.to_vec());
-                rows.len() as u32 - 1
-            });
-            last = Some((row, g));
-            g
-        })
-        .collect();
+            row[k] = r.outs[*i];
+        }
+        let g = match group_of_row.get(row.as_slice()) {
+            Some(&g) => g,
+            None => {
+                let g = rows.len() as u32;
+                group_of_row.insert(row.clone(), g);
+                rows.push(row.clone());
+                g
+            }
+        };
+        if token_group.last().is_none_or(|&(_, last)| last != g) {
+            token_group.push((c, g));
+        }
+    }
     PartGroups {
         part: j,
         ordinal,
@@ -663,6 +684,87 @@ fn group_part(
         rows,
         members,
         num_walks: nw,
+    }
+}
+
+/// One walk's outcomes over a part's tokens (numbered from 0 in the part's order), as runs:
+/// run `i` covers tokens `starts[i]..starts[i + 1]` (the last, up to `end`). Filled in
+/// token order; tokens left out get "not viable".
+#[derive(Debug, Default)]
+struct Runs {
+    starts: Vec<u32>,
+    outs: Vec<Outcome>,
+    /// Tokens `0..end` are covered.
+    end: u32,
+}
+
+impl Runs {
+    fn clear(&mut self) {
+        self.starts.clear();
+        self.outs.clear();
+        self.end = 0;
+    }
+
+    /// Appends a run at `at`, merged into the last one when their outcomes are equal.
+    fn push(&mut self, at: u32, o: Outcome) {
+        if self.outs.last() != Some(&o) {
+            self.starts.push(at);
+            self.outs.push(o);
+        }
+    }
+
+    /// Gives tokens `from..to` (at or after every token set so far) outcome `o`.
+    fn set(&mut self, from: u32, to: u32, o: Outcome) {
+        debug_assert!(self.end <= from && from <= to, "runs are filled in order");
+        if from == to {
+            return;
+        }
+        if self.end < from {
+            self.push(self.end, (0, 0));
+        }
+        self.push(from, o);
+        self.end = to;
+    }
+
+    /// Gives tokens `from..to` the outcomes they have in `other` (which covers them).
+    fn copy(&mut self, other: &Runs, from: u32, to: u32) {
+        debug_assert!(to <= other.end, "copied from a finished walk");
+        if from == to {
+            return;
+        }
+        if self.end < from {
+            self.push(self.end, (0, 0));
+        }
+        // The run holding `from` (runs start at 0, so there is one), then those after it.
+        let i = other.starts.partition_point(|&s| s <= from) - 1;
+        self.push(from, other.outs[i]);
+        for (&s, &o) in other.starts[i + 1..].iter().zip(&other.outs[i + 1..]) {
+            if s >= to {
+                break;
+            }
+            self.push(s, o);
+        }
+        self.end = to;
+    }
+
+    /// Covers every token up to `len`.
+    fn finish(&mut self, len: u32) {
+        if self.end < len || self.starts.is_empty() {
+            self.push(self.end, (0, 0));
+        }
+        self.end = len;
+    }
+}
+
+/// Two distinct elements of a slice, the first mutable.
+fn two_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &T) {
+    debug_assert_ne!(a, b);
+    if a < b {
+        let (x, y) = v.split_at_mut(b);
+        (&mut x[a], &y[0])
+    } else {
+        let (x, y) = v.split_at_mut(a);
+        (&mut y[0], &x[b])
     }
 }
 
