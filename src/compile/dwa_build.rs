@@ -1136,7 +1136,7 @@ pub fn build_dwa_limited(
                 table: intern_table((dead_base, t), &mut tables_out),
             });
         }
-        let (tables_out, words) = freeze(&tables_out, &atoms.of_token, atoms.len());
+        let (tables_out, words) = freeze(&tables_out, &atoms.of_token(tokens), atoms.len());
         start_pos.sort_by_key(|p| p.pos);
         (start_pos, tables_out, words)
     };

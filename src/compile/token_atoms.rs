@@ -32,7 +32,7 @@ use smallvec::SmallVec;
 use super::terminal_trie::{EmitId, EmitTable, TerminalTrie, TrieNode, Walks};
 use crate::ids::{LexStateId, TokenId};
 use crate::lexer::{LexPos, LexerDfa};
-use crate::vocab::parts::{byte_category, Utf8, NUM_CATEGORIES};
+use crate::vocab::parts::{byte_category, TokenParts, Utf8, NUM_CATEGORIES};
 
 /// No atom: a token no position can take (or a special token).
 pub const NO_ATOM: u32 = u32::MAX;
@@ -62,9 +62,12 @@ struct AtomRep {
 /// needed to build those positions' tries over atoms.
 #[derive(Debug, Clone, Default)]
 pub struct Atoms {
-    /// Per token id, its atom ([`NO_ATOM`] for a token no position can take, and for
-    /// special tokens). Every atom has a token.
-    pub of_token: Vec<u32>,
+    /// Per token ordinal ([`TokenParts`] order), its atom ([`NO_ATOM`] for a token no
+    /// position can take). Every atom has a token. By ordinal, because a part's tokens
+    /// are consecutive there; [`Atoms::of_token`] reorders by id for those who need it.
+    of_ordinal: Vec<u32>,
+    /// Tokens in the vocabulary (special ones included).
+    vocab_len: usize,
     /// Per atom, the first byte of its tokens: atoms never mix tokens a boundary's
     /// inhibition could tell apart, so one byte stands for all of them.
     pub first_byte: Vec<u8>,
@@ -181,8 +184,10 @@ pub fn atomize(
             (pair_groups.into_iter().map(|(_, ps)| ps).collect(), parts)
         })
         .collect();
-    let mut atoms = Atoms::default();
-    // Atoms by token ordinal (a part's tokens are consecutive ordinals), then by token id.
+    let mut atoms = Atoms {
+        vocab_len,
+        ..Atoms::default()
+    };
     let mut atom_of_ordinal = vec![NO_ATOM; tokens.len()];
     let mut paths: Interned<(u32, EmitId)> = Interned::default();
     let mut finals: Interned<(u32, LexPos)> = Interned::default();
@@ -265,15 +270,7 @@ pub fn atomize(
             part[i as usize..end].fill(group_atom[g as usize].unwrap_or(NO_ATOM));
         }
     }
-    atoms.of_token = (0..vocab_len)
-        .into_par_iter()
-        .with_min_len(1 << 14)
-        .map(|id| {
-            tokens
-                .ordinal(TokenId::new(id))
-                .map_or(NO_ATOM, |o| atom_of_ordinal[o])
-        })
-        .collect();
+    atoms.of_ordinal = atom_of_ordinal;
     atoms.paths = paths.items;
     atoms.finals = finals.items;
     atoms
@@ -822,6 +819,18 @@ fn step(
 }
 
 impl Atoms {
+    /// Per token id, its atom ([`NO_ATOM`] for a token no position can take, and for
+    /// special tokens); `tokens` must be the parts the atoms were made from.
+    pub fn of_token(&self, tokens: &TokenParts) -> Vec<u32> {
+        (0..self.vocab_len)
+            .map(|id| {
+                tokens
+                    .ordinal(TokenId::new(id))
+                    .map_or(NO_ATOM, |o| self.of_ordinal[o])
+            })
+            .collect()
+    }
+
     /// The terminal trie of start position `p` over atoms (one of the positions the atoms
     /// were made for): node weights are atom sets, finals canonical. Nodes no atom
     /// reaches a final through are left out.

@@ -302,7 +302,7 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
         let walks = Walks::new(lexer, tokens, &positions, Some(share));
         let atoms = atomize(lexer, emits, &walks, &positions, canon, gpt2.len());
         let mut atom_tokens: Vec<Vec<u32>> = vec![Vec::new(); atoms.len()];
-        for (t, &a) in atoms.of_token.iter().enumerate() {
+        for (t, &a) in atoms.of_token(tokens).iter().enumerate() {
             if a != NO_ATOM {
                 atom_tokens[a as usize].push(t as u32);
             }
