@@ -27,7 +27,7 @@
 //! (final-weight subtraction), so walks stop early.
 
 use std::collections::BTreeSet;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use hashbrown::{HashMap, HashSet};
 use rayon::prelude::*;
@@ -299,7 +299,9 @@ struct Explorer<'a> {
     actionable: &'a [TermSet],
     /// Per production, the one its suspended effects name (see `lr_equiv`).
     canon: &'a [ProductionId],
-    consume_memo: HashMap<(Stack, TerminalId), Rc<Consume>>,
+    /// `Arc`, not `Rc`: the builder's explorer moves to whichever thread finishes the
+    /// automaton.
+    consume_memo: HashMap<(Stack, TerminalId), Arc<Consume>>,
     /// Interned lookahead sets of `Next::Look` effects.
     looks: Vec<Vec<TerminalId>>,
     look_index: HashMap<Vec<TerminalId>, u32>,
@@ -362,7 +364,7 @@ impl<'a> Explorer<'a> {
     }
 
     /// Every way of consuming terminal `t` on the known stack `k`.
-    fn consume(&mut self, k: &[LrStateId], t: TerminalId) -> Rc<Consume> {
+    fn consume(&mut self, k: &[LrStateId], t: TerminalId) -> Arc<Consume> {
         let key = (Stack::from_slice(k), t);
         if let Some(c) = self.consume_memo.get(&key) {
             return c.clone();
@@ -419,7 +421,7 @@ impl<'a> Explorer<'a> {
         out.results.dedup();
         out.suspended.sort();
         out.suspended.dedup();
-        let out = Rc::new(out);
+        let out = Arc::new(out);
         self.consume_memo.insert(key, out.clone());
         out
     }
@@ -1102,7 +1104,11 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     // The class tables need only the classified tries, the automaton only their shapes:
     // the two are built side by side (their results do not depend on the thread count).
     let nshapes = shape_list.len();
-    let automaton = || build_automaton(tables, &sets, &actionable, goto_sources, nshapes, &limits);
+    // The starts are explored first, on every thread (beside the class side they had
+    // one); the rest of the automaton, which is serial, is then built beside it.
+    let canon = canonical_productions(lr);
+    let started = start_automaton(tables, &sets, &actionable, &canon, goto_sources, &limits);
+    let automaton = || started.and_then(|b| b.finish(&sets, nshapes, &limits));
     let class_side = || {
         let mut tables_out: Vec<(u32, ClassAtoms)> = Vec::new();
         let mut start_pos: Vec<StartPos> = Vec::new();
@@ -1178,25 +1184,29 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     Ok(dwa)
 }
 
-/// Builds the mask automaton over the classes of `sets` (the side of `build_dwa_limited`
-/// that needs the tries' shapes, not their tokens): starts for every stack top, the
-/// states they reach, then the determinized automaton. Returns each shape's class set id
-/// with it.
-fn build_automaton(
-    tables: &Tables,
-    sets: &ClassSets,
-    actionable: &[TermSet],
+/// The mask automaton over the classes of `sets` (the side of `build_dwa_limited` that
+/// needs the tries' shapes, not their tokens) with its starts explored: the builder, and
+/// the edge each LR state starts with.
+struct Started<'a> {
+    b: Builder<'a>,
+    starts: Vec<u32>,
+}
+
+/// Explores a start for every stack top, in parallel (see [`Started`]).
+fn start_automaton<'a>(
+    tables: &'a Tables,
+    sets: &'a ClassSets,
+    actionable: &'a [TermSet],
+    canon: &'a [ProductionId],
     goto_sources: Vec<Vec<LrStateId>>,
-    nshapes: usize,
     limits: &DwaLimits,
-) -> Result<(Vec<WeightId>, Det), GrammarError> {
+) -> Result<Started<'a>, GrammarError> {
     let lr = &tables.lr;
     let num_lr = lr.num_states();
     let max_states = limits.max_states;
-    let canon = canonical_productions(lr);
     let mut b = Builder {
         tables,
-        ex: Explorer::new(tables, sets, actionable, &canon),
+        ex: Explorer::new(tables, sets, actionable, canon),
         goto_sources,
         weights: WeightTable::default(),
         info: Vec::new(),
@@ -1247,7 +1257,7 @@ fn build_automaton(
         let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = chunk
             .par_iter()
             .map(|&x| {
-                let mut ex = Explorer::new(tables, sets, actionable, &canon);
+                let mut ex = Explorer::new(tables, sets, actionable, canon);
                 // Every shape's classes at once (the trie's root): shapes' classes are
                 // disjoint, so a configuration recovers its part by intersecting with
                 // its shape's classes.
@@ -1265,28 +1275,43 @@ fn build_automaton(
     for &x in &tops {
         starts[x] = starts[class_rep[&class[x]]];
     }
-    // After every start, so that shallow states see all their riders before being built.
-    b.drain()?;
-    let shape_classes: Vec<WeightId> = (0..nshapes)
-        .map(|i| {
-            let all = sets.shape_all[i].clone();
-            b.weights.intern(&all)
-        })
-        .collect();
-    let riders: Vec<WeightId> = (0..b.info.len())
-        .map(|i| {
-            let r = b.ex.keys.get(b.info[i].riders);
-            b.weights.intern(r)
-        })
-        .collect();
-    let nfa = Nfa {
-        riders,
-        weights: b.weights,
-        skip_to: b.skip_to,
-        trans: b.trans,
-        edges: b.edges,
-        targets: b.targets,
-        starts,
-    };
-    determinize(nfa, limits.determinize_budget, max_states).map(|det| (shape_classes, det))
+    Ok(Started { b, starts })
+}
+
+impl Started<'_> {
+    /// The states the starts reach, then the determinized automaton; returns each
+    /// shape's class set id with it.
+    fn finish(
+        self,
+        sets: &ClassSets,
+        nshapes: usize,
+        limits: &DwaLimits,
+    ) -> Result<(Vec<WeightId>, Det), GrammarError> {
+        let Started { mut b, starts } = self;
+        // After every start, so that shallow states see all their riders before being built.
+        b.drain()?;
+        let shape_classes: Vec<WeightId> = (0..nshapes)
+            .map(|i| {
+                let all = sets.shape_all[i].clone();
+                b.weights.intern(&all)
+            })
+            .collect();
+        let riders: Vec<WeightId> = (0..b.info.len())
+            .map(|i| {
+                let r = b.ex.keys.get(b.info[i].riders);
+                b.weights.intern(r)
+            })
+            .collect();
+        let nfa = Nfa {
+            riders,
+            weights: b.weights,
+            skip_to: b.skip_to,
+            trans: b.trans,
+            edges: b.edges,
+            targets: b.targets,
+            starts,
+        };
+        determinize(nfa, limits.determinize_budget, limits.max_states)
+            .map(|det| (shape_classes, det))
+    }
 }
