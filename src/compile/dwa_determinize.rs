@@ -329,15 +329,23 @@ pub(super) fn determinize(nfa: Nfa, budget: usize, max_states: usize) -> Result<
         max_states,
     };
     let mut starts = Vec::with_capacity(nfa.starts.len());
+    // Stack tops that behave alike share their start edge: each is determinized once.
+    let mut start_of: HashMap<u32, u32> = HashMap::new();
     for &e in &nfa.starts {
         if e == NO_EDGE {
             starts.push(NO_EDGE);
             continue;
         }
+        if let Some(&d) = start_of.get(&e) {
+            starts.push(d);
+            continue;
+        }
         let decided = b.weights.get(b.nfa_edges[e as usize].decided).clone();
         let mut members = Accs::default();
         b.wake(e, None, &mut members);
-        starts.push(b.edge(&decided, members)?);
+        let d = b.edge(&decided, members)?;
+        start_of.insert(e, d);
+        starts.push(d);
     }
     // Breadth first, so the budget goes to the states nearest the stack top.
     while let Some(s) = b.queue.pop_front() {
