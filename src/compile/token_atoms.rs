@@ -12,10 +12,14 @@
 //! Atoms are found part by part (tokens sharing a first byte and a length bucket, see
 //! [`Walks`]): within a part, a position's outcome for a token depends only on the walk
 //! it enters the part with, so the part's tokens are first grouped by their outcomes under
-//! the part's walks; each group then gets a *signature*, its outcome as a function of the
-//! position, and groups of any parts with equal signatures form one atom. A signature is
-//! written as its most common outcome plus the positions that differ from it: canonical
-//! (it depends only on the function) and short, since positions mostly agree.
+//! the part's walks; groups of any parts with the same outcome as a function of the position
+//! form one atom. Within a first byte that function is fixed by the group's outcome on each
+//! of the byte's position groups (a few values), so it is compared that way. Across first
+//! bytes the position groups differ: functions are matched by a hash that is linear over
+//! positions (each position group contributes its outcome's hash times the sum of its
+//! positions' hashes, so it costs one product per position group), and every hash match is
+//! confirmed position by position. Writing each function out position by position instead
+//! cost lexers with ten thousand positions hundreds of megabytes.
 //!
 //! A position's trie over atoms is then read off directly: each atom's outcome from the
 //! position is its group's outcome under the walk the position enters that part with.
@@ -42,9 +46,51 @@ pub const NO_ATOM: u32 = u32::MAX;
 /// interned across walks, so outcomes of different walks and parts compare by value.
 type Outcome = (u32, u32);
 
-/// A signature: the most common outcome over positions, and `(position, outcome)` for
-/// every position with another one, by position.
-type Signature = (Outcome, Vec<(u32, Outcome)>);
+/// One first byte's split of the start positions: the position group of each position
+/// (every position is in one), and per group the wrapping sum of its positions' hashes.
+#[derive(Default)]
+struct ByteGroups {
+    group_of: Vec<u32>,
+    hash_sums: Vec<u64>,
+}
+
+/// A 64-bit mix (splitmix64's finalizer): spreads nearby integers over all bits.
+fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A position's hash in [`fn_hash`].
+fn position_hash(p: usize) -> u64 {
+    mix64(p as u64 ^ 0x9e37_79b9_7f4a_7c15)
+}
+
+/// The hash of the function "position group `g` → `values[g]`": the wrapping sum over
+/// positions of (position hash × outcome hash), "not viable" counting 0. It depends only
+/// on the function, not on how the positions are grouped, so groups of different first
+/// bytes can be matched by it; `None` when no position can take the group.
+fn fn_hash(values: &[Outcome], by: &ByteGroups) -> Option<u64> {
+    let mut h = 0u64;
+    let mut any = false;
+    for (&v, &sum) in values.iter().zip(&by.hash_sums) {
+        if v != (0, 0) {
+            any = true;
+            let vh = mix64((u64::from(v.0) << 32 | u64::from(v.1)) ^ 0x2545_f491_4f6c_dd1d);
+            h = h.wrapping_add(sum.wrapping_mul(vh | 1));
+        }
+    }
+    any.then_some(h)
+}
+
+/// Whether two groups' functions (outcome per position group, under their bytes' splits)
+/// agree at every position.
+fn same_fn(a: &[Outcome], by_a: &ByteGroups, b: &[Outcome], by_b: &ByteGroups) -> bool {
+    by_a.group_of
+        .iter()
+        .zip(&by_b.group_of)
+        .all(|(&x, &y)| a[x as usize] == b[y as usize])
+}
 
 /// Where an atom was found: enough to read its outcome from any position.
 #[derive(Debug, Clone, Copy)]
@@ -126,7 +172,7 @@ pub fn atomize(
         r.1 = w as u32 + 1;
     }
     let loops: Vec<AtomicU64> = (0..lexer.num_states()).map(|_| AtomicU64::new(0)).collect();
-    let by_byte: Vec<(Vec<Vec<u32>>, Vec<PartGroups>)> = (0..=255u8)
+    let by_byte: Vec<(ByteGroups, Vec<PartGroups>)> = (0..=255u8)
         .into_par_iter()
         .map(|b| {
             // Positions entering byte `b` in the same pair enter the same walk of every
@@ -143,7 +189,7 @@ pub fn atomize(
             }
             if pair_groups.iter().all(|(pair, _)| pair.is_none()) {
                 // No position takes byte `b`.
-                return (Vec::new(), Vec::new());
+                return (ByteGroups::default(), Vec::new());
             }
             let mut cache = StateCache {
                 ends: vec![(NO_STATE, (0, 0)); lexer.num_states()],
@@ -181,7 +227,17 @@ pub fn atomize(
                     Some(group_part(lexer, emits, walks, &canon, part, &mut cache))
                 })
                 .collect();
-            (pair_groups.into_iter().map(|(_, ps)| ps).collect(), parts)
+            let mut by = ByteGroups {
+                group_of: vec![0; positions.len()],
+                hash_sums: vec![0; pair_groups.len()],
+            };
+            for (g, (_, ps)) in pair_groups.iter().enumerate() {
+                for &p in ps {
+                    by.group_of[p as usize] = g as u32;
+                    by.hash_sums[g] = by.hash_sums[g].wrapping_add(position_hash(p as usize));
+                }
+            }
+            (by, parts)
         })
         .collect();
     let mut atoms = Atoms {
@@ -191,18 +247,13 @@ pub fn atomize(
     let mut atom_of_ordinal = vec![NO_ATOM; tokens.len()];
     let mut paths: Interned<(u32, EmitId)> = Interned::default();
     let mut finals: Interned<(u32, LexPos)> = Interned::default();
-    // Sized for every group up front: a signature is long, and growing the table rehashes
-    // every one of them.
-    let num_groups = by_byte
-        .iter()
-        .flat_map(|(_, parts)| parts)
-        .map(|pg| pg.rows.len())
-        .sum();
-    let mut atom_of_sig: HashMap<Signature, u32> = HashMap::with_capacity(num_groups);
-    // Within one first byte, a group's outcome as a function of the position is already
-    // fixed by its outcome per position group of the byte: groups of the byte's parts
-    // that agree there share an atom without building a signature (a signature lists
-    // positions, a byte's group function only its few position groups).
+    // Atoms by function hash (several only on a collision), and each atom's function as
+    // its outcome per position group of its first byte (`fns[fn_start[a]..fn_start[a + 1]]`).
+    let mut atoms_of_hash: HashMap<u64, SmallVec<[u32; 1]>> = HashMap::new();
+    let mut fns: Vec<Outcome> = Vec::new();
+    let mut fn_start: Vec<u32> = vec![0];
+    // Within one first byte, a group's function is fixed by its outcome per position group
+    // of the byte: groups of the byte's parts that agree there share an atom at once.
     let mut atom_of_byte_fn: HashMap<SmallVec<[Outcome; 8]>, Option<u32>> = HashMap::with_capacity(
         by_byte
             .iter()
@@ -211,10 +262,9 @@ pub fn atomize(
             .unwrap_or(0),
     );
     let mut last_byte = None;
-    let mut scratch = SigScratch::default();
-    for (pg, groups) in by_byte
+    for (pg, by) in by_byte
         .iter()
-        .flat_map(|(groups, parts)| parts.iter().map(move |pg| (pg, groups)))
+        .flat_map(|(by, parts)| parts.iter().map(move |pg| (pg, by)))
     {
         let b = (pg.part / nb) as u8;
         if last_byte != Some(b) {
@@ -241,27 +291,39 @@ pub fn atomize(
                 (x, y)
             }
         };
-        let entry = PartEntry::new(&pg.members, groups, pg.num_walks);
+        let walk_of_group = walk_of_group(&pg.members, by.hash_sums.len(), pg.num_walks);
         let group_atom: Vec<Option<u32>> = pg
             .rows
             .iter()
             .map(|row| {
                 let value = |k: u32| row.get(k as usize).map_or((0, 0), |&o| global(o));
-                let byte_fn = entry.walk_of_group.iter().map(|&k| value(k)).collect();
-                *atom_of_byte_fn.entry(byte_fn).or_insert_with(|| {
-                    let row: Vec<Outcome> = row.iter().map(|&o| global(o)).collect();
-                    let sig = signature(&row, &entry, groups, &mut scratch)?;
-                    Some(*atom_of_sig.entry(sig).or_insert_with(|| {
-                        atoms.first_byte.push(b);
-                        atoms.reps.push(AtomRep {
-                            ordinal: pg.ordinal,
-                            first_walk: pg.first_walk,
-                            row: atoms.rows.len() as u32,
+                let byte_fn = walk_of_group.iter().map(|&k| value(k)).collect();
+                *atom_of_byte_fn.entry(byte_fn).or_insert_with_key(
+                    |byte_fn: &SmallVec<[Outcome; 8]>| {
+                        let h = fn_hash(byte_fn, by)?;
+                        let same = atoms_of_hash.entry(h).or_default();
+                        let found = same.iter().copied().find(|&a| {
+                            let a_by = &by_byte[atoms.first_byte[a as usize] as usize].0;
+                            let a_fn =
+                                &fns[fn_start[a as usize] as usize..][..a_by.hash_sums.len()];
+                            same_fn(byte_fn, by, a_fn, a_by)
                         });
-                        atoms.rows.extend(row);
-                        atoms.first_byte.len() as u32 - 1
-                    }))
-                })
+                        Some(found.unwrap_or_else(|| {
+                            atoms.first_byte.push(b);
+                            atoms.reps.push(AtomRep {
+                                ordinal: pg.ordinal,
+                                first_walk: pg.first_walk,
+                                row: atoms.rows.len() as u32,
+                            });
+                            atoms.rows.extend(row.iter().map(|&o| global(o)));
+                            fns.extend_from_slice(byte_fn);
+                            fn_start.push(fns.len() as u32);
+                            let a = atoms.first_byte.len() as u32 - 1;
+                            same.push(a);
+                            a
+                        }))
+                    },
+                )
             })
             .collect();
         let part = &mut atom_of_ordinal[tokens.part_tokens(pg.part)];
@@ -276,93 +338,14 @@ pub fn atomize(
     atoms
 }
 
-/// Which walk each position group of a byte enters a part with (`members`; the part's
-/// walk count for none), and how many positions enter with each walk.
-struct PartEntry {
-    walk_of_group: Vec<u32>,
-    walk_weight: Vec<usize>,
-}
-
-impl PartEntry {
-    fn new(members: &[(u32, u32)], groups: &[Vec<u32>], nw: usize) -> Self {
-        let mut walk_of_group = vec![nw as u32; groups.len()];
-        let mut walk_weight = vec![0usize; nw + 1];
-        for &(k, g) in members {
-            walk_of_group[g as usize] = k;
-            walk_weight[k as usize] += groups[g as usize].len();
-        }
-        Self {
-            walk_of_group,
-            walk_weight,
-        }
+/// Which walk each of a byte's `num_groups` position groups enters a part with
+/// (`members`); the part's walk count `nw` for none.
+fn walk_of_group(members: &[(u32, u32)], num_groups: usize, nw: usize) -> Vec<u32> {
+    let mut walk_of_group = vec![nw as u32; num_groups];
+    for &(k, g) in members {
+        walk_of_group[g as usize] = k;
     }
-}
-
-/// Scratch for building signatures: a bit per start position and its outcome.
-#[derive(Default)]
-struct SigScratch {
-    bits: Vec<u64>,
-    values: Vec<Outcome>,
-}
-
-/// The signature of a group with outcomes `row` (one per walk of its part), given how
-/// positions enter the part ([`PartEntry`]) and the byte's position groups; `None` when
-/// no position can take the group.
-fn signature(
-    row: &[Outcome],
-    entry: &PartEntry,
-    groups: &[Vec<u32>],
-    scratch: &mut SigScratch,
-) -> Option<Signature> {
-    let value = |k: u32| row.get(k as usize).copied().unwrap_or((0, 0));
-    // The most common outcome over positions, the smallest on a tie.
-    let mut count: SmallVec<[(Outcome, usize); 4]> = SmallVec::new();
-    for (k, &n) in entry.walk_weight.iter().enumerate().filter(|(_, &n)| n > 0) {
-        let v = value(k as u32);
-        match count.iter_mut().find(|(x, _)| *x == v) {
-            Some((_, c)) => *c += n,
-            None => count.push((v, n)),
-        }
-    }
-    let common = count
-        .iter()
-        .max_by_key(|&&(v, c)| (c, std::cmp::Reverse(v)))
-        .map_or((0, 0), |&(v, _)| v);
-    let differing: SmallVec<[(u32, Outcome); 4]> = entry
-        .walk_of_group
-        .iter()
-        .enumerate()
-        .map(|(g, &k)| (g as u32, value(k)))
-        .filter(|&(g, v)| v != common && !groups[g as usize].is_empty())
-        .collect();
-    let mut differ: Vec<(u32, Outcome)> = Vec::new();
-    if let [(g, v)] = differing[..] {
-        // One group's positions, already in order.
-        differ.extend(groups[g as usize].iter().map(|&p| (p, v)));
-    } else if !differing.is_empty() {
-        // Several groups: their positions are put in order through a bitmap (sorting
-        // them was most of this for lexers with ten thousand positions).
-        let SigScratch { bits, values } = scratch;
-        for &(g, v) in &differing {
-            for &p in &groups[g as usize] {
-                let p = p as usize;
-                if bits.len() <= p / 64 {
-                    bits.resize(p / 64 + 1, 0);
-                    values.resize(bits.len() * 64, (0, 0));
-                }
-                bits[p / 64] |= 1 << (p % 64);
-                values[p] = v;
-            }
-        }
-        for (i, word) in bits.iter_mut().enumerate() {
-            while *word != 0 {
-                let p = i * 64 + word.trailing_zeros() as usize;
-                *word &= *word - 1;
-                differ.push((p as u32, values[p]));
-            }
-        }
-    }
-    (common != (0, 0) || !differ.is_empty()).then_some((common, differ))
+    walk_of_group
 }
 
 /// Which part to walk, and who enters it how.
