@@ -1134,20 +1134,27 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
         }
         // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme;
         // an atom's tokens share their first byte as far as any boundary can tell.
+        // So the table depends only on which first bytes `q` kills: one per such set.
         let (dead_base, dead_table) = tables_out[own_ids[dead] as usize].clone();
-        let inhibited: Vec<(LexPos, ClassAtoms)> = inhibited_positions
-            .par_iter()
-            .map(|&(p, q)| {
-                let table = dead_table
-                    .filtered(|a| lexer.is_dead(lexer.next_rep(q, atoms.first_byte[a as usize])));
-                (p, table)
-            })
-            .collect();
-        for (p, t) in inhibited {
+        let mut table_of_kills: HashMap<[u64; 4], u32> = HashMap::new();
+        for &(p, q) in &inhibited_positions {
+            let mut kills = [0u64; 4];
+            for b in 0..=255u8 {
+                if lexer.is_dead(lexer.next_rep(q, b)) {
+                    kills[usize::from(b / 64)] |= 1 << (b % 64);
+                }
+            }
+            let table = *table_of_kills.entry(kills).or_insert_with(|| {
+                let t = dead_table.filtered(|a| {
+                    let b = atoms.first_byte[a as usize];
+                    kills[usize::from(b / 64)] >> (b % 64) & 1 == 1
+                });
+                intern_table((dead_base, t), &mut tables_out)
+            });
             start_pos.push(StartPos {
                 pos: p,
                 shape: trie_shape[dead],
-                table: intern_table((dead_base, t), &mut tables_out),
+                table,
             });
         }
         let (tables_out, words) = freeze(&tables_out, &atoms.of_token(tokens), atoms.len());
