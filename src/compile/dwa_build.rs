@@ -1166,9 +1166,16 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     // Dense class sets for the walk: a fixed number of words each, end to end.
     let class_words = (num_classes as usize).div_ceil(64).max(1);
     let mut weights = vec![0u64; det.weights.len() * class_words];
-    for (i, w) in det.weights.iter().enumerate() {
-        for c in w {
-            weights[i * class_words + c as usize / 64] |= 1 << (c % 64);
+    for (w, row) in det
+        .weights
+        .iter()
+        .zip(weights.chunks_exact_mut(class_words))
+    {
+        // By runs: a shape's classes are consecutive, and weights of large schemas hold
+        // tens of thousands of them.
+        let mut classes = w.iter();
+        while let Some(run) = classes.next_range() {
+            set_bits(row, *run.start() as usize, *run.end() as usize);
         }
     }
     let dwa = Dwa {
@@ -1189,6 +1196,21 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     dwa.validate()
         .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;
     Ok(dwa)
+}
+
+/// Sets bits `lo..=hi` of `words` (bit `i` is bit `i % 64` of word `i / 64`).
+fn set_bits(words: &mut [u64], lo: usize, hi: usize) {
+    let (wl, wh) = (lo / 64, hi / 64);
+    // Bits `lo % 64..` of the first word, bits `..=hi % 64` of the last.
+    let low = u64::MAX << (lo % 64);
+    let high = u64::MAX >> (63 - hi % 64);
+    if wl == wh {
+        words[wl] |= low & high;
+    } else {
+        words[wl] |= low;
+        words[wl + 1..wh].fill(u64::MAX);
+        words[wh] |= high;
+    }
 }
 
 /// The mask automaton over the classes of `sets` (the side of `build_dwa_limited` that
@@ -1320,5 +1342,25 @@ impl Started<'_> {
         };
         determinize(nfa, limits.determinize_budget, limits.max_states)
             .map(|det| (shape_classes, det))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_bits;
+
+    #[test]
+    fn set_bits_matches_bit_by_bit() {
+        for lo in 0..200 {
+            for hi in lo..200 {
+                let mut fast = vec![0u64; 4];
+                set_bits(&mut fast, lo, hi);
+                let mut slow = vec![0u64; 4];
+                for i in lo..=hi {
+                    slow[i / 64] |= 1 << (i % 64);
+                }
+                assert_eq!(fast, slow, "bits {lo}..={hi}");
+            }
+        }
     }
 }
