@@ -1025,24 +1025,32 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
         .collect();
     let walks = Walks::new(lexer, tokens, &universe, Some(&share));
     let atoms = atomize(lexer, &emits, &walks, &universe, canon, vocab.len());
-    let (shapes, own_tables): (Vec<Shape>, Vec<ClassAtoms>) = built
-        .par_iter()
-        .map(|&p| {
-            let c = classify(&atoms.trie(lexer, &walks, p));
-            (c.shape, ClassAtoms::new(&c.tokens))
-        })
-        .unzip();
-    let mut shape_index: HashMap<&Shape, u32> = HashMap::new();
-    let mut shape_list: Vec<&Shape> = Vec::new();
-    let mut trie_shape: Vec<u32> = Vec::with_capacity(shapes.len());
-    for shape in &shapes {
-        let n = shape_list.len() as u32;
-        let s = *shape_index.entry(shape).or_insert_with(|| {
-            shape_list.push(shape);
-            n
-        });
-        trie_shape.push(s);
+    // Positions are classified in parallel a chunk at a time, and their shapes and tables
+    // interned in position order as each chunk ends: a large schema's positions can each
+    // list thousands of atoms, and holding every table until all were made cost hundreds
+    // of MB, faulted in fresh (o48425: 12,200 positions, 66M atom entries).
+    const CLASSIFY_CHUNK: usize = 512;
+    let mut shape_ids: HashMap<Shape, u32> = HashMap::new();
+    let mut trie_shape: Vec<u32> = Vec::with_capacity(built.len());
+    let mut own_tables = TableInterner::default();
+    let mut own_local: Vec<u32> = Vec::with_capacity(built.len());
+    for chunk in built.chunks(CLASSIFY_CHUNK) {
+        let classified: Vec<(Shape, ClassAtoms)> = chunk
+            .par_iter()
+            .map(|&p| {
+                let c = classify(&atoms.trie(lexer, &walks, p));
+                (c.shape, ClassAtoms::new(&c.tokens))
+            })
+            .collect();
+        for (shape, table) in classified {
+            let n = shape_ids.len() as u32;
+            trie_shape.push(*shape_ids.entry(shape).or_insert(n));
+            own_local.push(own_tables.intern(table));
+        }
     }
+    let mut by_id: Vec<(u32, &Shape)> = shape_ids.iter().map(|(s, &i)| (i, s)).collect();
+    by_id.sort_unstable_by_key(|&(i, _)| i);
+    let shape_list: Vec<&Shape> = by_id.into_iter().map(|(_, s)| s).collect();
     let lr = &tables.lr;
     let mut goto_sources: Vec<Vec<LrStateId>> = vec![Vec::new(); lr.num_nonterminals()];
     for s in 0..lr.num_states() {
@@ -1112,18 +1120,20 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     let class_side = || {
         let mut tables_out: Vec<(u32, ClassAtoms)> = Vec::new();
         let mut start_pos: Vec<StartPos> = Vec::new();
-        // Equal tables are stored once (positions far from a count's end share theirs).
-        let mut table_index: HashMap<(u32, ClassAtoms), u32> = HashMap::new();
-        let mut intern_table = |t: (u32, ClassAtoms), out: &mut Vec<(u32, ClassAtoms)>| -> u32 {
-            *table_index.entry(t).or_insert_with_key(|t| {
-                out.push(t.clone());
-                out.len() as u32 - 1
+        // Equal tables are stored once (positions far from a count's end share theirs);
+        // a table is its base and its class → atoms table, by interned id.
+        let mut own_tables = own_tables;
+        let mut table_index: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut intern_table = |base: u32, local: u32, tables: &TableInterner| -> u32 {
+            *table_index.entry((base, local)).or_insert_with(|| {
+                tables_out.push((base, tables.list[local as usize].clone()));
+                tables_out.len() as u32 - 1
             })
         };
-        let own_ids: Vec<u32> = own_tables
-            .into_iter()
+        let own_ids: Vec<u32> = own_local
+            .iter()
             .enumerate()
-            .map(|(i, t)| intern_table((base[trie_shape[i] as usize], t), &mut tables_out))
+            .map(|(i, &local)| intern_table(base[trie_shape[i] as usize], local, &own_tables))
             .collect();
         for (&p, &i) in own_trie.iter().zip(&trie_of) {
             start_pos.push(StartPos {
@@ -1135,7 +1145,8 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
         // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme;
         // an atom's tokens share their first byte as far as any boundary can tell.
         // So the table depends only on which first bytes `q` kills: one per such set.
-        let (dead_base, dead_table) = tables_out[own_ids[dead] as usize].clone();
+        let dead_base = base[trie_shape[dead] as usize];
+        let dead_table = own_tables.list[own_local[dead] as usize].clone();
         let mut table_of_kills: HashMap<[u64; 4], u32> = HashMap::new();
         for &(p, q) in &inhibited_positions {
             let mut kills = [0u64; 4];
@@ -1149,7 +1160,8 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
                     let b = atoms.first_byte[a as usize];
                     kills[usize::from(b / 64)] >> (b % 64) & 1 == 1
                 });
-                intern_table((dead_base, t), &mut tables_out)
+                let local = own_tables.intern(t);
+                intern_table(dead_base, local, &own_tables)
             });
             start_pos.push(StartPos {
                 pos: p,
@@ -1196,6 +1208,40 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     dwa.validate()
         .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;
     Ok(dwa)
+}
+
+/// Class → atoms tables, each stored once, numbered in order of first appearance.
+#[derive(Default)]
+struct TableInterner {
+    list: Vec<ClassAtoms>,
+    /// Ids into `list`, by the table's hash.
+    index: hashbrown::HashTable<u32>,
+    hasher: hashbrown::DefaultHashBuilder,
+}
+
+impl TableInterner {
+    fn intern(&mut self, t: ClassAtoms) -> u32 {
+        use std::hash::BuildHasher;
+        let Self {
+            list,
+            index,
+            hasher,
+        } = self;
+        let h = hasher.hash_one(&t);
+        match index.entry(
+            h,
+            |&i| list[i as usize] == t,
+            |&i| hasher.hash_one(&list[i as usize]),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let id = list.len() as u32;
+                list.push(t);
+                e.insert(id);
+                id
+            }
+        }
+    }
 }
 
 /// Sets bits `lo..=hi` of `words` (bit `i` is bit `i % 64` of word `i / 64`).
