@@ -6,13 +6,43 @@ use super::word_pool::WordPool;
 use crate::ids::{DwaStateId, LrStateId, TokenId, WeightId};
 use crate::lexer::LexPos;
 
-/// One state: what the walk does with the next (deeper) stack id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One state as the builder makes it: what the walk does with the next (deeper) stack
+/// id. Frozen into [`Dwa`] as a [`StateRow`] over one shared transition list.
+#[derive(Debug, Clone, PartialEq)]
 pub struct DwaState {
     /// `(stack id, edge)`, sorted by stack id ([`NO_EDGE`]: the id ends the path).
     pub trans: Vec<(LrStateId, u32)>,
     /// The edge for every id not in `trans` ([`NO_EDGE`]: such ids end the path).
     pub default: u32,
+}
+
+/// One frozen state: its transitions are `Dwa::trans[start..end]`, and `default` is the
+/// edge for every other id. A short list is sorted by stack id; a long one is an
+/// open-addressed table of `2^bits` slots ([`EMPTY_SLOT`] keys free), so a lookup costs
+/// a cache line or two, not a binary search's dozen (sp_281: 1,150 states list 64 to 255
+/// ids, and a deep walk looks one up per stack entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateRow {
+    /// First transition.
+    pub start: u32,
+    /// One past the last.
+    pub end: u32,
+    /// The edge for ids not listed ([`NO_EDGE`]: such ids end the path).
+    pub default: u32,
+    /// 0: a sorted list; else the list is a hash table of `2^bits` slots.
+    pub bits: u32,
+}
+
+/// The key of a free slot in a state's hash table (no LR state has this id).
+pub const EMPTY_SLOT: LrStateId = LrStateId::from_u32(u32::MAX);
+
+/// Lists longer than this are frozen as hash tables (this many fit in two cache lines).
+const HASH_OVER: usize = 16;
+
+/// The home slot of `x` in a table of `2^bits` slots (Fibonacci hashing).
+#[inline]
+fn home(x: LrStateId, bits: u32) -> usize {
+    (x.as_u32().wrapping_mul(0x9E37_79B9) >> (32 - bits)) as usize
 }
 
 /// What reading one id does: classes decided, and where the still-undecided ones go.
@@ -71,6 +101,33 @@ impl ClassTokens {
     }
 }
 
+/// The edge row `st` takes on stack id `x` (`NO_EDGE` for none), its transitions in
+/// `trans`.
+#[inline]
+fn row_edge(trans: &[(LrStateId, u32)], st: StateRow, x: LrStateId) -> u32 {
+    let trans = &trans[st.start as usize..st.end as usize];
+    if st.bits == 0 {
+        match trans.binary_search_by_key(&x, |(y, _)| *y) {
+            Ok(i) => trans[i].1,
+            Err(_) => st.default,
+        }
+    } else {
+        // Validated: the length is 2^bits and some slot is free, so this ends.
+        let mask = trans.len() - 1;
+        let mut i = home(x, st.bits);
+        loop {
+            let (y, e) = trans[i];
+            if y == x {
+                break e;
+            }
+            if y == EMPTY_SLOT {
+                break st.default;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
 /// Why a mask automaton is inconsistent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid mask automaton: {0}")]
@@ -87,16 +144,57 @@ pub struct StartPos {
     pub table: u32,
 }
 
-/// The automaton. Weights are dense sets of token classes, `class_words` 64-bit words
-/// each, stored end to end (weight 0 is empty); each shape owns a range of classes.
+/// Where one shape's part of every weight is stored: words `lo..hi` of the class space
+/// (the words its classes occupy), for weight `w` at
+/// `weights[offset + w * (hi - lo)..][..hi - lo]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShapeBlock {
+    /// First word of the block in the automaton's weights.
+    pub offset: u64,
+    /// First class-space word of the shape.
+    pub lo: u32,
+    /// One past its last.
+    pub hi: u32,
+}
+
+/// One shape's view of the weights: every weight's words over the shape's word range,
+/// all in one contiguous block. A walk reads one shape only, so its weights sit together
+/// however large the whole class space is (sp_281: 428 words per weight, 5 per shape).
+#[derive(Debug, Clone, Copy)]
+pub struct ShapeWeights<'a> {
+    words: &'a [u64],
+    lo: usize,
+    cw: usize,
+}
+
+impl<'a> ShapeWeights<'a> {
+    /// The class-space words the shape's sets cover.
+    #[inline]
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.lo..self.lo + self.cw
+    }
+
+    /// Weight `w` restricted to the shape's words.
+    #[inline]
+    pub fn get(&self, w: WeightId) -> &'a [u64] {
+        &self.words[w.index() * self.cw..(w.index() + 1) * self.cw]
+    }
+}
+
+/// The automaton. Weights are sets of token classes over a class space of `class_words`
+/// 64-bit words, in which each shape owns a range of classes; they are stored per shape
+/// ([`ShapeBlock`]: the shape's words of every weight, end to end; weight 0 is empty).
 /// `starts[x]` is the edge taken when `x` is on top of the stack, for every shape at
 /// once: a configuration keeps the part inside its shape's classes. Only states that can
 /// top a stack (the start state and shift targets) have one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dwa {
     pub(crate) class_words: u32,
+    pub(crate) num_weights: u32,
     pub(crate) weights: Vec<u64>,
-    pub(crate) states: Vec<DwaState>,
+    pub(crate) shape_blocks: Vec<ShapeBlock>,
+    pub(crate) states: Vec<StateRow>,
+    pub(crate) trans: Vec<(LrStateId, u32)>,
     pub(crate) edges: Vec<Edge>,
     pub(crate) targets: Vec<(DwaStateId, WeightId)>,
     pub(crate) starts: Vec<u32>,
@@ -118,17 +216,45 @@ impl Dwa {
     pub fn validate(&self) -> Result<(), DwaValidateError> {
         let bad = |m: &str| Err(DwaValidateError(m.into()));
         let cw = self.class_words as usize;
-        if cw == 0 || self.weights.len() % cw != 0 || self.weights[..cw].iter().any(|&w| w != 0) {
-            return bad("weights must be whole sets, weight 0 the empty set");
+        let nw = self.num_weights as usize;
+        if cw == 0 || nw == 0 || self.shape_blocks.len() != self.shape_classes.len() {
+            return bad("weights must be whole sets, one block per shape");
         }
-        let (nw, ns, ne) = (self.weights.len() / cw, self.states.len(), self.edges.len());
-        for s in &self.states {
-            if s.trans.windows(2).any(|w| w[0].0 >= w[1].0) {
-                return bad("transitions not sorted");
+        let mut at = 0u64;
+        for b in &self.shape_blocks {
+            let width = u64::from(b.hi.saturating_sub(b.lo));
+            if b.offset != at || b.lo > b.hi || b.hi as usize > cw {
+                return bad("shape blocks must tile the weights in order");
             }
-            if s.trans
-                .iter()
-                .any(|&(_, e)| e != NO_EDGE && e as usize >= ne)
+            let zero = usize::try_from(at)
+                .ok()
+                .and_then(|a| self.weights.get(a..a + width as usize));
+            if zero.is_none_or(|z| z.iter().any(|&w| w != 0)) {
+                return bad("weight 0 must be the empty set");
+            }
+            at += width * nw as u64;
+        }
+        if at != self.weights.len() as u64 {
+            return bad("shape blocks must tile the weights in order");
+        }
+        let (ns, ne) = (self.states.len(), self.edges.len());
+        for s in &self.states {
+            if s.start > s.end || s.end as usize > self.trans.len() {
+                return bad("state transitions out of range");
+            }
+            let trans = &self.trans[s.start as usize..s.end as usize];
+            if s.bits == 0 {
+                if trans.windows(2).any(|w| w[0].0 >= w[1].0) {
+                    return bad("transitions not sorted");
+                }
+            } else if s.bits > 31
+                || trans.len() != 1 << s.bits
+                || !trans.iter().any(|t| t.0 == EMPTY_SLOT)
+            {
+                // A free slot ends every probe sequence.
+                return bad("transition table malformed");
+            }
+            if trans.iter().any(|&(_, e)| e != NO_EDGE && e as usize >= ne)
                 || (s.default != NO_EDGE && s.default as usize >= ne)
             {
                 return bad("edge out of range");
@@ -170,6 +296,12 @@ impl Dwa {
             if p.shape as usize >= nshapes || p.table as usize >= self.tables.len() {
                 return bad("position out of range");
             }
+            // The walk reads the shape's block and expands through the table: both must
+            // cover the same words.
+            let b = self.shape_blocks[p.shape as usize];
+            if self.tables[p.table as usize].word_range() != (b.lo as usize..b.hi as usize) {
+                return bad("a position's table and shape cover different class words");
+            }
         }
         let vw = (self.vocab_len as usize).div_ceil(32);
         for t in &self.tables {
@@ -210,34 +342,66 @@ impl Dwa {
         &self.targets[e.targets.0 as usize..e.targets.1 as usize]
     }
 
-    /// The classes of a shape.
+    /// The weights as shape `shape` sees them.
     #[inline]
-    pub fn shape_classes(&self, shape: u32) -> &[u64] {
-        self.weight(self.shape_classes[shape as usize])
+    pub fn shape_weights(&self, shape: u32) -> ShapeWeights<'_> {
+        let b = self.shape_blocks[shape as usize];
+        let cw = (b.hi - b.lo) as usize;
+        let at = b.offset as usize;
+        ShapeWeights {
+            words: &self.weights[at..at + cw * self.num_weights as usize],
+            lo: b.lo as usize,
+            cw,
+        }
+    }
+
+    /// The classes of a shape, as a weight.
+    #[inline]
+    pub fn shape_classes(&self, shape: u32) -> WeightId {
+        self.shape_classes[shape as usize]
     }
 
     /// The edge state `s` takes on stack id `x`.
     #[inline]
     pub fn edge(&self, s: DwaStateId, x: LrStateId) -> Option<&Edge> {
-        let st = &self.states[s.index()];
-        let e = match st.trans.binary_search_by_key(&x, |(y, _)| *y) {
-            Ok(i) => st.trans[i].1,
-            Err(_) => st.default,
-        };
+        let e = row_edge(&self.trans, self.states[s.index()], x);
         (e != NO_EDGE).then(|| &self.edges[e as usize])
     }
 
-    /// A state.
-    #[inline]
-    pub fn state(&self, s: DwaStateId) -> &DwaState {
-        &self.states[s.index()]
-    }
-
-    /// An interned weight (a class set).
-    #[inline]
-    pub fn weight(&self, w: WeightId) -> &[u64] {
-        let cw = self.class_words as usize;
-        &self.weights[w.index() * cw..(w.index() + 1) * cw]
+    /// Freezes the builder's states into rows over one transition list: short lists as
+    /// they are, long ones as hash tables at most half full.
+    pub(crate) fn freeze_states(states: Vec<DwaState>) -> (Vec<StateRow>, Vec<(LrStateId, u32)>) {
+        let mut trans = Vec::with_capacity(states.iter().map(|s| s.trans.len()).sum());
+        let rows = states
+            .into_iter()
+            .map(|s| {
+                let start = trans.len();
+                let bits = if s.trans.len() <= HASH_OVER {
+                    trans.extend_from_slice(&s.trans);
+                    0
+                } else {
+                    let bits = (2 * s.trans.len()).next_power_of_two().trailing_zeros();
+                    let mask = (1 << bits) - 1;
+                    trans.resize(start + (1 << bits), (EMPTY_SLOT, NO_EDGE));
+                    let table = &mut trans[start..];
+                    for &(x, e) in &s.trans {
+                        let mut i = home(x, bits);
+                        while table[i].0 != EMPTY_SLOT {
+                            i = (i + 1) & mask;
+                        }
+                        table[i] = (x, e);
+                    }
+                    bits
+                };
+                StateRow {
+                    start: start as u32,
+                    end: trans.len() as u32,
+                    default: s.default,
+                    bits,
+                }
+            })
+            .collect();
+        (rows, trans)
     }
 
     /// A class → token table.
@@ -259,7 +423,7 @@ impl Dwa {
 
     /// The number of distinct weights.
     pub fn num_weights(&self) -> usize {
-        self.weights.len() / self.class_words.max(1) as usize
+        self.num_weights as usize
     }
 
     /// The number of LR states the automaton reads.
@@ -280,10 +444,8 @@ impl Dwa {
 
     /// The number of transitions (state edges, defaults and start entries).
     pub fn num_transitions(&self) -> usize {
-        self.states
-            .iter()
-            .map(|s| s.trans.len() + usize::from(s.default != NO_EDGE))
-            .sum::<usize>()
+        self.trans.iter().filter(|t| t.0 != EMPTY_SLOT).count()
+            + self.states.iter().filter(|s| s.default != NO_EDGE).count()
             + self.starts.iter().filter(|&&e| e != NO_EDGE).count()
     }
 
@@ -306,6 +468,45 @@ impl Dwa {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frozen_states_answer_every_id_as_their_lists_do() {
+        // Lists below, at and over the hash threshold, with ids spread and clustered, and
+        // defaults both set and absent; every id up to past the largest is asked.
+        let mut rng = crate::rng::SplitMix64::new(7);
+        let mut states = Vec::new();
+        for (len, spread) in [
+            (0, 1),
+            (5, 3),
+            (16, 7),
+            (17, 1),
+            (100, 5),
+            (300, 2),
+            (64, 64),
+        ] {
+            let mut ids: Vec<u32> = (0..len * spread).step_by(spread as usize).collect();
+            ids.retain(|_| rng.next_u64() % 8 != 0);
+            let trans = ids
+                .iter()
+                .map(|&x| (LrStateId::from_u32(x), (rng.next_u64() % 1000) as u32))
+                .collect();
+            let default = if len % 2 == 0 { NO_EDGE } else { 5000 };
+            states.push(DwaState { trans, default });
+        }
+        let (rows, trans) = Dwa::freeze_states(states.clone());
+        assert!(rows.iter().any(|r| r.bits > 0) && rows.iter().any(|r| r.bits == 0));
+        for (st, row) in states.iter().zip(&rows) {
+            for x in 0..2000u32 {
+                let x = LrStateId::from_u32(x);
+                let want = st
+                    .trans
+                    .iter()
+                    .find(|t| t.0 == x)
+                    .map_or(st.default, |t| t.1);
+                assert_eq!(row_edge(&trans, *row, x), want, "id {x:?}");
+            }
+        }
+    }
 
     #[test]
     fn expanding_classes_writes_the_words_of_exactly_the_chosen_classes() {

@@ -14,4 +14,7 @@ pub mod walk;
 pub mod walk_cache;
 pub mod word_pool;
 
-pub use automaton::{ClassTokens, Dwa, DwaState, DwaValidateError, Edge, StartPos, NO_EDGE};
+pub use automaton::{
+    ClassTokens, Dwa, DwaState, DwaValidateError, Edge, ShapeBlock, ShapeWeights, StartPos,
+    StateRow, NO_EDGE,
+};

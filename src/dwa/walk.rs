@@ -123,13 +123,14 @@ pub fn collect<N: StackNode + Clone>(
     // Only the words of this configuration's shape: its classes are a contiguous range,
     // and nothing outside it can ever be set on its paths.
     let table = dwa.table(sp.table);
-    let range = table.word_range();
+    let weights = dwa.shape_weights(sp.shape);
+    let range = weights.range();
     let cw = range.len();
     if cw == 0 {
         // A position no token can start from.
         return 0;
     }
-    let w = |id| &dwa.weight(id)[range.clone()];
+    let w = |id| weights.get(id);
     let mut decided = vec![0u64; cw];
     let mut r2 = vec![0u64; cw];
     // Work items: a stack node still to read, the state that reads it, and the classes
@@ -141,10 +142,10 @@ pub fn collect<N: StackNode + Clone>(
         words: Vec::new(),
     };
     let mut reads = 0;
-    let mine = &dwa.shape_classes(sp.shape)[range.clone()];
+    let mine = w(dwa.shape_classes(sp.shape));
     let mut view = cache.map(|c| {
         c.begin(dwa);
-        CacheView::new(c, range.clone())
+        CacheView::new(c, weights)
     });
     for h in heads {
         reads += 1;

@@ -20,7 +20,7 @@ use hashbrown::HashMap;
 
 use super::walk::StackNode;
 use super::Dwa;
-use crate::dwa::Edge;
+use crate::dwa::{Edge, ShapeWeights};
 use crate::ids::{DwaStateId, WeightId};
 
 /// Cached entries past this many words (riders and decided sets, both `cw` words) clear
@@ -122,15 +122,21 @@ impl<N: StackNode + Clone> WalkCache<N> {
     }
 }
 
-/// One walk's view of a cache: the class word range its sets cover.
-pub(super) struct CacheView<'c, N> {
+/// One walk's view of a cache: the class word range its sets cover, and its shape's
+/// weights over that range.
+pub(super) struct CacheView<'c, 'd, N> {
     cache: &'c mut WalkCache<N>,
+    weights: ShapeWeights<'d>,
     range: Range<usize>,
 }
 
-impl<'c, N: StackNode + Clone> CacheView<'c, N> {
-    pub(super) fn new(cache: &'c mut WalkCache<N>, range: Range<usize>) -> Self {
-        Self { cache, range }
+impl<'c, 'd, N: StackNode + Clone> CacheView<'c, 'd, N> {
+    pub(super) fn new(cache: &'c mut WalkCache<N>, weights: ShapeWeights<'d>) -> Self {
+        Self {
+            cache,
+            range: weights.range(),
+            weights,
+        }
     }
 
     /// Depth from which the cache answers.
@@ -205,8 +211,8 @@ impl<'c, N: StackNode + Clone> CacheView<'c, N> {
     /// answered from the cache when it covers the child's riders.
     fn compute(&mut self, dwa: &Dwa, node: &N, s: DwaStateId, riders: &[u64]) -> Vec<u64> {
         let cw = self.range.len();
-        let range = self.range.clone();
-        let w = |id: WeightId| &dwa.weight(id)[range.clone()];
+        let weights = self.weights;
+        let w = |id: WeightId| weights.get(id);
         let Some(edge) = dwa.edge(s, node.state()) else {
             let zero = vec![0; cw];
             self.store(node, s, riders, &zero);
