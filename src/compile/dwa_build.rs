@@ -44,7 +44,7 @@ use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks}
 use super::token_atoms::atomize;
 use super::token_classes::{classify, ClassList, Shape};
 use super::weight_table::WeightTable;
-use crate::dwa::{Dwa, ShapeBlock, StartPos, NO_EDGE};
+use crate::dwa::{Dwa, StartPos, NO_EDGE};
 use crate::glr::Tables;
 use crate::ids::{DwaStateId, LexStateId, LrStateId, ProductionId, TerminalId, WeightId};
 use crate::lexer::{LexPos, LexerDfa};
@@ -1175,17 +1175,24 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     };
     let (auto, (start_pos, tables_out, words)) = rayon::join(automaton, class_side);
     let (shape_classes, det) = auto?;
-    // Dense class sets for the walk, stored per shape: a shape's words of every weight
-    // in one block, since a walk reads one shape only.
+    // Dense class sets for the walk: a fixed number of words each, end to end.
     let class_words = (num_classes as usize).div_ceil(64).max(1);
-    let num_weights = det.weights.len();
-    let sizes: Vec<u32> = shape_list.iter().map(|s| s.num_classes).collect();
-    let (shape_blocks, weights) = shape_blocks(&base, &sizes, &det.weights);
+    let mut weights = vec![0u64; det.weights.len() * class_words];
+    for (w, row) in det
+        .weights
+        .iter()
+        .zip(weights.chunks_exact_mut(class_words))
+    {
+        // By runs: a shape's classes are consecutive, and weights of large schemas hold
+        // tens of thousands of them.
+        let mut classes = w.iter();
+        while let Some(run) = classes.next_range() {
+            set_bits(row, *run.start() as usize, *run.end() as usize);
+        }
+    }
     let (states, trans) = Dwa::freeze_states(det.states);
     let dwa = Dwa {
         class_words: class_words as u32,
-        num_weights: num_weights as u32,
-        shape_blocks,
         weights,
         states,
         trans,
@@ -1237,53 +1244,6 @@ impl TableInterner {
             }
         }
     }
-}
-
-/// Lays weights out per shape: shape `k` (classes `base[k]..base[k] + sizes[k]`) gets the
-/// words its classes occupy of every weight, in weight order, blocks in shape order. The
-/// words are those of the dense sets, boundary words shared with a neighbour included.
-fn shape_blocks(
-    base: &[u32],
-    sizes: &[u32],
-    weights: &[RoaringBitmap],
-) -> (Vec<ShapeBlock>, Vec<u64>) {
-    let num_weights = weights.len();
-    let mut blocks: Vec<ShapeBlock> = Vec::with_capacity(base.len());
-    let mut total = 0u64;
-    for (&b, &n) in base.iter().zip(sizes) {
-        // The words the shape's tables cover (`ClassTokens::word_range`).
-        let (lo, hi) = (b / 64, (b + n).div_ceil(64));
-        blocks.push(ShapeBlock {
-            offset: total,
-            lo,
-            hi,
-        });
-        total += u64::from(hi - lo) * num_weights as u64;
-    }
-    let mut words = vec![0u64; total as usize];
-    for (i, w) in weights.iter().enumerate() {
-        // By runs: a shape's classes are consecutive, and weights of large schemas hold
-        // tens of thousands of them. A run may span shapes; each gets its words of it.
-        let mut classes = w.iter();
-        while let Some(run) = classes.next_range() {
-            let (a, z) = (*run.start() as usize, *run.end() as usize);
-            // Bases ascend, so both ends of the shapes' word ranges do.
-            let first = blocks.partition_point(|b| (b.hi as usize) * 64 <= a);
-            for b in blocks[first..]
-                .iter()
-                .take_while(|b| (b.lo as usize) * 64 <= z)
-            {
-                let (lo, hi) = (b.lo as usize * 64, b.hi as usize * 64);
-                if lo == hi {
-                    continue;
-                }
-                let cw = (b.hi - b.lo) as usize;
-                let at = b.offset as usize + i * cw;
-                set_bits(&mut words[at..at + cw], a.max(lo) - lo, z.min(hi - 1) - lo);
-            }
-        }
-    }
-    (blocks, words)
 }
 
 /// Sets bits `lo..=hi` of `words` (bit `i` is bit `i % 64` of word `i / 64`).
@@ -1435,51 +1395,7 @@ impl Started<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{set_bits, shape_blocks};
-    use roaring::RoaringBitmap;
-
-    #[test]
-    fn shape_blocks_hold_each_shapes_words_of_the_dense_sets() {
-        // Shapes straddling words, an empty one, one spanning several words; weights with
-        // runs crossing shape boundaries.
-        let sizes = [3u32, 70, 0, 61, 200, 1];
-        let mut base = Vec::new();
-        let mut next = 0;
-        for &n in &sizes {
-            base.push(next);
-            next += n;
-        }
-        let mut rng = crate::rng::SplitMix64::new(11);
-        let mut weights = vec![RoaringBitmap::new()];
-        for _ in 0..20 {
-            let mut w = RoaringBitmap::new();
-            for _ in 0..rng.below(6) {
-                let a = rng.below(next as usize) as u32;
-                let z = (a + rng.below(150) as u32).min(next - 1);
-                w.insert_range(a..=z);
-            }
-            weights.push(w);
-        }
-        let (blocks, words) = shape_blocks(&base, &sizes, &weights);
-        let cw = (next as usize).div_ceil(64);
-        for (k, b) in blocks.iter().enumerate() {
-            let (lo, hi) = (b.lo as usize, b.hi as usize);
-            assert_eq!(lo, base[k] as usize / 64);
-            assert_eq!(hi, (base[k] + sizes[k]).div_ceil(64) as usize);
-            for (i, w) in weights.iter().enumerate() {
-                let mut dense = vec![0u64; cw];
-                for c in w {
-                    dense[c as usize / 64] |= 1 << (c % 64);
-                }
-                let at = b.offset as usize + i * (hi - lo);
-                assert_eq!(
-                    &words[at..at + hi - lo],
-                    &dense[lo..hi],
-                    "shape {k} weight {i}"
-                );
-            }
-        }
-    }
+    use super::set_bits;
 
     #[test]
     fn set_bits_matches_bit_by_bit() {

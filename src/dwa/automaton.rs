@@ -144,25 +144,12 @@ pub struct StartPos {
     pub table: u32,
 }
 
-/// Where one shape's part of every weight is stored: words `lo..hi` of the class space
-/// (the words its classes occupy), for weight `w` at
-/// `weights[offset + w * (hi - lo)..][..hi - lo]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShapeBlock {
-    /// First word of the block in the automaton's weights.
-    pub offset: u64,
-    /// First class-space word of the shape.
-    pub lo: u32,
-    /// One past its last.
-    pub hi: u32,
-}
-
-/// One shape's view of the weights: every weight's words over the shape's word range,
-/// all in one contiguous block. A walk reads one shape only, so its weights sit together
-/// however large the whole class space is (sp_281: 428 words per weight, 5 per shape).
+/// One shape's view of the weights: each weight's words over the shape's word range (a
+/// walk reads one shape only, and nothing outside its classes can be set on its paths).
 #[derive(Debug, Clone, Copy)]
 pub struct ShapeWeights<'a> {
     words: &'a [u64],
+    stride: usize,
     lo: usize,
     cw: usize,
 }
@@ -177,22 +164,20 @@ impl<'a> ShapeWeights<'a> {
     /// Weight `w` restricted to the shape's words.
     #[inline]
     pub fn get(&self, w: WeightId) -> &'a [u64] {
-        &self.words[w.index() * self.cw..(w.index() + 1) * self.cw]
+        let at = w.index() * self.stride + self.lo;
+        &self.words[at..at + self.cw]
     }
 }
 
-/// The automaton. Weights are sets of token classes over a class space of `class_words`
-/// 64-bit words, in which each shape owns a range of classes; they are stored per shape
-/// ([`ShapeBlock`]: the shape's words of every weight, end to end; weight 0 is empty).
+/// The automaton. Weights are dense sets of token classes, `class_words` 64-bit words
+/// each, stored end to end (weight 0 is empty); each shape owns a range of classes.
 /// `starts[x]` is the edge taken when `x` is on top of the stack, for every shape at
 /// once: a configuration keeps the part inside its shape's classes. Only states that can
 /// top a stack (the start state and shift targets) have one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dwa {
     pub(crate) class_words: u32,
-    pub(crate) num_weights: u32,
     pub(crate) weights: Vec<u64>,
-    pub(crate) shape_blocks: Vec<ShapeBlock>,
     pub(crate) states: Vec<StateRow>,
     pub(crate) trans: Vec<(LrStateId, u32)>,
     pub(crate) edges: Vec<Edge>,
@@ -216,27 +201,10 @@ impl Dwa {
     pub fn validate(&self) -> Result<(), DwaValidateError> {
         let bad = |m: &str| Err(DwaValidateError(m.into()));
         let cw = self.class_words as usize;
-        let nw = self.num_weights as usize;
-        if cw == 0 || nw == 0 || self.shape_blocks.len() != self.shape_classes.len() {
-            return bad("weights must be whole sets, one block per shape");
+        if cw == 0 || self.weights.len() % cw != 0 || self.weights[..cw].iter().any(|&w| w != 0) {
+            return bad("weights must be whole sets, weight 0 the empty set");
         }
-        let mut at = 0u64;
-        for b in &self.shape_blocks {
-            let width = u64::from(b.hi.saturating_sub(b.lo));
-            if b.offset != at || b.lo > b.hi || b.hi as usize > cw {
-                return bad("shape blocks must tile the weights in order");
-            }
-            let zero = usize::try_from(at)
-                .ok()
-                .and_then(|a| self.weights.get(a..a + width as usize));
-            if zero.is_none_or(|z| z.iter().any(|&w| w != 0)) {
-                return bad("weight 0 must be the empty set");
-            }
-            at += width * nw as u64;
-        }
-        if at != self.weights.len() as u64 {
-            return bad("shape blocks must tile the weights in order");
-        }
+        let nw = self.weights.len() / cw;
         let (ns, ne) = (self.states.len(), self.edges.len());
         for s in &self.states {
             if s.start > s.end || s.end as usize > self.trans.len() {
@@ -296,12 +264,6 @@ impl Dwa {
             if p.shape as usize >= nshapes || p.table as usize >= self.tables.len() {
                 return bad("position out of range");
             }
-            // The walk reads the shape's block and expands through the table: both must
-            // cover the same words.
-            let b = self.shape_blocks[p.shape as usize];
-            if self.tables[p.table as usize].word_range() != (b.lo as usize..b.hi as usize) {
-                return bad("a position's table and shape cover different class words");
-            }
         }
         let vw = (self.vocab_len as usize).div_ceil(32);
         for t in &self.tables {
@@ -342,16 +304,15 @@ impl Dwa {
         &self.targets[e.targets.0 as usize..e.targets.1 as usize]
     }
 
-    /// The weights as shape `shape` sees them.
+    /// The weights over class words `range` (a shape's: its table's `word_range`, which
+    /// validation keeps inside the class space).
     #[inline]
-    pub fn shape_weights(&self, shape: u32) -> ShapeWeights<'_> {
-        let b = self.shape_blocks[shape as usize];
-        let cw = (b.hi - b.lo) as usize;
-        let at = b.offset as usize;
+    pub fn shape_weights(&self, range: std::ops::Range<usize>) -> ShapeWeights<'_> {
         ShapeWeights {
-            words: &self.weights[at..at + cw * self.num_weights as usize],
-            lo: b.lo as usize,
-            cw,
+            words: &self.weights,
+            stride: self.class_words as usize,
+            lo: range.start,
+            cw: range.len(),
         }
     }
 
@@ -423,7 +384,7 @@ impl Dwa {
 
     /// The number of distinct weights.
     pub fn num_weights(&self) -> usize {
-        self.num_weights as usize
+        self.weights.len() / self.class_words.max(1) as usize
     }
 
     /// The number of LR states the automaton reads.

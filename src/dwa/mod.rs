@@ -15,6 +15,5 @@ pub mod walk_cache;
 pub mod word_pool;
 
 pub use automaton::{
-    ClassTokens, Dwa, DwaState, DwaValidateError, Edge, ShapeBlock, ShapeWeights, StartPos,
-    StateRow, NO_EDGE,
+    ClassTokens, Dwa, DwaState, DwaValidateError, Edge, ShapeWeights, StartPos, StateRow, NO_EDGE,
 };

@@ -123,7 +123,7 @@ pub fn collect<N: StackNode + Clone>(
     // Only the words of this configuration's shape: its classes are a contiguous range,
     // and nothing outside it can ever be set on its paths.
     let table = dwa.table(sp.table);
-    let weights = dwa.shape_weights(sp.shape);
+    let weights = dwa.shape_weights(table.word_range());
     let range = weights.range();
     let cw = range.len();
     if cw == 0 {
