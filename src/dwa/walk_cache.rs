@@ -14,8 +14,6 @@
 //! Entries hold their stack entry alive (a clone of the node), so an identity is never
 //! reused while cached. Depends on the automaton and the [`StackNode`] view only.
 
-use std::ops::Range;
-
 use hashbrown::HashMap;
 
 use super::walk::StackNode;
@@ -122,21 +120,15 @@ impl<N: StackNode + Clone> WalkCache<N> {
     }
 }
 
-/// One walk's view of a cache: the class word range its sets cover, and its shape's
-/// weights over that range.
+/// One walk's view of a cache: its shape's weights, whose word range its sets cover.
 pub(super) struct CacheView<'c, 'd, N> {
     cache: &'c mut WalkCache<N>,
     weights: ShapeWeights<'d>,
-    range: Range<usize>,
 }
 
 impl<'c, 'd, N: StackNode + Clone> CacheView<'c, 'd, N> {
     pub(super) fn new(cache: &'c mut WalkCache<N>, weights: ShapeWeights<'d>) -> Self {
-        Self {
-            cache,
-            range: weights.range(),
-            weights,
-        }
+        Self { cache, weights }
     }
 
     /// Depth from which the cache answers.
@@ -148,8 +140,8 @@ impl<'c, 'd, N: StackNode + Clone> CacheView<'c, 'd, N> {
         (
             node.key(),
             s,
-            self.range.start as u32,
-            self.range.end as u32,
+            self.weights.range().start as u32,
+            self.weights.range().end as u32,
         )
     }
 
@@ -159,11 +151,11 @@ impl<'c, 'd, N: StackNode + Clone> CacheView<'c, 'd, N> {
 
     fn riders(&self, e: u32) -> &[u64] {
         let at = self.cache.entries[e as usize].1 as usize;
-        &self.cache.words[at..at + self.range.len()]
+        &self.cache.words[at..at + self.weights.range().len()]
     }
 
     fn decided(&self, e: u32) -> &[u64] {
-        let cw = self.range.len();
+        let cw = self.weights.range().len();
         let at = self.cache.entries[e as usize].1 as usize + cw;
         &self.cache.words[at..at + cw]
     }
@@ -210,7 +202,7 @@ impl<'c, 'd, N: StackNode + Clone> CacheView<'c, 'd, N> {
     /// explicit depth-first walk (stacks run thousands of entries deep), each child
     /// answered from the cache when it covers the child's riders.
     fn compute(&mut self, dwa: &Dwa, node: &N, s: DwaStateId, riders: &[u64]) -> Vec<u64> {
-        let cw = self.range.len();
+        let cw = self.weights.range().len();
         let weights = self.weights;
         let w = |id: WeightId| weights.get(id);
         let Some(edge) = dwa.edge(s, node.state()) else {
