@@ -2250,6 +2250,11 @@ impl<'a> Lowerer<'a> {
             pairs.push(Ebnf::Seq(vec![e_sym(key), e_sym(colon), e_sym(v)]));
         }
         let extra = (!pairs.is_empty()).then_some(Ebnf::Alt(pairs));
+        if !counted {
+            let optional: Vec<bool> = declared.iter().map(|d| !required.contains(&d.0)).collect();
+            let members = self.members_left_linear(pointer, kvs, &optional, extra, lo > 0);
+            return Ok(Ebnf::Seq(vec![e_sym(lb), members, e_sym(rb)]));
+        }
         // Extra pairs once the count no longer matters: any number of them, flat.
         let tail = match &extra {
             Some(x) => {
@@ -2355,6 +2360,94 @@ impl<'a> Lowerer<'a> {
             start.push(Ebnf::Seq(vec![x.clone(), after(self, 0, c2)]));
         }
         Ok(Ebnf::Seq(vec![e_sym(lb), Ebnf::Alt(start), e_sym(rb)]))
+    }
+
+    /// The members of an object whose property count is not constrained, as a left-linear
+    /// grammar: `L_q` is a non-empty prefix whose last declared pair is `q` (extra pairs
+    /// may follow it), `W_q` a prefix after which `q` may come next, comma included, and
+    /// `E` a prefix of extra pairs only. Left-linear because a right-recursive spelling
+    /// keeps a few parse-stack entries per written member until the object closes, and a
+    /// 200-member object then costs every mask and the closing commit hundreds of entries;
+    /// here each pair is reduced as soon as it ends. Skipping optional members is the
+    /// chain `W_q → W_{q-1}`, which LALR(1) resolves on the next key (keys are distinct
+    /// terminals), so the size stays linear in the number of members.
+    fn members_left_linear(
+        &mut self,
+        pointer: &str,
+        kvs: Vec<Ebnf>,
+        optional: &[bool],
+        extra: Option<Ebnf>,
+        nonempty: bool,
+    ) -> Ebnf {
+        let n = kvs.len();
+        let comma = self.f().comma;
+        let x = extra.map(|x| {
+            let nt = self.nonterminal(format!("{pointer}/extra"));
+            self.define(nt, x);
+            e_sym(Symbol::N(nt))
+        });
+        let e = x.as_ref().map(|x| {
+            let nt = self.nonterminal(format!("{pointer}/extras"));
+            let e = e_sym(Symbol::N(nt));
+            self.define(
+                nt,
+                Ebnf::Alt(vec![
+                    x.clone(),
+                    Ebnf::Seq(vec![e.clone(), e_sym(comma), x.clone()]),
+                ]),
+            );
+            e
+        });
+        let l: Vec<NonterminalId> = (0..n)
+            .map(|q| self.nonterminal(format!("{pointer}/last{q}")))
+            .collect();
+        let w: Vec<NonterminalId> = (0..n)
+            .map(|q| self.nonterminal(format!("{pointer}/before{q}")))
+            .collect();
+        let mut free_before = true;
+        for (q, kv) in kvs.into_iter().enumerate() {
+            let mut before = Vec::new();
+            if q > 0 {
+                before.push(Ebnf::Seq(vec![e_sym(Symbol::N(l[q - 1])), e_sym(comma)]));
+                if optional[q - 1] {
+                    before.push(e_sym(Symbol::N(w[q - 1])));
+                }
+            } else if let Some(e) = &e {
+                before.push(Ebnf::Seq(vec![e.clone(), e_sym(comma)]));
+            }
+            self.define(w[q], Ebnf::Alt(before));
+            let mut last = vec![Ebnf::Seq(vec![e_sym(Symbol::N(w[q])), kv.clone()])];
+            if free_before {
+                last.push(kv);
+            }
+            if let Some(x) = &x {
+                last.push(Ebnf::Seq(vec![
+                    e_sym(Symbol::N(l[q])),
+                    e_sym(comma),
+                    x.clone(),
+                ]));
+            }
+            self.define(l[q], Ebnf::Alt(last));
+            free_before &= optional[q];
+        }
+        // The object may end after any member all of whose successors are optional, after
+        // extras alone or with nothing written when every member is optional.
+        let mut ends = Vec::new();
+        for q in (0..n).rev() {
+            ends.push(e_sym(Symbol::N(l[q])));
+            if !optional[q] {
+                break;
+            }
+        }
+        if free_before {
+            if let Some(e) = e {
+                ends.push(e);
+            }
+            if !nonempty {
+                ends.push(eps());
+            }
+        }
+        Ebnf::Alt(ends)
     }
 
     /// Fills the string rules now that every literal is known, and builds the grammar.
