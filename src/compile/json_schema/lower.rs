@@ -2259,6 +2259,9 @@ impl<'a> Lowerer<'a> {
             pairs.push(Ebnf::Seq(vec![e_sym(key), e_sym(colon), e_sym(v)]));
         }
         let extra = (!pairs.is_empty()).then_some(Ebnf::Alt(pairs));
+        // Uncounted objects lower left-linearly. The rest of this function lowers counted
+        // ones, whose count is part of every nonterminal: right-recursive (a few stack
+        // entries per member, at most MAX_COUNTED_PROPERTY_STATES nonterminals).
         if !counted {
             let optional: Vec<bool> = declared.iter().map(|d| !required.contains(&d.0)).collect();
             let members = self.members_left_linear(pointer, kvs, &optional, extra, lo > 0);
@@ -2378,8 +2381,9 @@ impl<'a> Lowerer<'a> {
     /// keeps a few parse-stack entries per written member until the object closes, and a
     /// 200-member object then costs every mask and the closing commit hundreds of entries;
     /// here each pair is reduced as soon as it ends. Skipping optional members is the
-    /// chain `W_q → W_{q-1}`, which LALR(1) resolves on the next key (keys are distinct
-    /// terminals), so the size stays linear in the number of members.
+    /// chain `W_q → W_{q-hop}` (`hop` is 1, or [`SKIP_HOP`] over [`HOP_OVER`] members),
+    /// which LALR(1) resolves on the next key (keys are distinct terminals), so the size
+    /// stays linear in the number of members.
     fn members_left_linear(
         &mut self,
         pointer: &str,
@@ -2413,13 +2417,13 @@ impl<'a> Lowerer<'a> {
         let w: Vec<NonterminalId> = (0..n)
             .map(|q| self.nonterminal(format!("{pointer}/before{q}")))
             .collect();
+        let hop = if n > HOP_OVER { SKIP_HOP } else { 1 };
         let mut free_before = true;
         for (q, kv) in kvs.into_iter().enumerate() {
             // The last pair written is one of the `hop` members before q (back to the
-            // first required one), extras alone or, further back, whatever may precede
+            // nearest required one), extras alone or, further back, whatever may precede
             // member q - hop (optional, as all after it).
             let mut before = Vec::new();
-            let hop = if n > HOP_OVER { SKIP_HOP } else { 1 };
             for d in 1..=hop {
                 let Some(p) = q.checked_sub(d) else {
                     if let Some(e) = &e {
