@@ -45,6 +45,46 @@ impl Arena {
     }
 }
 
+/// A walk's buffers, kept between the walks of one sequence (in its [`WalkCache`]) so
+/// that a warm mask allocates nothing: on a stack with 32 heads, growing the merge table
+/// and the class-set arena afresh for each mask was a fifth of its time.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    seen: HashMap<(usize, DwaStateId), usize>,
+    words: Vec<u64>,
+    decided: Vec<u64>,
+    r2: Vec<u64>,
+}
+
+/// Buffers past these sizes are not kept: clearing the merge table costs its capacity
+/// (a small walk after a huge one would pay for the huge one), and the arena would hold
+/// a sequence's largest walk for its whole life.
+const KEEP_SEEN: usize = 1 << 12;
+const KEEP_WORDS: usize = 1 << 16;
+
+impl Scratch {
+    /// Empties the buffers for a walk over `cw`-word class sets (`decided` zeroed).
+    fn reset(&mut self, cw: usize) {
+        self.seen.clear();
+        self.words.clear();
+        self.decided.clear();
+        self.decided.resize(cw, 0);
+        self.r2.clear();
+        self.r2.resize(cw, 0);
+    }
+
+    /// The buffers worth keeping for the next walk.
+    fn kept(mut self) -> Self {
+        if self.seen.capacity() > KEEP_SEEN {
+            self.seen = HashMap::new();
+        }
+        if self.words.capacity() > KEEP_WORDS {
+            self.words = Vec::new();
+        }
+        self
+    }
+}
+
 /// Work items: a stack node still to read, the state that reads it, the slot of the
 /// classes still undecided on this path, and how many entries the path read before it.
 type Work<'a, N> = Vec<(&'a N, DwaStateId, usize, u32)>;
@@ -131,19 +171,26 @@ pub fn collect<N: StackNode + Clone>(
         return 0;
     }
     let w = |id| weights.get(id);
-    let mut decided = vec![0u64; cw];
-    let mut r2 = vec![0u64; cw];
+    let mut cache = cache;
+    // The last walk's buffers when the sequence has a cache (they go back at the end).
+    let mut scratch = cache
+        .as_deref_mut()
+        .map(|c| std::mem::take(&mut *c.scratch))
+        .unwrap_or_default();
+    scratch.reset(cw);
+    let Scratch {
+        mut seen,
+        words,
+        mut decided,
+        mut r2,
+    } = scratch;
     // Work items: a stack node still to read, the state that reads it, and the classes
     // still undecided on this path; `seen` merges paths meeting at (node, state).
-    let mut work: Work<'_, N> = Vec::new();
-    let mut seen: HashMap<(usize, DwaStateId), usize> = HashMap::new();
-    let mut arena = Arena {
-        cw,
-        words: Vec::new(),
-    };
+    let mut work: Work<'_, N> = Vec::with_capacity(2 * heads.len());
+    let mut arena = Arena { cw, words };
     let mut reads = 0;
     let mine = w(dwa.shape_classes(sp.shape));
-    let mut view = cache.map(|c| {
+    let mut view = cache.as_deref_mut().map(|c| {
         c.begin(dwa);
         CacheView::new(c, weights)
     });
@@ -194,5 +241,14 @@ pub fn collect<N: StackNode + Clone>(
         }
     }
     table.expand(dwa.words(), &decided, range.start, out);
+    if let Some(c) = cache {
+        *c.scratch = Scratch {
+            seen,
+            words: arena.words,
+            decided,
+            r2,
+        }
+        .kept();
+    }
     reads
 }

@@ -16,7 +16,7 @@
 
 use hashbrown::HashMap;
 
-use super::walk::StackNode;
+use super::walk::{Scratch, StackNode};
 use super::Dwa;
 use crate::dwa::{Edge, ShapeWeights};
 use crate::ids::{DwaStateId, WeightId};
@@ -40,6 +40,9 @@ pub struct WalkCache<N> {
     dwa: usize,
     /// Entries a walk path reads before the cache answers for the rest of it.
     depth: u32,
+    /// The walk's buffers between masks (not part of what is cached); boxed so that a
+    /// matcher stays small.
+    pub(super) scratch: Box<Scratch>,
 }
 
 impl<N> Default for WalkCache<N> {
@@ -50,6 +53,7 @@ impl<N> Default for WalkCache<N> {
             words: Vec::new(),
             dwa: 0,
             depth: super::walk::CACHE_DEPTH,
+            scratch: Box::default(),
         }
     }
 }
