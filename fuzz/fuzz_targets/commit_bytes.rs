@@ -17,7 +17,7 @@ fn same_state(a: &GlrState, b: &GlrState) -> bool {
         && a.configs().iter().zip(b.configs()).all(|(x, y)| {
             x.pos == y.pos
                 && x.heads.len() == y.heads.len()
-                && x.heads.iter().zip(&y.heads).all(|(p, q)| Arc::ptr_eq(p, q))
+                && x.heads.iter().zip(y.heads.iter()).all(|(p, q)| Arc::ptr_eq(p, q))
         })
 }
 use stackmask::reference::Reference;

@@ -28,8 +28,10 @@ use crate::termset::TermSet;
 pub struct Config {
     /// Where the lexer stands.
     pub pos: LexPos,
-    /// GSS heads; never empty, no two with the same LR state.
-    pub heads: Vec<Arc<Node>>,
+    /// GSS heads; never empty, no two with the same LR state. Shared: a lexeme growing
+    /// byte by byte keeps its configuration's heads, and copying them per byte was an
+    /// allocation per byte read.
+    pub heads: Arc<[Arc<Node>]>,
     /// What is known about `heads`, shared by every configuration with these very heads.
     memo: Arc<HeadsMemo>,
 }
@@ -65,7 +67,7 @@ struct HeadsFacts {
     viable: Mutex<SmallVec<[(usize, bool); 2]>>,
 }
 
-type Emitted = (SmallVec<[TerminalId; 2]>, Vec<Arc<Node>>, Arc<HeadsFacts>);
+type Emitted = (SmallVec<[TerminalId; 2]>, Arc<[Arc<Node>]>, Arc<HeadsFacts>);
 
 /// Opaque: a cache, not state; what it holds never changes what a state accepts.
 impl std::fmt::Debug for HeadsMemo {
@@ -158,7 +160,7 @@ impl GlrState {
             tables,
             configs: vec![Config {
                 pos: LexPos::Boundary(LexerDfa::DEAD),
-                heads: vec![bottom],
+                heads: Arc::from([bottom]),
                 memo: Arc::default(),
             }],
         }
@@ -208,12 +210,11 @@ impl GlrState {
     fn step_byte(&self, configs: &[Config], b: u8) -> Vec<Config> {
         let lx = &self.tables.lexer;
         let mut out: Vec<Config> = Vec::new();
-        let mut add = |pos: LexPos, heads: Vec<Arc<Node>>, memo: Arc<HeadsMemo>| {
+        let mut add = |pos: LexPos, heads: Arc<[Arc<Node>]>, memo: Arc<HeadsMemo>| {
             match out.iter_mut().find(|c| c.pos == pos) {
                 Some(c) => {
-                    let mut all = std::mem::take(&mut c.heads);
-                    all.extend(heads);
-                    c.heads = merge_heads(all);
+                    let all = c.heads.iter().chain(heads.iter()).cloned().collect();
+                    c.heads = merge_heads(all).into();
                     c.memo = Arc::default(); // new heads: nothing known about them
                 }
                 None => out.push(Config { pos, heads, memo }),
@@ -254,12 +255,12 @@ impl GlrState {
 
     /// [`Self::emit`] on `c`'s heads, reusing an earlier byte's emission of the same
     /// terminals from the same heads.
-    fn emit_memo(&self, c: &Config, terms: &[TerminalId]) -> (Vec<Arc<Node>>, Arc<HeadsMemo>) {
+    fn emit_memo(&self, c: &Config, terms: &[TerminalId]) -> (Arc<[Arc<Node>]>, Arc<HeadsMemo>) {
         let mut done = c.memo.emitted.lock().unwrap_or_else(|e| e.into_inner());
         let (heads, facts) = match done.iter().find(|(t, _, _)| t.as_slice() == terms) {
             Some((_, heads, facts)) => (heads.clone(), facts.clone()),
             None => {
-                let heads = self.emit(&c.heads, terms);
+                let heads: Arc<[Arc<Node>]> = self.emit(&c.heads, terms).into();
                 let facts = Arc::<HeadsFacts>::default();
                 done.push((SmallVec::from_slice(terms), heads.clone(), facts.clone()));
                 (heads, facts)
