@@ -26,6 +26,7 @@
 //! grows). Decided classes are subtracted from everything waiting on the same edge
 //! (final-weight subtraction), so walks stop early.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -176,14 +177,18 @@ const SORTED_UNION_MAX: u64 = 1024;
 /// unioned once at the end: a start adds hundreds of pieces to a few effects (a large
 /// object's key positions: 13K classes to two effects), and adding them one at a time
 /// re-merges ever longer sorted arrays.
+///
+/// Pieces may borrow the builder's class sets (`'s`): a start explores from the emission
+/// trie, whose nodes' final sets go into pieces as they are, and cloning them (thousands
+/// of classes each, in large schemas) was ~4% of those builds.
 #[derive(Default)]
-struct Pieces {
-    decided: Vec<RoaringBitmap>,
-    waits: HashMap<Effect, Vec<RoaringBitmap>>,
+struct Pieces<'s> {
+    decided: Vec<Cow<'s, RoaringBitmap>>,
+    waits: HashMap<Effect, Vec<Cow<'s, RoaringBitmap>>>,
 }
 
-impl Pieces {
-    fn wait(&mut self, e: Effect, w: RoaringBitmap) {
+impl<'s> Pieces<'s> {
+    fn wait(&mut self, e: Effect, w: Cow<'s, RoaringBitmap>) {
         if !w.is_empty() {
             self.waits.entry(e).or_default().push(w);
         }
@@ -192,26 +197,26 @@ impl Pieces {
     /// Adds an outcome.
     fn absorb(&mut self, o: Outcome) {
         if !o.decided.is_empty() {
-            self.decided.push(o.decided);
+            self.decided.push(Cow::Owned(o.decided));
         }
         for (e, w) in o.waits {
-            self.wait(e, w);
+            self.wait(e, Cow::Owned(w));
         }
     }
 
     /// Adds a memoized outcome, its sets read from `sets`.
     fn absorb_kept(&mut self, o: &Kept, sets: &WeightTable) {
         if o.decided != WeightId::new(0) {
-            self.decided.push(sets.get(o.decided).clone());
+            self.decided.push(Cow::Owned(sets.get(o.decided).clone()));
         }
         for &(e, w) in &o.waits {
-            self.wait(e, sets.get(w).clone());
+            self.wait(e, Cow::Owned(sets.get(w).clone()));
         }
     }
 
     /// The union of the pieces.
     fn into_outcome(self) -> Outcome {
-        fn union(pieces: Vec<RoaringBitmap>) -> RoaringBitmap {
+        fn union(pieces: Vec<Cow<'_, RoaringBitmap>>) -> RoaringBitmap {
             // Few pieces merge directly; many small ones are sorted together; many large
             // ones go through roaring's multi-way union, which accumulates in bitmap
             // containers and converts each back to an array when it is sparse (a scan of
@@ -219,9 +224,12 @@ impl Pieces {
             // thousands of pieces of a few classes each).
             if pieces.len() <= 2 {
                 let mut it = pieces.into_iter();
-                let mut u = it.next().unwrap_or_default();
+                let mut u = it.next().map(Cow::into_owned).unwrap_or_default();
                 for p in it {
-                    u |= p;
+                    match p {
+                        Cow::Owned(p) => u |= p,
+                        Cow::Borrowed(p) => u |= p,
+                    }
                 }
                 return u;
             }
@@ -236,7 +244,7 @@ impl Pieces {
                 // Sorted and deduplicated just above.
                 RoaringBitmap::from_sorted_iter(all).expect("sorted class ids")
             } else {
-                pieces.union()
+                pieces.iter().map(|p| &**p).union()
             }
         }
         Outcome {
@@ -434,7 +442,7 @@ impl<'a> Explorer<'a> {
         s: &[LrStateId],
         riders: Riders<'_>,
         memo: Memo,
-        out: &mut Pieces,
+        out: &mut Pieces<'a>,
     ) {
         match memo {
             Memo::Use => {
@@ -453,7 +461,7 @@ impl<'a> Explorer<'a> {
         s: &[LrStateId],
         kid: WeightId,
         k: &RoaringBitmap,
-        out: &mut Pieces,
+        out: &mut Pieces<'a>,
     ) {
         let key = (depth, Stack::from_slice(s), kid);
         if let Some(kept) = self.explore_memo.get(&key) {
@@ -502,7 +510,7 @@ impl<'a> Explorer<'a> {
                     }
                     let kf = c & k;
                     if !kf.is_empty() {
-                        self.decide_final(s, follow, kf, &mut pieces);
+                        self.decide_final(s, follow, Cow::Owned(kf), &mut pieces);
                     }
                 }
             }
@@ -510,7 +518,7 @@ impl<'a> Explorer<'a> {
                 for (j, kf) in &sh.trie.nodes[n as usize].finals {
                     let follow = &finals[*j as usize].0;
                     if follow.intersects(act) {
-                        self.decide_final(s, follow, kf.clone(), &mut pieces);
+                        self.decide_final(s, follow, Cow::Borrowed(kf), &mut pieces);
                     }
                 }
             }
@@ -541,9 +549,9 @@ impl<'a> Explorer<'a> {
             }
         }
         let mut out = pieces.into_outcome();
-        let decided = out.decided.clone();
-        out.waits.retain(|_, w| {
-            *w -= &decided;
+        let Outcome { decided, waits } = &mut out;
+        waits.retain(|_, w| {
+            *w -= &*decided;
             !w.is_empty()
         });
         out
@@ -556,8 +564,8 @@ impl<'a> Explorer<'a> {
         &mut self,
         s: &[LrStateId],
         follow: &TermSet,
-        kf: RoaringBitmap,
-        pieces: &mut Pieces,
+        kf: Cow<'a, RoaringBitmap>,
+        pieces: &mut Pieces<'a>,
     ) {
         let top = s[0];
         let act: &TermSet = &self.actionable[top.index()];
@@ -598,10 +606,16 @@ impl<'a> Explorer<'a> {
         ts: &[TerminalId],
         next: Riders<'_>,
         memo: Memo,
-        pieces: &mut Pieces,
+        pieces: &mut Pieces<'a>,
     ) {
         let top = s[0];
-        let kc = next.set(self.sets);
+        // A trie node's set is the builder's own (borrowed for as long as the pieces);
+        // a rider set is the caller's.
+        let sh: &'a ClassSets = self.sets;
+        let kc = || match next {
+            Riders::Node(n) => Cow::Borrowed(&sh.trie.nodes[n as usize].set),
+            Riders::Set(k) => Cow::Owned(k.clone()),
+        };
         for &t in ts {
             if self.tables.lexer.is_ignored(t) {
                 self.explore(depth + 1, s, next, memo, pieces);
@@ -629,7 +643,7 @@ impl<'a> Explorer<'a> {
                         prod,
                         skip,
                     },
-                    kc.clone(),
+                    kc(),
                 );
             }
         }
@@ -841,9 +855,9 @@ impl Builder<'_> {
                     }
                 }
             }
-            let decided = o.decided.clone();
-            o.waits.retain(|_, w| {
-                *w -= &decided;
+            let Outcome { decided, waits } = &mut o;
+            waits.retain(|_, w| {
+                *w -= &*decided;
                 !w.is_empty()
             });
             if let Some(edge) = self.edge(&o)? {
