@@ -1052,7 +1052,7 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
         let classified: Vec<(Shape, ClassAtoms)> = chunk
             .par_iter()
             .map(|&p| {
-                let c = classify(&atoms.trie(lexer, &walks, p));
+                let c = classify(atoms.trie(lexer, &walks, p));
                 (c.shape, ClassAtoms::new(&c.tokens))
             })
             .collect();

@@ -60,20 +60,22 @@ impl ClassList {
         b
     }
 
-    fn from_bitmap(b: &RoaringBitmap) -> Self {
-        let mut out: Vec<(u32, u32)> = Vec::new();
-        for c in b {
+    /// The list of sorted, pairwise disjoint inclusive ranges, adjacent ones merged.
+    fn from_disjoint_ranges(ranges: Vec<(u32, u32)>) -> Self {
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+        for (lo, hi) in ranges {
             match out.last_mut() {
-                Some((_, hi)) if *hi + 1 == c => *hi = c,
-                _ => out.push((c, c)),
+                Some((_, h)) if *h + 1 == lo => *h = hi,
+                _ => out.push((lo, hi)),
             }
         }
         ClassList(out)
     }
 }
 
-/// Splits a trie's tokens into classes and records its shape.
-pub fn classify(trie: &TerminalTrie) -> ClassedTrie {
+/// Splits a trie's tokens into classes and records its shape. The trie is consumed: its
+/// token sets become the classes'.
+pub fn classify(mut trie: TerminalTrie) -> ClassedTrie {
     let n = trie.nodes.len();
     // Preorder, depth, incoming emission, and subtree end of every node.
     let mut pre_order: Vec<u32> = Vec::with_capacity(n);
@@ -154,11 +156,12 @@ pub fn classify(trie: &TerminalTrie) -> ClassedTrie {
     let last_group = |s: u64| (s & 0xffff_ffff) as u32 - 1;
     // Groups are in preorder and each class is listed at its last group: already sorted.
     debug_assert!(sigs.windows(2).all(|w| last_group(w[0]) < last_group(w[1])));
+    // Each group is the last of at most one class: its set can be moved out.
     let tokens: Vec<RoaringBitmap> = sigs
         .iter()
         .map(|&s| {
             let (v, gi) = groups[last_group(s) as usize];
-            trie.nodes[v as usize].finals[gi].1.clone()
+            std::mem::take(&mut trie.nodes[v as usize].finals[gi].1)
         })
         .collect();
     // Classes below a node: those whose deepest group lies in its preorder range.
@@ -170,17 +173,17 @@ pub fn classify(trie: &TerminalTrie) -> ClassedTrie {
         let hi = last.partition_point(|&g| g < g_hi) as u32;
         (lo < hi).then(|| (lo, hi - 1))
     };
+    // The sets are built as class lists directly (roaring sets converted to lists were a
+    // fifth of classifying): the nodes of one depth have disjoint class ranges, and
+    // classes are visited in increasing order below.
     let max_depth = depth.iter().copied().max().unwrap_or(0) as usize;
-    let mut emits: Vec<HashMap<EmitId, RoaringBitmap>> = vec![HashMap::new(); max_depth + 1];
+    let mut emits: Vec<HashMap<EmitId, Vec<(u32, u32)>>> = vec![HashMap::new(); max_depth + 1];
     for v in 1..n {
-        if let (Some(e), Some((lo, hi))) = (incoming[v], class_range(v)) {
-            emits[depth[v] as usize]
-                .entry(e)
-                .or_default()
-                .extend(lo..=hi);
+        if let (Some(e), Some(range)) = (incoming[v], class_range(v)) {
+            emits[depth[v] as usize].entry(e).or_default().push(range);
         }
     }
-    let mut finals: Vec<HashMap<LexPos, RoaringBitmap>> = vec![HashMap::new(); max_depth + 1];
+    let mut finals: Vec<HashMap<LexPos, Vec<(u32, u32)>>> = vec![HashMap::new(); max_depth + 1];
     for (c, &s) in sigs.iter().enumerate() {
         for g in [s >> 32, s & 0xffff_ffff] {
             if g == 0 {
@@ -188,25 +191,26 @@ pub fn classify(trie: &TerminalTrie) -> ClassedTrie {
             }
             let (v, gi) = groups[g as usize - 1];
             let pos = trie.nodes[v as usize].finals[gi].0;
-            finals[depth[v as usize] as usize]
-                .entry(pos)
-                .or_default()
-                .insert(c as u32);
+            push_class(
+                finals[depth[v as usize] as usize].entry(pos).or_default(),
+                c as u32,
+            );
         }
     }
-    let freeze_e = |m: HashMap<EmitId, RoaringBitmap>| {
+    let freeze_e = |m: HashMap<EmitId, Vec<(u32, u32)>>| {
         let mut v: Vec<(EmitId, ClassList)> = m
             .into_iter()
-            .map(|(k, b)| (k, ClassList::from_bitmap(&b)))
+            .map(|(k, mut ranges)| {
+                ranges.sort_unstable();
+                (k, ClassList::from_disjoint_ranges(ranges))
+            })
             .collect();
         v.sort();
         v
     };
-    let freeze_f = |m: HashMap<LexPos, RoaringBitmap>| {
-        let mut v: Vec<(LexPos, ClassList)> = m
-            .into_iter()
-            .map(|(k, b)| (k, ClassList::from_bitmap(&b)))
-            .collect();
+    let freeze_f = |m: HashMap<LexPos, Vec<(u32, u32)>>| {
+        let mut v: Vec<(LexPos, ClassList)> =
+            m.into_iter().map(|(k, r)| (k, ClassList(r))).collect();
         v.sort_by_key(|a| a.0);
         v
     };
@@ -218,6 +222,15 @@ pub fn classify(trie: &TerminalTrie) -> ClassedTrie {
             finals: finals.into_iter().map(freeze_f).collect(),
         },
         tokens,
+    }
+}
+
+/// Appends class `c`, larger than every class in `ranges`, merging it into the last range
+/// when adjacent (the form [`ClassList`] keeps).
+fn push_class(ranges: &mut Vec<(u32, u32)>, c: u32) {
+    match ranges.last_mut() {
+        Some((_, hi)) if *hi + 1 == c => *hi = c,
+        _ => ranges.push((c, c)),
     }
 }
 
@@ -259,7 +272,7 @@ mod tests {
         .unwrap();
         let (_, tries) = build_all(&tables.lexer, &vocab);
         for trie in &tries {
-            let ct = classify(trie);
+            let ct = classify(trie.clone());
             let mut seen = RoaringBitmap::new();
             for toks in &ct.tokens {
                 assert!(!toks.is_empty());
