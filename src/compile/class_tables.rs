@@ -67,47 +67,76 @@ impl ClassAtoms {
     }
 }
 
+/// Each atom's tokens as mask words `(word index, bits)` (bit `t % 32` of word `t / 32`),
+/// nonzero and in word order: what [`freeze`] merges. It needs only the atoms, not the
+/// tables, so the build makes it while the automaton's class sets are made (two passes
+/// over the vocabulary, about a millisecond for 128K tokens).
+pub struct AtomWords {
+    /// Tokens in the vocabulary.
+    vocab_len: usize,
+    /// Atom `a`'s words are `words[range[a].0..range[a].1]`.
+    range: Vec<(u32, u32)>,
+    words: Vec<(u32, u32)>,
+}
+
+impl AtomWords {
+    /// The words of every atom, given each token's atom (`NO_ATOM` for none) and the
+    /// number of atoms.
+    pub fn new(atom_of_token: &[u32], num_atoms: usize) -> Self {
+        // One pass over the tokens in id order to count, one to fill.
+        let mut last_word = vec![u32::MAX; num_atoms];
+        let mut count = vec![0u32; num_atoms];
+        for (t, &a) in atom_of_token.iter().enumerate() {
+            if a != NO_ATOM && last_word[a as usize] != t as u32 / 32 {
+                last_word[a as usize] = t as u32 / 32;
+                count[a as usize] += 1;
+            }
+        }
+        let mut range: Vec<(u32, u32)> = Vec::with_capacity(num_atoms);
+        let mut end = 0u32;
+        for &c in &count {
+            range.push((end, end));
+            end += c;
+        }
+        let mut words: Vec<(u32, u32)> = vec![(u32::MAX, 0); end as usize];
+        for (t, &a) in atom_of_token.iter().enumerate() {
+            if a == NO_ATOM {
+                continue;
+            }
+            let (w, bit) = (t as u32 / 32, 1u32 << (t % 32));
+            let r = &mut range[a as usize];
+            if r.1 > r.0 && words[r.1 as usize - 1].0 == w {
+                words[r.1 as usize - 1].1 |= bit;
+            } else {
+                words[r.1 as usize] = (w, bit);
+                r.1 += 1;
+            }
+        }
+        Self {
+            vocab_len: atom_of_token.len(),
+            range,
+            words,
+        }
+    }
+
+    /// Atom `a`'s words.
+    fn of(&self, a: u32) -> &[(u32, u32)] {
+        let (lo, hi) = self.range[a as usize];
+        &self.words[lo as usize..hi as usize]
+    }
+
+    /// Number of atoms.
+    fn len(&self) -> usize {
+        self.range.len()
+    }
+}
+
 /// Freezes build-time tables (`(base, table)`: the table's first class in the class
-/// space) into run-time ones over one word pool, given each token's atom (`NO_ATOM` for
-/// none) and the number of atoms. Returns the tables, in order, and the pool.
-pub fn freeze(
-    tables: &[(u32, ClassAtoms)],
-    atom_of_token: &[u32],
-    num_atoms: usize,
-) -> (Vec<ClassTokens>, WordPool) {
-    // Each atom's words, in one pass over the tokens in id order: count, then fill.
-    let mut last_word = vec![u32::MAX; num_atoms];
-    let mut count = vec![0u32; num_atoms];
-    for (t, &a) in atom_of_token.iter().enumerate() {
-        if a != NO_ATOM && last_word[a as usize] != t as u32 / 32 {
-            last_word[a as usize] = t as u32 / 32;
-            count[a as usize] += 1;
-        }
-    }
-    let mut atom_range: Vec<(u32, u32)> = Vec::with_capacity(num_atoms);
-    let mut end = 0u32;
-    for &c in &count {
-        atom_range.push((end, end));
-        end += c;
-    }
-    let mut atom_words: Vec<(u32, u32)> = vec![(u32::MAX, 0); end as usize];
-    for (t, &a) in atom_of_token.iter().enumerate() {
-        if a == NO_ATOM {
-            continue;
-        }
-        let (w, bit) = (t as u32 / 32, 1u32 << (t % 32));
-        let r = &mut atom_range[a as usize];
-        if r.1 > r.0 && atom_words[r.1 as usize - 1].0 == w {
-            atom_words[r.1 as usize - 1].1 |= bit;
-        } else {
-            atom_words[r.1 as usize] = (w, bit);
-            r.1 += 1;
-        }
-    }
-    let atom_slice = |a: u32| {
-        let (lo, hi) = atom_range[a as usize];
-        &atom_words[lo as usize..hi as usize]
-    };
+/// space) into run-time ones over one word pool, given each atom's token words. Returns
+/// the tables, in order, and the pool.
+pub fn freeze(tables: &[(u32, ClassAtoms)], atoms: &AtomWords) -> (Vec<ClassTokens>, WordPool) {
+    let num_atoms = atoms.len();
+    let atom_slice = |a: u32| atoms.of(a);
     // The pool holds what classes use: an atom's words when it is a class on its own,
     // an atom set's merged words when they are one class (each once).
     let mut pool = WordPool::new();
@@ -115,7 +144,7 @@ pub fn freeze(
     let mut single: Vec<Option<(u32, u32)>> = vec![None; num_atoms];
     // Merging scratch: word values, which words are nonzero (read back in order), and
     // the merged words.
-    let nw = atom_of_token.len().div_ceil(32);
+    let nw = atoms.vocab_len.div_ceil(32);
     let mut merge = Merger {
         acc: vec![0u32; nw],
         touched: vec![0u64; nw.div_ceil(64)],
@@ -305,7 +334,7 @@ mod tests {
                     (i * 11, ClassAtoms::new(&classes))
                 })
                 .collect();
-            let (frozen, pool) = freeze(&tables, &atom_of_token, num_atoms);
+            let (frozen, pool) = freeze(&tables, &AtomWords::new(&atom_of_token, num_atoms));
             for ((base, t), f) in tables.iter().zip(&frozen) {
                 assert_eq!(f.base, *base);
                 assert_eq!(f.ranges.len(), t.num_classes());
@@ -350,7 +379,7 @@ mod tests {
                 (i * 2, ClassAtoms::new(&[small, large]))
             })
             .collect();
-        let (frozen, pool) = freeze(&tables, &atom_of_token, num_atoms);
+        let (frozen, pool) = freeze(&tables, &AtomWords::new(&atom_of_token, num_atoms));
         for ((_, t), f) in tables.iter().zip(&frozen) {
             for c in 0..t.num_classes() {
                 let want: Vec<u32> = (0..vocab_len as u32)

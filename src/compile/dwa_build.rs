@@ -35,7 +35,7 @@ use rayon::prelude::*;
 use roaring::{MultiOps, RoaringBitmap};
 use smallvec::SmallVec;
 
-use super::class_tables::{freeze, ClassAtoms};
+use super::class_tables::{freeze, AtomWords, ClassAtoms};
 use super::dwa_determinize::{determinize, Det, Nfa, NfaEdge};
 use super::emission_trie::{EmissionTrie, ROOT};
 use super::error::GrammarError;
@@ -1066,61 +1066,69 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     by_id.sort_unstable_by_key(|&(i, _)| i);
     let shape_list: Vec<&Shape> = by_id.into_iter().map(|(_, s)| s).collect();
     let lr = &tables.lr;
-    let mut goto_sources: Vec<Vec<LrStateId>> = vec![Vec::new(); lr.num_nonterminals()];
-    for s in 0..lr.num_states() {
-        let s = LrStateId::new(s);
-        for &(n, _) in lr.gotos(s) {
-            goto_sources[n.index()].push(s);
-        }
-    }
-    let (mut sets, base, finals_at) = class_sets(&shape_list, &emits);
-    // Terminals plus end of input, as in the follow sets.
-    let width = tables.lr.num_terminals() + 1;
-    sets.finals = finals_at
-        .into_iter()
-        .map(|fs| {
-            // Merged in order of first appearance (positions are sorted).
-            let mut merged: Vec<(TermSet, RoaringBitmap)> = Vec::new();
-            let mut index: HashMap<TermSet, usize> = HashMap::new();
-            for (p, c) in fs {
-                let follow = match p {
-                    LexPos::Pending(q) => tables.follow.after_pending(q),
-                    LexPos::Boundary(q) => tables.follow.at_boundary(q),
-                };
-                match index.get(follow) {
-                    Some(&i) => merged[i].1 |= c,
-                    None => {
-                        index.insert(follow.clone(), merged.len());
-                        merged.push((follow.clone(), c));
-                    }
-                }
+    // The atoms' token words (for the class tables) need only the atoms: they are made on
+    // another thread while the automaton's class sets, which are serial, are made here.
+    let automaton_sets = || {
+        let mut goto_sources: Vec<Vec<LrStateId>> = vec![Vec::new(); lr.num_nonterminals()];
+        for s in 0..lr.num_states() {
+            let s = LrStateId::new(s);
+            for &(n, _) in lr.gotos(s) {
+                goto_sources[n.index()].push(s);
             }
-            merged
-        })
-        .collect();
-    sets.emit_terms = sets
-        .emits
-        .iter()
-        .map(|es| {
-            es.iter()
-                .map(|(ts, _)| {
-                    let mut set = TermSet::new(width);
-                    let mut ignored = false;
-                    for &t in ts {
-                        if tables.lexer.is_ignored(t) {
-                            ignored = true;
-                        } else {
-                            set.insert(t);
+        }
+        let (mut sets, base, finals_at) = class_sets(&shape_list, &emits);
+        // Terminals plus end of input, as in the follow sets.
+        let width = tables.lr.num_terminals() + 1;
+        sets.finals = finals_at
+            .into_iter()
+            .map(|fs| {
+                // Merged in order of first appearance (positions are sorted).
+                let mut merged: Vec<(TermSet, RoaringBitmap)> = Vec::new();
+                let mut index: HashMap<TermSet, usize> = HashMap::new();
+                for (p, c) in fs {
+                    let follow = match p {
+                        LexPos::Pending(q) => tables.follow.after_pending(q),
+                        LexPos::Boundary(q) => tables.follow.at_boundary(q),
+                    };
+                    match index.get(follow) {
+                        Some(&i) => merged[i].1 |= c,
+                        None => {
+                            index.insert(follow.clone(), merged.len());
+                            merged.push((follow.clone(), c));
                         }
                     }
-                    (set, ignored)
-                })
-                .collect()
-        })
-        .collect();
-    let num_classes =
-        base.last().copied().unwrap_or(0) + shape_list.last().map_or(0, |s| s.num_classes);
-    sets.trie = EmissionTrie::new(num_classes, &sets.emits, &sets.finals);
+                }
+                merged
+            })
+            .collect();
+        sets.emit_terms = sets
+            .emits
+            .iter()
+            .map(|es| {
+                es.iter()
+                    .map(|(ts, _)| {
+                        let mut set = TermSet::new(width);
+                        let mut ignored = false;
+                        for &t in ts {
+                            if tables.lexer.is_ignored(t) {
+                                ignored = true;
+                            } else {
+                                set.insert(t);
+                            }
+                        }
+                        (set, ignored)
+                    })
+                    .collect()
+            })
+            .collect();
+        let num_classes =
+            base.last().copied().unwrap_or(0) + shape_list.last().map_or(0, |s| s.num_classes);
+        sets.trie = EmissionTrie::new(num_classes, &sets.emits, &sets.finals);
+        (goto_sources, sets, base, num_classes)
+    };
+    let atom_words = || AtomWords::new(&atoms.of_token(tokens), atoms.len());
+    let ((goto_sources, sets, base, num_classes), atom_words) =
+        rayon::join(automaton_sets, atom_words);
     let actionable = actionable_terminals(lr);
     let num_lr = lr.num_states();
     // The class tables need only the classified tries, the automaton only their shapes:
@@ -1183,7 +1191,7 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
                 table,
             });
         }
-        let (tables_out, words) = freeze(&tables_out, &atoms.of_token(tokens), atoms.len());
+        let (tables_out, words) = freeze(&tables_out, &atom_words);
         start_pos.sort_by_key(|p| p.pos);
         (start_pos, tables_out, words)
     };
