@@ -10,6 +10,7 @@
 //! it could still become and which of the top-priority ones it already completes.
 
 use hashbrown::HashMap;
+use rayon::prelude::*;
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
     nfa::thompson,
@@ -484,11 +485,10 @@ pub fn counted_is_exact(t: &Terminal) -> Result<bool, GrammarError> {
 
 /// [`build_lexer`] with explicit options.
 pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, GrammarError> {
-    let dfas = g
-        .terminals
-        .iter()
-        .map(term_dfa)
-        .collect::<Result<Vec<_>, _>>()?;
+    // Terminals' automata are independent, and were four fifths of a median schema's
+    // lexer build: made in parallel, and the first error in terminal order reported.
+    let dfas: Vec<Result<TermDfa, GrammarError>> = g.terminals.par_iter().map(term_dfa).collect();
+    let dfas = dfas.into_iter().collect::<Result<Vec<_>, _>>()?;
     let counting = Counting::new(&g.terminals, &dfas, |t, re| regex_dfa(t, re, true))?;
     let prio: Vec<Priority> = g.terminals.iter().map(|t| t.priority).collect();
 
