@@ -507,18 +507,30 @@ impl<'t> Walks<'t> {
         let nb = tokens.buckets();
         // Positions enter few distinct (first byte, state) pairs; each pair's parts are
         // keyed once, so the per-position work is one lookup per first byte, not per part.
-        let mut pair_index: HashMap<(u8, LexStateId), u32> = HashMap::new();
+        // Pairs met so far, a bit per (byte, state): a hash lookup for each position and
+        // byte was most of this step (32 bytes per lexer state).
+        let words = lexer.num_states().div_ceil(64);
+        let mut met = vec![0u64; 256 * words];
         let mut pairs: Vec<(u8, LexStateId)> = Vec::new();
         for &p in positions {
             for b in 0..=255u8 {
                 if let Some(n) = after_first_byte(lexer, p, b) {
-                    pair_index.entry((b, n)).or_insert_with(|| {
+                    let (w, bit) = (
+                        usize::from(b) * words + n.index() / 64,
+                        1 << (n.index() % 64),
+                    );
+                    if met[w] & bit == 0 {
+                        met[w] |= bit;
                         pairs.push((b, n));
-                        pairs.len() as u32 - 1
-                    });
+                    }
                 }
             }
         }
+        let pair_index: HashMap<(u8, LexStateId), u32> = pairs
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i as u32))
+            .collect();
         // The key a part is walked under: the entered state's class at the part's depth.
         let key_of = |b: u8, i: usize, n: LexStateId| -> (u8, u8, u32) {
             let k = share.map_or(n.as_u32(), |s| s.classes[i][n.index()]);
