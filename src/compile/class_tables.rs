@@ -69,8 +69,9 @@ impl ClassAtoms {
 
 /// Each atom's tokens as mask words `(word index, bits)` (bit `t % 32` of word `t / 32`),
 /// nonzero and in word order: what [`freeze`] merges. It needs only the atoms, not the
-/// tables, so the build makes it while the automaton's class sets are made (two passes
-/// over the vocabulary, about a millisecond for 128K tokens).
+/// tables, so the build makes it while the automaton's class sets are made (with the
+/// token → atom map, three passes over the vocabulary: about a millisecond for 128K
+/// tokens).
 pub struct AtomWords {
     /// Tokens in the vocabulary.
     vocab_len: usize,

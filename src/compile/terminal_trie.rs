@@ -507,8 +507,8 @@ impl<'t> Walks<'t> {
         let nb = tokens.buckets();
         // Positions enter few distinct (first byte, state) pairs; each pair's parts are
         // keyed once, so the per-position work is one lookup per first byte, not per part.
-        // Pairs met so far, a bit per (byte, state): a hash lookup for each position and
-        // byte was most of this step (32 bytes per lexer state).
+        // Pairs met so far, a bit per (byte, state), 32 bytes per lexer state: a hash
+        // lookup for each position and byte cost a sixth of this step.
         let words = lexer.num_states().div_ceil(64);
         let mut met = vec![0u64; 256 * words];
         let mut pairs: Vec<(u8, LexStateId)> = Vec::new();

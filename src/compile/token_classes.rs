@@ -173,9 +173,10 @@ pub fn classify(mut trie: TerminalTrie) -> ClassedTrie {
         let hi = last.partition_point(|&g| g < g_hi) as u32;
         (lo < hi).then(|| (lo, hi - 1))
     };
-    // The sets are built as class lists directly (roaring sets converted to lists were a
-    // fifth of classifying): the nodes of one depth have disjoint class ranges, and
-    // classes are visited in increasing order below.
+    // The sets are built as class lists directly, not as roaring sets converted to lists
+    // (with the moved token sets above, 2-3% of a median schema's build instructions):
+    // the nodes of one depth have disjoint class ranges, and classes are visited in
+    // increasing order below.
     let max_depth = depth.iter().copied().max().unwrap_or(0) as usize;
     let mut emits: Vec<HashMap<EmitId, Vec<(u32, u32)>>> = vec![HashMap::new(); max_depth + 1];
     for v in 1..n {
