@@ -129,7 +129,8 @@ enum Memo {
     /// Neither: the explorations of start `x` run on stacks with `x` at the bottom (shifts
     /// push, reductions that reach the bottom suspend), so no other start meets them, and
     /// within one start repeats are rare (none in 435K explorations of a large schema).
-    /// Caching them only cost memory (hundreds of MB) and a bitmap hash per call.
+    /// Caching them only cost memory (hundreds of MB) and a bitmap hash per call. Their
+    /// pieces go straight into the start's, united once ([`Explorer::explore_into`]).
     Skip,
 }
 
@@ -451,7 +452,7 @@ impl<'a> Explorer<'a> {
                 let kid = self.keys.intern(k);
                 self.explore_keyed(depth, s, kid, k, out);
             }
-            Memo::Skip => out.absorb(self.explore_fresh(depth, s, riders, memo)),
+            Memo::Skip => self.explore_into(depth, s, riders, memo, out),
         }
     }
 
@@ -484,7 +485,9 @@ impl<'a> Explorer<'a> {
         out.absorb(fresh);
     }
 
-    /// [`Explorer::explore`] without looking in the cache (deeper explorations use `memo`).
+    /// [`Explorer::explore`] without looking in the cache (deeper explorations use `memo`),
+    /// as an outcome: its pieces united, and classes decided anywhere in it no longer
+    /// waiting.
     fn explore_fresh(
         &mut self,
         depth: u32,
@@ -492,10 +495,34 @@ impl<'a> Explorer<'a> {
         riders: Riders<'_>,
         memo: Memo,
     ) -> Outcome {
+        let mut pieces = Pieces::default();
+        self.explore_into(depth, s, riders, memo, &mut pieces);
+        let mut out = pieces.into_outcome();
+        let Outcome { decided, waits } = &mut out;
+        waits.retain(|_, w| {
+            *w -= &*decided;
+            !w.is_empty()
+        });
+        out
+    }
+
+    /// Adds what `riders` do on `s` to `pieces`, not united: an uncached exploration's
+    /// sub-explorations add to their caller's pieces, and only the outermost unites them
+    /// (in [`Explorer::explore_fresh`]). Uniting at every level, as memoized explorations
+    /// must, merged a start's deep sets once per level: 45% of a Kubernetes schema's
+    /// start instructions (kb_148). The outcome is the same: what waits at a level had the
+    /// level's decided classes removed, and those are among the outermost's decided.
+    fn explore_into(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        riders: Riders<'_>,
+        memo: Memo,
+        pieces: &mut Pieces<'a>,
+    ) {
         let d = depth as usize;
         // The sets outlive the explorer's borrow, so consuming can go on while reading them.
         let sh: &'a ClassSets = self.sets;
-        let mut pieces = Pieces::default();
         // Tokens ending here: decided when a terminal that may follow lexically can be
         // consumed.
         // Actions are checked before sets are intersected: most terminals have none on
@@ -511,7 +538,7 @@ impl<'a> Explorer<'a> {
                     }
                     let kf = c & k;
                     if !kf.is_empty() {
-                        self.decide_final(s, follow, Cow::Owned(kf), &mut pieces);
+                        self.decide_final(s, follow, Cow::Owned(kf), pieces);
                     }
                 }
             }
@@ -519,7 +546,7 @@ impl<'a> Explorer<'a> {
                 for (j, kf) in &sh.trie.nodes[n as usize].finals {
                     let follow = &finals[*j as usize].0;
                     if follow.intersects(act) {
-                        self.decide_final(s, follow, Cow::Borrowed(kf), &mut pieces);
+                        self.decide_final(s, follow, Cow::Borrowed(kf), pieces);
                     }
                 }
             }
@@ -534,7 +561,7 @@ impl<'a> Explorer<'a> {
                     }
                     let kc = c & k;
                     if !kc.is_empty() {
-                        self.take_emission(depth, s, ts, Riders::Set(&kc), memo, &mut pieces);
+                        self.take_emission(depth, s, ts, Riders::Set(&kc), memo, pieces);
                     }
                 }
             }
@@ -545,17 +572,10 @@ impl<'a> Explorer<'a> {
                         continue;
                     }
                     let ts = &nexts[i as usize].0;
-                    self.take_emission(depth, s, ts, Riders::Node(child), memo, &mut pieces);
+                    self.take_emission(depth, s, ts, Riders::Node(child), memo, pieces);
                 }
             }
         }
-        let mut out = pieces.into_outcome();
-        let Outcome { decided, waits } = &mut out;
-        waits.retain(|_, w| {
-            *w -= &*decided;
-            !w.is_empty()
-        });
-        out
     }
 
     /// Decides riders `kf`, which end on stack `s` at a position where the terminals
