@@ -120,20 +120,6 @@ struct Consume {
     suspended: Vec<(ProductionId, u32)>,
 }
 
-/// Whether an exploration is cached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Memo {
-    /// Look up and record `(depth, stack, riders)`: resumed states meet the same
-    /// explorations again and again.
-    Use,
-    /// Neither: the explorations of start `x` run on stacks with `x` at the bottom (shifts
-    /// push, reductions that reach the bottom suspend), so no other start meets them, and
-    /// within one start repeats are rare (none in 435K explorations of a large schema).
-    /// Caching them only cost memory (hundreds of MB) and a bitmap hash per call. Their
-    /// pieces go straight into the start's, united once ([`Explorer::explore_into`]).
-    Skip,
-}
-
 /// The classes an exploration carries.
 #[derive(Debug, Clone, Copy)]
 enum Riders<'r> {
@@ -142,16 +128,6 @@ enum Riders<'r> {
     /// Those of this node of the emission trie: every class whose lexemes so far were
     /// the node's path (what a start, with every class riding, carries).
     Node(u32),
-}
-
-impl<'r> Riders<'r> {
-    /// The classes themselves.
-    fn set(self, sets: &'r ClassSets) -> &'r RoaringBitmap {
-        match self {
-            Riders::Set(k) => k,
-            Riders::Node(n) => &sets.trie.nodes[n as usize].set,
-        }
-    }
 }
 
 /// What an exploration (or an edge) yields: classes decided and effects waiting.
@@ -436,27 +412,11 @@ impl<'a> Explorer<'a> {
         out
     }
 
-    /// Adds to `out` what `riders` (each having consumed `depth` lexemes) do on known
-    /// stack `s`; with [`Memo::Use`], explorations are cached by `(depth, s, riders)`.
-    fn explore(
-        &mut self,
-        depth: u32,
-        s: &[LrStateId],
-        riders: Riders<'_>,
-        memo: Memo,
-        out: &mut Pieces<'a>,
-    ) {
-        match memo {
-            Memo::Use => {
-                let k = riders.set(self.sets);
-                let kid = self.keys.intern(k);
-                self.explore_keyed(depth, s, kid, k, out);
-            }
-            Memo::Skip => self.explore_into(depth, s, riders, memo, out),
-        }
-    }
-
-    /// [`Explorer::explore`] with the memo, for riders `k` already interned as `kid`.
+    /// [`Explorer::explore_fresh`] through a cache by `(depth, s, riders)`, for riders `k`
+    /// interned as `kid`: resumed states meet the same explorations again and again.
+    /// Only these outermost explorations are cached: the ones inside them repeat rarely
+    /// (1–3% of lookups in the p90–p99 band and a median schema), and caching them cost
+    /// uniting and interning their sets at every level.
     fn explore_keyed(
         &mut self,
         depth: u32,
@@ -470,7 +430,7 @@ impl<'a> Explorer<'a> {
             out.absorb_kept(kept, &self.keys);
             return;
         }
-        let fresh = self.explore_fresh(depth, s, Riders::Set(k), Memo::Use);
+        let fresh = self.explore_fresh(depth, s, Riders::Set(k));
         let mut waits: Vec<(Effect, WeightId)> = fresh
             .waits
             .iter()
@@ -485,18 +445,17 @@ impl<'a> Explorer<'a> {
         out.absorb(fresh);
     }
 
-    /// [`Explorer::explore`] without looking in the cache (deeper explorations use `memo`),
-    /// as an outcome: its pieces united, and classes decided anywhere in it no longer
-    /// waiting.
-    fn explore_fresh(
-        &mut self,
-        depth: u32,
-        s: &[LrStateId],
-        riders: Riders<'_>,
-        memo: Memo,
-    ) -> Outcome {
+    /// What `riders` (each having consumed `depth` lexemes) do on known stack `s`, as an
+    /// outcome: its pieces united, and classes decided anywhere in it no longer waiting.
+    ///
+    /// Starts are not cached: the explorations of start `x` run on stacks with `x` at the
+    /// bottom (shifts push, reductions that reach the bottom suspend), so no other start
+    /// meets them, and within one start repeats are rare (none in 435K explorations of a
+    /// large schema). Caching them only cost memory (hundreds of MB) and a bitmap hash
+    /// per call.
+    fn explore_fresh(&mut self, depth: u32, s: &[LrStateId], riders: Riders<'_>) -> Outcome {
         let mut pieces = Pieces::default();
-        self.explore_into(depth, s, riders, memo, &mut pieces);
+        self.explore(depth, s, riders, &mut pieces);
         let mut out = pieces.into_outcome();
         let Outcome { decided, waits } = &mut out;
         waits.retain(|_, w| {
@@ -506,18 +465,17 @@ impl<'a> Explorer<'a> {
         out
     }
 
-    /// Adds what `riders` do on `s` to `pieces`, not united: an uncached exploration's
-    /// sub-explorations add to their caller's pieces, and only the outermost unites them
-    /// (in [`Explorer::explore_fresh`]). Uniting at every level, as memoized explorations
-    /// must, merged a start's deep sets once per level: 45% of a Kubernetes schema's
-    /// start instructions (kb_148). The outcome is the same: what waits at a level had the
-    /// level's decided classes removed, and those are among the outermost's decided.
-    fn explore_into(
+    /// Adds what `riders` do on `s` to `pieces`, not united: sub-explorations add to
+    /// their caller's pieces, and only the outermost unites them (in
+    /// [`Explorer::explore_fresh`]). Uniting at every level merged deep sets once per
+    /// level: 45% of a Kubernetes schema's start instructions (kb_148). The outcome is
+    /// the same: what waits at a level had the level's decided classes removed, and those
+    /// are among the outermost's decided.
+    fn explore(
         &mut self,
         depth: u32,
         s: &[LrStateId],
         riders: Riders<'_>,
-        memo: Memo,
         pieces: &mut Pieces<'a>,
     ) {
         let d = depth as usize;
@@ -561,7 +519,7 @@ impl<'a> Explorer<'a> {
                     }
                     let kc = c & k;
                     if !kc.is_empty() {
-                        self.take_emission(depth, s, ts, Riders::Set(&kc), memo, pieces);
+                        self.take_emission(depth, s, ts, Riders::Set(&kc), pieces);
                     }
                 }
             }
@@ -572,7 +530,7 @@ impl<'a> Explorer<'a> {
                         continue;
                     }
                     let ts = &nexts[i as usize].0;
-                    self.take_emission(depth, s, ts, Riders::Node(child), memo, pieces);
+                    self.take_emission(depth, s, ts, Riders::Node(child), pieces);
                 }
             }
         }
@@ -626,7 +584,6 @@ impl<'a> Explorer<'a> {
         s: &[LrStateId],
         ts: &[TerminalId],
         next: Riders<'_>,
-        memo: Memo,
         pieces: &mut Pieces<'a>,
     ) {
         let top = s[0];
@@ -639,7 +596,7 @@ impl<'a> Explorer<'a> {
         };
         for &t in ts {
             if self.tables.lexer.is_ignored(t) {
-                self.explore(depth + 1, s, next, memo, pieces);
+                self.explore(depth + 1, s, next, pieces);
                 continue;
             }
             let actions = self.tables.lr.actions(top, t);
@@ -649,12 +606,12 @@ impl<'a> Explorer<'a> {
             if let [Action::Shift(n)] = *actions {
                 // A lone shift: the one result is known without consuming (and without a
                 // memo lookup keyed by the whole stack).
-                self.explore(depth + 1, &shifted(n, s), next, memo, pieces);
+                self.explore(depth + 1, &shifted(n, s), next, pieces);
                 continue;
             }
             let c = self.consume(s, t);
             for r in &c.results {
-                self.explore(depth + 1, r, next, memo, pieces);
+                self.explore(depth + 1, r, next, pieces);
             }
             for &(prod, skip) in &c.suspended {
                 pieces.wait(
@@ -1369,7 +1326,7 @@ fn start_automaton<'a>(
         .filter(|&x| class_rep.try_insert(class[x], x).is_ok())
         .collect();
     // Starts are explored in parallel, each by an explorer of its own: they share no
-    // exploration (see `Memo::Skip`), and the lookahead sets each interned are renumbered
+    // exploration (see `Explorer::explore_fresh`), and the lookahead sets each interned are renumbered
     // into the shared explorer's in start order, so the automaton does not depend on the
     // thread count. Chunks bound how many outcomes wait at once.
     const START_CHUNK: usize = 256;
@@ -1381,7 +1338,7 @@ fn start_automaton<'a>(
                 // Every shape's classes at once (the trie's root): shapes' classes are
                 // disjoint, so a configuration recovers its part by intersecting with
                 // its shape's classes.
-                let o = ex.explore_fresh(0, &[LrStateId::new(x)], Riders::Node(ROOT), Memo::Skip);
+                let o = ex.explore_fresh(0, &[LrStateId::new(x)], Riders::Node(ROOT));
                 (o, ex.looks)
             })
             .collect();
