@@ -11,7 +11,6 @@
 //! Depends on `token_atoms` (input) and `dwa::automaton` (the frozen form).
 
 use hashbrown::HashMap;
-use roaring::RoaringBitmap;
 
 use super::token_atoms::NO_ATOM;
 use crate::dwa::word_pool::WordPool;
@@ -27,13 +26,18 @@ pub struct ClassAtoms {
 }
 
 impl ClassAtoms {
-    /// Builds the table from per-class atom sets.
-    pub fn new(classes: &[RoaringBitmap]) -> Self {
+    /// Builds the table from per-class atom sets (bitmaps, or sorted lists).
+    pub fn new<'c, C>(classes: &'c [C]) -> Self
+    where
+        &'c C: IntoIterator,
+        <&'c C as IntoIterator>::Item: std::borrow::Borrow<u32>,
+    {
+        use std::borrow::Borrow;
         let mut offsets = Vec::with_capacity(classes.len() + 1);
         let mut atoms: Vec<u32> = Vec::new();
         offsets.push(0);
         for c in classes {
-            atoms.extend(c.iter());
+            atoms.extend(c.into_iter().map(|a| *a.borrow()));
             offsets.push(atoms.len() as u32);
         }
         Self { offsets, atoms }
@@ -292,6 +296,7 @@ impl<'t> Merger<'t> {
 mod tests {
     use super::*;
     use crate::rng::SplitMix64;
+    use roaring::RoaringBitmap;
 
     /// The words of a sorted token set, one bit at a time.
     fn words_of(tokens: &[u32]) -> Vec<(u32, u32)> {

@@ -30,7 +30,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::HashMap;
 use rayon::prelude::*;
-use roaring::RoaringBitmap;
 use smallvec::SmallVec;
 
 use super::terminal_trie::{EmitId, EmitTable, TerminalTrie, TrieNode, Walks};
@@ -815,12 +814,12 @@ impl Atoms {
     }
 
     /// The terminal trie of start position `p` over atoms (one of the positions the atoms
-    /// were made for): node weights are atom sets, finals canonical. Nodes no atom
+    /// were made for): finals are sorted atom lists, positions canonical. Nodes no atom
     /// reaches a final through are left out.
-    pub fn trie(&self, lexer: &LexerDfa, walks: &Walks<'_>, p: LexPos) -> TerminalTrie {
+    pub fn trie(&self, lexer: &LexerDfa, walks: &Walks<'_>, p: LexPos) -> TerminalTrie<Vec<u32>> {
         let mut pair_of_byte: [Option<Option<u32>>; 256] = [None; 256];
         let mut node_of_path: HashMap<u32, u32> = HashMap::new();
-        let mut nodes: Vec<TrieNode> = vec![TrieNode::default()];
+        let mut nodes: Vec<TrieNode<Vec<u32>>> = vec![TrieNode::default()];
         let mut finals: Vec<Vec<(LexPos, Vec<u32>)>> = vec![Vec::new()];
         for (a, rep) in self.reps.iter().enumerate() {
             let b = self.first_byte[a];
@@ -845,11 +844,8 @@ impl Atoms {
         for (n, mut fs) in nodes.iter_mut().zip(finals) {
             n.children.sort_unstable();
             fs.sort_unstable_by_key(|(q, _)| *q);
-            n.finals = fs
-                .into_iter()
-                // Atoms were visited in increasing order.
-                .map(|(q, list)| (q, RoaringBitmap::from_sorted_iter(list).expect("sorted")))
-                .collect();
+            // Atoms were visited in increasing order: the lists are sorted.
+            n.finals = fs;
         }
         TerminalTrie { start: p, nodes }
     }
@@ -859,7 +855,7 @@ impl Atoms {
         &self,
         path: u32,
         node_of_path: &mut HashMap<u32, u32>,
-        nodes: &mut Vec<TrieNode>,
+        nodes: &mut Vec<TrieNode<Vec<u32>>>,
         finals: &mut Vec<Vec<(LexPos, Vec<u32>)>>,
     ) -> u32 {
         if path == 0 {

@@ -21,15 +21,16 @@ use roaring::RoaringBitmap;
 use super::terminal_trie::{EmitId, TerminalTrie};
 use crate::lexer::{LexPos, LexerDfa};
 
-/// The class structure of one start position (its *shape*) and its class → token map.
+/// The class structure of one start position (its *shape*) and its class → token map,
+/// token sets as the trie held them (`S`).
 #[derive(Debug, Clone)]
-pub struct ClassedTrie {
+pub struct ClassedTrie<S = RoaringBitmap> {
     /// Where the tokens start.
     pub start: LexPos,
     /// The shape: what the automaton builder reads.
     pub shape: Shape,
     /// `tokens[c]`: the tokens of class `c` (pairwise disjoint, none empty).
-    pub tokens: Vec<RoaringBitmap>,
+    pub tokens: Vec<S>,
 }
 
 /// The token-independent structure of a terminal trie: per depth, which classes emit
@@ -75,7 +76,9 @@ impl ClassList {
 
 /// Splits a trie's tokens into classes and records its shape. The trie is consumed: its
 /// token sets become the classes'.
-pub fn classify(mut trie: TerminalTrie) -> ClassedTrie {
+pub fn classify<S: Default + PartialEq + std::fmt::Debug>(
+    mut trie: TerminalTrie<S>,
+) -> ClassedTrie<S> {
     let n = trie.nodes.len();
     // Preorder, depth, incoming emission, and subtree end of every node.
     let mut pre_order: Vec<u32> = Vec::with_capacity(n);
@@ -157,7 +160,7 @@ pub fn classify(mut trie: TerminalTrie) -> ClassedTrie {
     // Groups are in preorder and each class is listed at its last group: already sorted.
     debug_assert!(sigs.windows(2).all(|w| last_group(w[0]) < last_group(w[1])));
     // Each group is the last of at most one class: its set can be moved out.
-    let tokens: Vec<RoaringBitmap> = sigs
+    let tokens: Vec<S> = sigs
         .iter()
         .map(|&s| {
             let (v, gi) = groups[last_group(s) as usize];

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use stackmask::compile::terminal_trie::{
-    build_trie, start_positions, EmitId, EmitTable, TerminalTrie,
+    build_trie, start_positions, EmitId, EmitTable, TerminalTrie, TrieNode,
 };
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::ids::LexStateId;
@@ -33,6 +33,25 @@ fn all_outcomes(
         }
     }
     out
+}
+
+/// A trie over atoms (atom lists) with its atoms as bitmaps, for [`all_outcomes`].
+fn with_bitmaps(trie: TerminalTrie<Vec<u32>>) -> TerminalTrie {
+    TerminalTrie {
+        start: trie.start,
+        nodes: trie
+            .nodes
+            .into_iter()
+            .map(|n| TrieNode {
+                children: n.children,
+                finals: n
+                    .finals
+                    .into_iter()
+                    .map(|(p, list)| (p, list.into_iter().collect()))
+                    .collect(),
+            })
+            .collect(),
+    }
 }
 
 /// Token outcomes, per token id, as [`all_outcomes`] gives them.
@@ -320,7 +339,7 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
             let want = all_outcomes(&want);
             let mut got: std::collections::HashMap<u32, BTreeSet<(Vec<EmitId>, LexPos)>> =
                 Default::default();
-            for (a, outcomes) in all_outcomes(&atoms.trie(lexer, &walks, pos)) {
+            for (a, outcomes) in all_outcomes(&with_bitmaps(atoms.trie(lexer, &walks, pos))) {
                 for &t in &atom_tokens[a as usize] {
                     got.insert(t, outcomes.clone());
                 }
