@@ -171,6 +171,7 @@ pub fn atomize(
         r.1 = w as u32 + 1;
     }
     let loops: Vec<AtomicU64> = (0..lexer.num_states()).map(|_| AtomicU64::new(0)).collect();
+    let reps = ByteReps::new(lexer);
     let by_byte: Vec<(ByteGroups, Vec<PartGroups>)> = (0..=255u8)
         .into_par_iter()
         .map(|b| {
@@ -193,6 +194,7 @@ pub fn atomize(
             let mut cache = StateCache {
                 ends: vec![(NO_STATE, (0, 0)); lexer.num_states()],
                 loops: &loops,
+                reps: &reps,
                 outs: Vec::new(),
                 ref_state: Vec::new(),
                 at: Vec::new(),
@@ -411,6 +413,8 @@ struct StateCache<'a> {
     /// [`loop_categories`], with bit 63 set once computed (0: not yet); shared by every
     /// first byte (a race computes the same value twice).
     loops: &'a [AtomicU64],
+    /// For [`loop_categories`].
+    reps: &'a ByteReps,
     /// `group_part`'s buffers: each walk's outcomes, the reference walk's states, the
     /// current path.
     outs: Vec<Runs>,
@@ -424,20 +428,20 @@ const CHARS_LOOP: u64 = 1 << 62;
 
 /// The byte categories (`vocab::parts::byte_category`) on every byte of which `q` loops
 /// to itself, plus [`CHARS_LOOP`] when it holds, computed on first use and kept in `loops`.
-fn loop_categories(lexer: &LexerDfa, loops: &[AtomicU64], q: LexStateId) -> u64 {
+fn loop_categories(lexer: &LexerDfa, loops: &[AtomicU64], reps: &ByteReps, q: LexStateId) -> u64 {
     const DONE: u64 = 1 << 63;
     const _: () = assert!(NUM_CATEGORIES < 62, "categories clash with the flag bits");
     let slot = &loops[q.index()];
     let mut v = slot.load(Ordering::Relaxed);
     if v == 0 {
         let mut leaves = 0u64;
-        for b in 0..=255u8 {
+        for &(b, cats) in &reps.classes {
             if lexer.next_rep(q, b) != q {
-                leaves |= 1 << byte_category(b);
+                leaves |= cats;
             }
         }
         v = DONE | (!leaves & ((1 << NUM_CATEGORIES) - 1));
-        if chars_loop(lexer, q) {
+        if chars_loop(lexer, &reps.high, q) {
             v |= CHARS_LOOP;
         }
         slot.store(v, Ordering::Relaxed);
@@ -445,15 +449,54 @@ fn loop_categories(lexer: &LexerDfa, loops: &[AtomicU64], q: LexStateId) -> u64 
     v & !DONE
 }
 
+/// The bytes [`loop_categories`] tries: trying all 256 (and all 128 non-ASCII ones per
+/// UTF-8 decoder state) was a sixth of atomizing a median schema.
+struct ByteReps {
+    /// One byte per lexer byte class, with the categories of the class's bytes (a state
+    /// leads every byte of a class alike).
+    classes: Vec<(u8, u64)>,
+    /// One byte of 80–FF per distinct (lexer byte class, UTF-8 decoder behaviour): bytes
+    /// alike in both lead every (decoder state, lexer state) pair alike (about 15 bytes).
+    high: Vec<u8>,
+}
+
+impl ByteReps {
+    fn new(lexer: &LexerDfa) -> Self {
+        let mut cats = vec![0u64; lexer.num_classes()];
+        for b in 0..=255u8 {
+            cats[lexer.class(b) as usize] |= 1 << byte_category(b);
+        }
+        let classes = lexer
+            .class_representatives()
+            .into_iter()
+            .map(|b| (b, cats[lexer.class(b) as usize]))
+            .collect();
+        let mut seen: Vec<(u8, [u8; 8])> = Vec::new();
+        let mut high = Vec::new();
+        for b in 0x80..=0xffu8 {
+            let key = (
+                lexer.class(b),
+                std::array::from_fn(|i| Utf8::step(1 << i, b)),
+            );
+            if !seen.contains(&key) {
+                seen.push(key);
+                high.push(b);
+            }
+        }
+        Self { classes, high }
+    }
+}
+
 /// True when every well-formed multi-byte UTF-8 character leads `q` back to `q` through
 /// live states (so no lexeme closes on the way): the string and comment states of most
 /// lexers, which validate UTF-8 with a few states and so loop on no non-ASCII category.
-fn chars_loop(lexer: &LexerDfa, q: LexStateId) -> bool {
+/// `high` is [`ByteReps::high`].
+fn chars_loop(lexer: &LexerDfa, high: &[u8], q: LexStateId) -> bool {
     let mut seen: SmallVec<[(u8, LexStateId); 16]> = SmallVec::new();
     let mut todo: SmallVec<[(u8, LexStateId); 16]> = SmallVec::new();
     todo.push((Utf8::BETWEEN, q));
     while let Some((u, s)) = todo.pop() {
-        for b in 0x80..=0xffu8 {
+        for &b in high {
             let u2 = Utf8::step(u, b);
             if u2 == 0 {
                 continue;
@@ -522,6 +565,7 @@ fn group_part(
     let StateCache {
         ends,
         loops,
+        reps,
         outs,
         ref_state,
         at,
@@ -588,7 +632,7 @@ fn group_part(
             // subtree continues with whole characters only (text in a string).
             let below = tokens.below(n);
             let whole = below != 0 && {
-                let l = loop_categories(lexer, loops, w.0);
+                let l = loop_categories(lexer, loops, reps, w.0);
                 below & !l == 0
                     || (l & CHARS_LOOP != 0
                         && below & ASCII_CATEGORIES & !l == 0
@@ -882,5 +926,70 @@ impl Atoms {
     /// True when no token is viable anywhere.
     pub fn is_empty(&self) -> bool {
         self.first_byte.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::json_schema::{compile as schema, SchemaOptions};
+    use crate::compile::{build_glr_tables, lark};
+
+    /// [`loop_categories`] as defined: every byte, and every non-ASCII byte from every
+    /// decoder state.
+    fn loop_categories_by_every_byte(lexer: &LexerDfa, q: LexStateId) -> u64 {
+        let mut leaves = 0u64;
+        for b in 0..=255u8 {
+            if lexer.next_rep(q, b) != q {
+                leaves |= 1 << byte_category(b);
+            }
+        }
+        let all: Vec<u8> = (0x80..=0xffu8).collect();
+        let mut v = !leaves & ((1 << NUM_CATEGORIES) - 1);
+        if chars_loop(lexer, &all, q) {
+            v |= CHARS_LOOP;
+        }
+        v
+    }
+
+    /// Trying one byte per class (and per class and decoder behaviour above 7F) gives
+    /// every state's loop categories exactly, on lexers whose classes split the non-ASCII
+    /// bytes (strings, patterns with ranges of characters, the built-in JSON grammar) and
+    /// on one whose classes do not (ASCII only).
+    #[test]
+    fn byte_representatives_give_the_loop_categories_of_every_byte() {
+        let schema_text = r#"{"type": "object", "properties": {
+            "a": {"type": "string", "pattern": "^[a-zé-ü€]+[^\\u0100-\\uffff]*$"},
+            "b": {"type": "string", "format": "email", "maxLength": 30}}}"#;
+        let grammars = [
+            lark::compile(crate::compile::BUILTIN_JSON).unwrap(),
+            lark::compile("start: S\nS: /\"[^\"\\xe9]*\"/ | /[\\u0400-\\u04ff]+/\n").unwrap(),
+            // ASCII only: every non-ASCII byte is one class, whatever its UTF-8 role.
+            lark::compile("start: W+\nW: /[a-z]+/\n%ignore / /\n").unwrap(),
+            schema(schema_text, &SchemaOptions::default())
+                .unwrap()
+                .grammar,
+        ];
+        let mut chars_loops = 0;
+        for (i, g) in grammars.iter().enumerate() {
+            let tables = build_glr_tables(g).unwrap();
+            let lexer = &tables.lexer;
+            let reps = ByteReps::new(lexer);
+            let loops: Vec<AtomicU64> =
+                (0..lexer.num_states()).map(|_| AtomicU64::new(0)).collect();
+            for q in 0..lexer.num_states() {
+                let q = LexStateId::new(q);
+                let want = loop_categories_by_every_byte(lexer, q);
+                chars_loops += usize::from(want & CHARS_LOOP != 0);
+                assert_eq!(
+                    loop_categories(lexer, &loops, &reps, q),
+                    want,
+                    "grammar {i}, {q:?}"
+                );
+            }
+        }
+        // The decoder check is exercised both ways: some states loop on every character
+        // (JSON strings), others on some only (grammar 1 leaves on é and Cyrillic).
+        assert!(chars_loops > 0, "no state loops on characters");
     }
 }
