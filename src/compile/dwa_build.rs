@@ -42,7 +42,7 @@ use super::error::GrammarError;
 use super::lexer_equiv::{canonical_end, end_reps};
 use super::lr_equiv::{actionable_terminals, canonical_productions, state_classes};
 use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
-use super::token_atoms::atomize;
+use super::token_atoms::{alike_positions, atomize};
 use super::token_classes::{classify, ClassList, Shape};
 use super::weight_table::WeightTable;
 use crate::dwa::{Dwa, StartPos, NO_EDGE};
@@ -994,6 +994,28 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
             limits.max_tries,
         ));
     }
+    // Positions alike to the longest token can still have equal tries (the few long
+    // tokens tell few of them apart): one trie per class of entered walks' outcomes.
+    let (built, trie_of) = match alike_positions(lexer, &emits, tokens, &share, &built, canon) {
+        Some(alike) => {
+            let mut rep_of_class = vec![usize::MAX; alike.len()];
+            let mut reps: Vec<LexPos> = Vec::new();
+            let remap: Vec<usize> = alike
+                .iter()
+                .zip(&built)
+                .map(|(&c, &p)| {
+                    let r = &mut rep_of_class[c as usize];
+                    if *r == usize::MAX {
+                        *r = reps.len();
+                        reps.push(p);
+                    }
+                    *r
+                })
+                .collect();
+            (reps, trie_of.into_iter().map(|i| remap[i]).collect())
+        }
+        None => (built, trie_of),
+    };
     let dead = built
         .iter()
         .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))

@@ -490,8 +490,11 @@ pub struct Walks<'t> {
     pub part_of: Vec<u32>,
     /// Per walk, the state its tokens' first byte enters (a representative of its class).
     starts: Vec<LexStateId>,
-    /// `(first byte, entered state)` → index in `pair_walks`.
-    pair_index: HashMap<(u8, LexStateId), u32>,
+    /// Per first byte, the classes its pairs are keyed by: those at its longest nonempty
+    /// bucket's depth, which refine the shallower ones (`None`: no sharing, by state).
+    pair_classes: Vec<Option<&'t [u32]>>,
+    /// `(first byte, entered state's pair class)` → index in `pair_walks`.
+    pair_index: HashMap<(u8, u32), u32>,
     /// The walks of each pair, in bucket order.
     pair_walks: Vec<Vec<u32>>,
 }
@@ -504,23 +507,33 @@ impl<'t> Walks<'t> {
         lexer: &LexerDfa,
         tokens: &'t TokenParts,
         positions: &[LexPos],
-        share: Option<&WalkShare>,
+        share: Option<&'t WalkShare>,
     ) -> Self {
         let nb = tokens.buckets();
-        // Positions enter few distinct (first byte, state) pairs; each pair's parts are
-        // keyed once, so the per-position work is one lookup per first byte, not per part.
-        // Pairs met so far, a bit per (byte, state), 32 bytes per lexer state: a hash
-        // lookup for each position and byte cost a sixth of this step.
+        // A pair (first byte, entered state) is walked alike for every state of the
+        // class at its byte's deepest bucket: pairs are keyed by that class (a counted
+        // string's positions enter a different state per count, but the same class on
+        // every byte whose tokens are short).
+        let pair_classes: Vec<Option<&'t [u32]>> = (0..256)
+            .map(|b| {
+                let deepest = (0..nb).rev().find(|&i| !tokens.part_is_empty(b * nb + i))?;
+                share.map(|s| &s.classes[deepest][..])
+            })
+            .collect();
+        let key = |b: u8, n: LexStateId| -> u32 {
+            pair_classes[usize::from(b)].map_or(n.as_u32(), |c| c[n.index()])
+        };
+        // Pairs met so far, a bit per (byte, key), 32 bytes per lexer state (keys are
+        // below the state count): a hash lookup for each position and byte cost a sixth
+        // of this step.
         let words = lexer.num_states().div_ceil(64);
         let mut met = vec![0u64; 256 * words];
         let mut pairs: Vec<(u8, LexStateId)> = Vec::new();
         for &p in positions {
             for b in 0..=255u8 {
                 if let Some(n) = after_first_byte(lexer, p, b) {
-                    let (w, bit) = (
-                        usize::from(b) * words + n.index() / 64,
-                        1 << (n.index() % 64),
-                    );
+                    let k = key(b, n) as usize;
+                    let (w, bit) = (usize::from(b) * words + k / 64, 1 << (k % 64));
                     if met[w] & bit == 0 {
                         met[w] |= bit;
                         pairs.push((b, n));
@@ -528,10 +541,10 @@ impl<'t> Walks<'t> {
                 }
             }
         }
-        let pair_index: HashMap<(u8, LexStateId), u32> = pairs
+        let pair_index: HashMap<(u8, u32), u32> = pairs
             .iter()
             .enumerate()
-            .map(|(i, &k)| (k, i as u32))
+            .map(|(i, &(b, n))| ((b, key(b, n)), i as u32))
             .collect();
         // The key a part is walked under: the entered state's class at the part's depth.
         let key_of = |b: u8, i: usize, n: LexStateId| -> (u8, u8, u32) {
@@ -553,16 +566,18 @@ impl<'t> Walks<'t> {
             .iter()
             .map(|&((b, i, _), _)| (b as usize * nb + i as usize) as u32)
             .collect();
+        let walk_of: HashMap<(u8, u8, u32), u32> = keys
+            .iter()
+            .enumerate()
+            .map(|(w, &(k, _))| (k, w as u32))
+            .collect();
         let pair_walks: Vec<Vec<u32>> = pairs
             .iter()
             .map(|&(b, n)| {
                 (0..nb)
                     .filter(|&i| !tokens.part_is_empty(b as usize * nb + i))
-                    .map(|i| {
-                        // Every part of every pair was keyed above.
-                        keys.binary_search_by_key(&key_of(b, i, n), |x| x.0)
-                            .expect("part walked") as u32
-                    })
+                    // Every part of every pair was keyed above.
+                    .map(|i| walk_of[&key_of(b, i, n)])
                     .collect()
             })
             .collect();
@@ -570,6 +585,7 @@ impl<'t> Walks<'t> {
             tokens,
             part_of,
             starts,
+            pair_classes,
             pair_index,
             pair_walks,
         }
@@ -585,14 +601,23 @@ impl<'t> Walks<'t> {
 
     /// The `(first byte, entered state)` pair position `p` enters with byte `b`, as an
     /// index for [`Walks::pair_walks`], if any token starting with `b` is viable at `p`.
+    /// Pairs whose walks are all the same are one id.
     pub fn pair_at(&self, lexer: &LexerDfa, p: LexPos, b: u8) -> Option<u32> {
-        // Every pair a position enters was indexed when walking.
-        after_first_byte(lexer, p, b).map(|n| self.pair_index[&(b, n)])
+        after_first_byte(lexer, p, b).map(|n| {
+            let k = self.pair_classes[usize::from(b)].map_or(n.as_u32(), |c| c[n.index()]);
+            // Every pair a position enters was indexed when walking.
+            self.pair_index[&(b, k)]
+        })
     }
 
     /// The walks of a pair, one per nonempty length bucket of its byte, in bucket order.
     pub fn pair_walks(&self, pair: u32) -> &[u32] {
         &self.pair_walks[pair as usize]
+    }
+
+    /// Number of pairs, the ids [`Walks::pair_at`] gives.
+    pub fn num_pairs(&self) -> usize {
+        self.pair_walks.len()
     }
 
     /// Number of walks.

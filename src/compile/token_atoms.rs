@@ -32,7 +32,7 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 use smallvec::SmallVec;
 
-use super::terminal_trie::{EmitId, EmitTable, TerminalTrie, TrieNode, Walks};
+use super::terminal_trie::{EmitId, EmitTable, TerminalTrie, TrieNode, WalkShare, Walks};
 use crate::ids::{LexStateId, TokenId};
 use crate::lexer::{LexPos, LexerDfa};
 use crate::vocab::parts::{byte_category, TokenParts, Utf8, NUM_CATEGORIES};
@@ -160,16 +160,8 @@ pub fn atomize(
     vocab_len: usize,
 ) -> Atoms {
     let nb = walks.buckets();
-    // The walks of each part (consecutive, in part order).
     let tokens = walks.tokens;
-    let mut part_walks = vec![(0u32, 0u32); tokens.num_parts()];
-    for (w, &j) in walks.part_of.iter().enumerate() {
-        let r = &mut part_walks[j as usize];
-        if r.0 == r.1 {
-            *r = (w as u32, w as u32);
-        }
-        r.1 = w as u32 + 1;
-    }
+    let part_walks = part_walk_ranges(walks);
     let loops: Vec<AtomicU64> = (0..lexer.num_states()).map(|_| AtomicU64::new(0)).collect();
     let reps = ByteReps::new(lexer);
     let by_byte: Vec<(ByteGroups, Vec<PartGroups>)> = (0..=255u8)
@@ -337,6 +329,171 @@ pub fn atomize(
     atoms.paths = paths.items;
     atoms.finals = finals.items;
     atoms
+}
+
+/// The walks of each part, `(first, end)` (a part's walks are consecutive; `(0, 0)` for
+/// a part no position enters).
+fn part_walk_ranges(walks: &Walks<'_>) -> Vec<(u32, u32)> {
+    let mut part_walks = vec![(0u32, 0u32); walks.tokens.num_parts()];
+    for (w, &j) in walks.part_of.iter().enumerate() {
+        let r = &mut part_walks[j as usize];
+        if r.0 == r.1 {
+            *r = (w as u32, w as u32);
+        }
+        r.1 = w as u32 + 1;
+    }
+    part_walks
+}
+
+/// Only parts of tokens longer than this are compared walk by walk in [`alike_positions`].
+/// Shorter tokens are walked under classes at depth 7 or less, which keep apart only
+/// positions within 8 bytes of a count's end; longer ones under classes that keep apart
+/// every position within their length of it, most of them needlessly. On o9780 (phase
+/// probe, 2 threads), comparing the parts above 8 bytes left 1,347 classes of 10,810
+/// positions and cost 43–48 ms with the atoms and classes after it; above 16 bytes, 1,620
+/// classes and 54 ms; every part, 758 classes but 59 ms, walking the short parts' many
+/// tokens under every walk.
+const SPARSE_LEN: usize = 8;
+
+/// Classes of `positions` (numbered by first appearance) such that positions of one class
+/// have the same terminal trie once finals are canonical (`canon`): for every first byte,
+/// they enter walks with the same outcomes for every token of every part. `None` when too
+/// few positions are alike for short tokens for it to be worth looking.
+///
+/// Why: walks are shared between entered states alike to the part's longest token
+/// (`WalkShare`), so a counted string's positions within that many bytes of the count's
+/// end all enter different walks of the long-token parts, though the few long tokens
+/// there tell only a handful of them apart (o9780, an e-mail of at most 1,024
+/// characters: 10,810 positions, 1,347 classes). Walking the long parts' walks once and
+/// comparing outcomes finds them before the steps that cost per position (atoms, tries,
+/// classes, tables).
+pub fn alike_positions(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    tokens: &TokenParts,
+    share: &WalkShare,
+    positions: &[LexPos],
+    canon: impl Fn(LexPos) -> LexPos + Sync,
+) -> Option<Vec<u32>> {
+    let bounds = tokens.bounds();
+    // Only positions alike at the sparse depth (entering the same walks of every shorter
+    // part) can merge. When fewer than half of them could, planning and walking again is
+    // not worth it (a judgement: median schemas are left out, counted strings kept).
+    let short = bounds.iter().rposition(|&b| b <= SPARSE_LEN)?;
+    let mut seen = vec![false; lexer.num_states()];
+    let mut shallow = 0;
+    for p in positions {
+        let q = match *p {
+            LexPos::Pending(q) | LexPos::Boundary(q) => q,
+        };
+        let c = share.classes[short][q.index()] as usize;
+        if !seen[c] {
+            seen[c] = true;
+            shallow += 1;
+        }
+    }
+    if positions.len() < 2 * shallow {
+        return None;
+    }
+    let walks = Walks::new(lexer, tokens, positions, Some(share));
+    let walks = &walks;
+    let nb = walks.buckets();
+    let part_walks = part_walk_ranges(walks);
+    // Each part's reference walk is the one most pairs enter.
+    let mut pairs_in = vec![0u32; walks.len()];
+    for pair in 0..walks.num_pairs() {
+        for &w in walks.pair_walks(pair as u32) {
+            pairs_in[w as usize] += 1;
+        }
+    }
+    let loops: Vec<AtomicU64> = (0..lexer.num_states()).map(|_| AtomicU64::new(0)).collect();
+    let reps = ByteReps::new(lexer);
+    // Per walk, the first walk of its part with the same outcomes.
+    let alike_lists: Vec<Vec<(u32, Vec<u32>)>> = (0..=255u8)
+        .into_par_iter()
+        .map(|b| {
+            let mut cache = StateCache {
+                ends: Vec::new(),
+                loops: &loops,
+                reps: &reps,
+                outs: Vec::new(),
+                ref_state: Vec::new(),
+                at: Vec::new(),
+            };
+            (0..nb)
+                .filter(|&i| i > short)
+                .map(|i| b as usize * nb + i)
+                .filter(|&j| part_walks[j].1 - part_walks[j].0 > 1)
+                .map(|j| {
+                    let (w0, w1) = part_walks[j];
+                    if cache.ends.is_empty() {
+                        cache.ends = vec![(NO_STATE, (0, 0)); lexer.num_states()];
+                    }
+                    let reference = (w0..w1)
+                        .max_by_key(|&w| pairs_in[w as usize])
+                        .map_or(0, |w| (w - w0) as usize);
+                    let mut ids = LocalIds::default();
+                    walk_part(
+                        lexer,
+                        emits,
+                        walks,
+                        &canon,
+                        j,
+                        w0..w1,
+                        reference,
+                        &mut ids,
+                        &mut cache,
+                    );
+                    let mut first: HashMap<(&[u32], &[Outcome]), u32> = HashMap::new();
+                    let alike = cache.outs[..(w1 - w0) as usize]
+                        .iter()
+                        .zip(w0..)
+                        .map(|(r, w)| *first.entry((&r.starts[..], &r.outs[..])).or_insert(w))
+                        .collect();
+                    (w0, alike)
+                })
+                .collect()
+        })
+        .collect();
+    let mut alike: Vec<u32> = (0..walks.len() as u32).collect();
+    for (w0, list) in alike_lists.iter().flatten() {
+        alike[*w0 as usize..][..list.len()].copy_from_slice(list);
+    }
+    // Per pair, its walks' alike ids, interned: a position is then 256 pair ids.
+    let mut pair_ids: HashMap<Vec<u32>, u32> = HashMap::new();
+    let pair_alike: Vec<u32> = (0..walks.num_pairs() as u32)
+        .map(|pair| {
+            let key: Vec<u32> = walks
+                .pair_walks(pair)
+                .iter()
+                .map(|&w| alike[w as usize])
+                .collect();
+            let n = pair_ids.len() as u32;
+            *pair_ids.entry(key).or_insert(n)
+        })
+        .collect();
+    let key_of = |p: LexPos| -> Vec<u32> {
+        (0..=255u8)
+            .map(|b| {
+                walks
+                    .pair_at(lexer, p, b)
+                    .map_or(u32::MAX, |pair| pair_alike[pair as usize])
+            })
+            .collect()
+    };
+    // Keys are made a chunk at a time in parallel and interned in order: holding every
+    // position's 1 KB key at once would cost tens of MB on large lexers.
+    const CHUNK: usize = 1024;
+    let mut class_of_key: HashMap<Vec<u32>, u32> = HashMap::new();
+    let mut class = Vec::with_capacity(positions.len());
+    for chunk in positions.chunks(CHUNK) {
+        let keys: Vec<Vec<u32>> = chunk.par_iter().map(|&p| key_of(p)).collect();
+        for k in keys {
+            let n = class_of_key.len() as u32;
+            class.push(*class_of_key.entry(k).or_insert(n));
+        }
+    }
+    Some(class)
 }
 
 /// Which walk each of a byte's `num_groups` position groups enters a part with
@@ -529,12 +686,9 @@ const NO_STATE: u32 = u32::MAX;
 /// Walks part `j`'s tokens from each of its walks' entered states, groups the tokens by
 /// their outcomes, and lists which position groups enter with which walk.
 ///
-/// The walk most positions enter is walked first, recording its lexer state at every
-/// trie node before any lexeme closes; another walk reaching the same state at the same
-/// node, also with nothing closed, has from there the same outcomes for every token of
-/// the node's subtree, so they are copied instead of walked. Key-literal positions enter
-/// a part in a literal's state but most tokens leave the literal after a byte or two and
-/// rejoin the generic string's walk, so most of their walking is skipped.
+/// The walk most positions enter is the reference [`walk_part`] copies from: key-literal
+/// positions enter a part in a literal's state but most tokens leave the literal after a
+/// byte or two and rejoin the generic string's walk, so most of their walking is skipped.
 fn group_part(
     lexer: &LexerDfa,
     emits: &EmitTable,
@@ -550,10 +704,6 @@ fn group_part(
         members,
         group_sizes,
     } = spec;
-    let tokens = walks.tokens;
-    let nodes = tokens.part_nodes(j);
-    let first_token = tokens.part_tokens(j).start;
-    let num_tokens = tokens.part_tokens(j).len();
     let nw = ws.len();
     let mut entering = vec![0usize; nw + 1];
     for &(k, g) in &members {
@@ -561,6 +711,87 @@ fn group_part(
     }
     let reference = (0..nw).max_by_key(|&k| entering[k]).unwrap_or(0);
     let mut ids = LocalIds::default();
+    walk_part(
+        lexer,
+        emits,
+        walks,
+        canon,
+        j,
+        ws.clone(),
+        reference,
+        &mut ids,
+        cache,
+    );
+    // Tokens with equal outcomes under every walk form a group: the walks' runs are cut
+    // wherever any of them changes, and each piece's row is looked up (pieces in order,
+    // so groups are numbered by their first token).
+    let outs = &cache.outs[..nw];
+    let mut cuts: Vec<u32> = outs.iter().flat_map(|r| r.starts.iter().copied()).collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut group_of_row: HashMap<Vec<Outcome>, u32> = HashMap::new();
+    let mut rows: Vec<Vec<Outcome>> = Vec::new();
+    let mut cursor = vec![0usize; nw];
+    let mut row = vec![(0, 0); nw];
+    let mut token_group: Vec<(u32, u32)> = Vec::new();
+    for &c in &cuts {
+        for (k, r) in outs.iter().enumerate() {
+            let i = &mut cursor[k];
+            while r.starts.get(*i + 1).is_some_and(|&s| s <= c) {
+                *i += 1;
+            }
+            row[k] = r.outs[*i];
+        }
+        let g = match group_of_row.get(row.as_slice()) {
+            Some(&g) => g,
+            None => {
+                let g = rows.len() as u32;
+                group_of_row.insert(row.clone(), g);
+                rows.push(row.clone());
+                g
+            }
+        };
+        if token_group.last().is_none_or(|&(_, last)| last != g) {
+            token_group.push((c, g));
+        }
+    }
+    PartGroups {
+        part: j,
+        ordinal,
+        first_walk: ws.start,
+        paths: ids.paths.items,
+        finals: ids.finals.items,
+        token_group,
+        rows,
+        members,
+        num_walks: nw,
+    }
+}
+
+/// Walks part `j`'s tokens under each of its walks `ws`, the `reference`-th first, leaving
+/// the `k`-th walk's outcomes in `cache.outs[k]` (finals and paths interned in `ids`).
+///
+/// The reference walk records its lexer state at every trie node before any lexeme
+/// closes; another walk reaching the same state at the same node, also with nothing
+/// closed, has from there the same outcomes for every token of the node's subtree, so
+/// they are copied instead of walked.
+#[allow(clippy::too_many_arguments)]
+fn walk_part(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    walks: &Walks<'_>,
+    canon: &(impl Fn(LexPos) -> LexPos + Sync),
+    j: usize,
+    ws: std::ops::Range<u32>,
+    reference: usize,
+    ids: &mut LocalIds,
+    cache: &mut StateCache<'_>,
+) {
+    let tokens = walks.tokens;
+    let nodes = tokens.part_nodes(j);
+    let first_token = tokens.part_tokens(j).start;
+    let num_tokens = tokens.part_tokens(j).len();
+    let nw = ws.len();
     // Buffers reused from part to part (allocating them per part was a fifth of this).
     let StateCache {
         ends,
@@ -600,7 +831,7 @@ fn group_part(
             } else {
                 // Preorder: the parent (depth d - 1) is on the path and alive, since dead
                 // subtrees are skipped whole.
-                step(lexer, emits, &mut ids, at[d - 1], tokens.byte(n))
+                step(lexer, emits, ids, at[d - 1], tokens.byte(n))
             };
             let Some(w) = next else {
                 // Dead: every token of the subtree stays not viable.
@@ -651,7 +882,7 @@ fn group_part(
                 let o = if path == 0 && cached.0 == j as u32 {
                     cached.1
                 } else {
-                    let o = end_outcome(lexer, emits, canon, &mut ids, q, path);
+                    let o = end_outcome(lexer, emits, canon, ids, q, path);
                     if path == 0 {
                         *cached = (j as u32, o);
                     }
@@ -663,50 +894,6 @@ fn group_part(
             n = if whole { tokens.subtree_end(n) } else { n + 1 };
         }
         outs[k].finish(num_tokens as u32);
-    }
-    // Tokens with equal outcomes under every walk form a group: the walks' runs are cut
-    // wherever any of them changes, and each piece's row is looked up (pieces in order,
-    // so groups are numbered by their first token).
-    let outs = &outs[..nw];
-    let mut cuts: Vec<u32> = outs.iter().flat_map(|r| r.starts.iter().copied()).collect();
-    cuts.sort_unstable();
-    cuts.dedup();
-    let mut group_of_row: HashMap<Vec<Outcome>, u32> = HashMap::new();
-    let mut rows: Vec<Vec<Outcome>> = Vec::new();
-    let mut cursor = vec![0usize; nw];
-    let mut row = vec![(0, 0); nw];
-    let mut token_group: Vec<(u32, u32)> = Vec::new();
-    for &c in &cuts {
-        for (k, r) in outs.iter().enumerate() {
-            let i = &mut cursor[k];
-            while r.starts.get(*i + 1).is_some_and(|&s| s <= c) {
-                *i += 1;
-            }
-            row[k] = r.outs[*i];
-        }
-        let g = match group_of_row.get(row.as_slice()) {
-            Some(&g) => g,
-            None => {
-                let g = rows.len() as u32;
-                group_of_row.insert(row.clone(), g);
-                rows.push(row.clone());
-                g
-            }
-        };
-        if token_group.last().is_none_or(|&(_, last)| last != g) {
-            token_group.push((c, g));
-        }
-    }
-    PartGroups {
-        part: j,
-        ordinal,
-        first_walk: ws.start,
-        paths: ids.paths.items,
-        finals: ids.finals.items,
-        token_group,
-        rows,
-        members,
-        num_walks: nw,
     }
 }
 

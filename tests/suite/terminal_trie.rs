@@ -348,3 +348,70 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
         }
     }
 }
+
+/// Start positions that `token_atoms::alike_positions` puts in one class have the same
+/// canonical token tries (on [`walk_cases`], every position compared with its class's
+/// first); on the counted grammar, whose long terminal outlasts GPT-2's longest token,
+/// it merges most of the positions near the count's end that walk sharing kept apart.
+#[test]
+fn alike_positions_have_equal_canonical_tries() {
+    use stackmask::compile::lexer_equiv::canonical_end;
+    use stackmask::compile::terminal_trie::build_tries_shared;
+    use stackmask::compile::token_atoms::alike_positions;
+    let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
+    let tokens = gpt2.parts();
+    let mut merged_counted = None;
+    for c in walk_cases(&gpt2) {
+        let (name, lexer, emits, reps, share) =
+            (c.name, &c.tables.lexer, &c.emits, &c.reps, &c.share);
+        let canon = |p: LexPos| canonical_end(reps, p);
+        let positions = start_positions(lexer);
+        let Some(class) = alike_positions(lexer, emits, tokens, share, &positions, canon) else {
+            continue;
+        };
+        assert_eq!(class.len(), positions.len(), "{name}");
+        let classes = class.iter().max().map_or(0, |&m| m as usize + 1);
+        if name == "counted" {
+            merged_counted = Some((positions.len(), classes));
+        }
+        let mut first = vec![usize::MAX; classes];
+        for (i, &k) in class.iter().enumerate() {
+            if first[k as usize] == usize::MAX {
+                first[k as usize] = i;
+            }
+        }
+        // Positions merged into an earlier one, beside it.
+        let pairs: Vec<(usize, usize)> = class
+            .iter()
+            .enumerate()
+            .filter(|&(i, &k)| first[k as usize] != i)
+            .map(|(i, &k)| (first[k as usize], i))
+            .collect();
+        let step = (pairs.len() / 150).max(1);
+        let picked: Vec<LexPos> = pairs
+            .iter()
+            .step_by(step)
+            .flat_map(|&(a, b)| [positions[a], positions[b]])
+            .collect();
+        let tries = build_tries_shared(lexer, emits, tokens, &picked, Some(share));
+        let outcomes: Vec<Outcomes> = tries
+            .into_iter()
+            .map(|mut t| {
+                t.canonicalize_finals(canon);
+                all_outcomes(&t)
+            })
+            .collect();
+        for (pair, o) in picked.chunks(2).zip(outcomes.chunks(2)) {
+            assert_same_outcomes(
+                &format!("{name}: {:?} merged into {:?}", pair[1], pair[0]),
+                &o[0],
+                &o[1],
+            );
+        }
+    }
+    let (positions, classes) = merged_counted.expect("the counted grammar is worth merging");
+    assert!(
+        classes * 2 < positions,
+        "counted: {positions} positions, {classes} classes"
+    );
+}
