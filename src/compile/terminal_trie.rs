@@ -601,7 +601,8 @@ impl<'t> Walks<'t> {
 
     /// The `(first byte, entered state)` pair position `p` enters with byte `b`, as an
     /// index for [`Walks::pair_walks`], if any token starting with `b` is viable at `p`.
-    /// Pairs whose walks are all the same are one id.
+    /// Pairs whose entered states are of one class at the byte's deepest bucket (so whose
+    /// walks are all the same) are one id.
     pub fn pair_at(&self, lexer: &LexerDfa, p: LexPos, b: u8) -> Option<u32> {
         after_first_byte(lexer, p, b).map(|n| {
             let k = self.pair_classes[usize::from(b)].map_or(n.as_u32(), |c| c[n.index()]);
