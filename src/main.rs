@@ -271,7 +271,7 @@ fn run_grammar(
     println!(
         "LR (LALR(1)): {} states, {} conflicts",
         lr.table.num_states(),
-        lr.conflicts.len()
+        lr.conflicts().len()
     );
     if let Some(tok) = tokenizer {
         let vocab = Vocab::load(tok).map_err(|e| e.to_string())?;

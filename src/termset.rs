@@ -44,6 +44,11 @@ impl TermSet {
         s.is_valid().then_some(s)
     }
 
+    /// The 64-bit words (bits at or above the width are zero).
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// The universe size.
     pub fn width(&self) -> usize {
         self.width as usize

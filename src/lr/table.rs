@@ -71,17 +71,22 @@ impl LrTable {
                     "action terminal out of range".into(),
                 ));
             }
-            let mut next = row.iter().peekable();
-            for t in 0..width {
-                let cell = actions.len();
-                while let Some(&(_, a)) = next.next_if(|(u, _)| u.index() == t) {
+            // Cell t ends at offsets[row + t + 1]: cells before an action's terminal end
+            // where the actions so far do (rows are sparse, so mostly a fill).
+            let row_start = offsets.len() - 1;
+            for cell in row.chunk_by(|a, b| a.0 == b.0) {
+                let t = cell[0].0.index();
+                offsets.resize(row_start + t + 1, actions.len() as u32);
+                let at = actions.len();
+                for &(_, a) in cell {
                     // Cells hold a few actions: a scan keeps each once.
-                    if !actions[cell..].contains(&a) {
+                    if !actions[at..].contains(&a) {
                         actions.push(a);
                     }
                 }
                 offsets.push(actions.len() as u32);
             }
+            offsets.resize(row_start + width + 1, actions.len() as u32);
         }
         let mut goto_offsets = Vec::with_capacity(gotos.len() + 1);
         goto_offsets.push(0u32);

@@ -53,7 +53,30 @@ impl First {
         }
     }
 
+    /// Adds FIRST of a symbol string to `words` (a set of this universe's words); returns
+    /// whether the whole string is nullable.
+    pub fn of_string_into(&self, syms: &[Symbol], words: &mut [u64]) -> bool {
+        for s in syms {
+            match *s {
+                Symbol::T(t) => {
+                    words[t.index() / 64] |= 1 << (t.index() % 64);
+                    return false;
+                }
+                Symbol::N(n) => {
+                    for (w, &f) in words.iter_mut().zip(self.first[n.index()].words()) {
+                        *w |= f;
+                    }
+                    if !self.nullable[n.index()] {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
     /// FIRST of a symbol string, and whether the whole string is nullable.
+    #[cfg(test)]
     pub fn of_string(&self, syms: &[Symbol], width: usize) -> (TermSet, bool) {
         let mut out = TermSet::new(width);
         for s in syms {

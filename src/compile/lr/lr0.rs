@@ -17,12 +17,28 @@ pub struct Prods {
     pub rhs: Vec<Vec<Symbol>>,
     /// Productions of each nonterminal (the augmented start has id `num_nonterminals`).
     pub by_lhs: Vec<Vec<u32>>,
+    /// Grammar terminals plus end of input: symbols are numbered terminals first, then
+    /// nonterminals (see [`Prods::symbol_index`]).
+    pub num_terminals: usize,
 }
 
 impl Prods {
     /// The symbol after the dot, if any.
     pub fn next_symbol(&self, it: Item) -> Option<Symbol> {
         self.rhs[it.prod as usize].get(it.dot as usize).copied()
+    }
+
+    /// Dense index of a symbol: terminals, then nonterminals.
+    pub fn symbol_index(&self, x: Symbol) -> usize {
+        match x {
+            Symbol::T(t) => t.index(),
+            Symbol::N(n) => self.num_terminals + n.index(),
+        }
+    }
+
+    /// Number of symbol indices.
+    pub fn num_symbols(&self) -> usize {
+        self.num_terminals + self.by_lhs.len()
     }
 }
 
@@ -32,23 +48,45 @@ pub struct Lr0 {
     pub transitions: Vec<Vec<(Symbol, u32)>>,
 }
 
-/// Adds the closure of `items` (LR(0): items `B → ·γ` for every `B` after a dot).
-pub fn closure(prods: &Prods, kernel: &[Item]) -> Vec<Item> {
-    let mut out: Vec<Item> = kernel.to_vec();
-    let mut seen_nt = vec![false; prods.by_lhs.len()];
-    let mut i = 0;
-    while i < out.len() {
-        if let Some(Symbol::N(n)) = prods.next_symbol(out[i]) {
-            if !seen_nt[n.index()] {
-                seen_nt[n.index()] = true;
-                for &p in &prods.by_lhs[n.index()] {
-                    out.push(Item { prod: p, dot: 0 });
+/// Reusable buffers of the closure: which nonterminals a state's closure has added, by a
+/// stamp per state, so that no per-state array is cleared (large schemas have tens of
+/// thousands of states and thousands of nonterminals).
+pub struct ClosureScratch {
+    stamp: u32,
+    seen: Vec<u32>,
+    /// The closure's items, kernel first, then by nonterminal in order of first need.
+    pub items: Vec<Item>,
+}
+
+impl ClosureScratch {
+    /// Buffers for `prods`.
+    pub fn new(prods: &Prods) -> Self {
+        Self {
+            stamp: 0,
+            seen: vec![0; prods.by_lhs.len()],
+            items: Vec::new(),
+        }
+    }
+
+    /// Fills `items` with the closure of `kernel` (LR(0): items `B → ·γ` for every `B`
+    /// after a dot).
+    pub fn close(&mut self, prods: &Prods, kernel: &[Item]) {
+        self.stamp += 1;
+        self.items.clear();
+        self.items.extend_from_slice(kernel);
+        let mut i = 0;
+        while i < self.items.len() {
+            if let Some(Symbol::N(n)) = prods.next_symbol(self.items[i]) {
+                if self.seen[n.index()] != self.stamp {
+                    self.seen[n.index()] = self.stamp;
+                    for &p in &prods.by_lhs[n.index()] {
+                        self.items.push(Item { prod: p, dot: 0 });
+                    }
                 }
             }
+            i += 1;
         }
-        i += 1;
     }
-    out
 }
 
 /// Builds the LR(0) automaton, bounded by `max_states`.
@@ -58,24 +96,33 @@ pub fn build(prods: &Prods, max_states: usize) -> Result<Lr0, usize> {
     index.insert(start.clone(), 0);
     let mut kernels = vec![start];
     let mut transitions = Vec::new();
+    let mut scratch = ClosureScratch::new(prods);
+    // Each state's successors' kernels, grouped by symbol in order of first appearance
+    // (which numbers the states); `slot` finds a symbol's group, by the state's stamp.
+    let mut slot: Vec<(u32, u32)> = vec![(0, 0); prods.num_symbols()];
+    let mut by_sym: Vec<(Symbol, Vec<Item>)> = Vec::new();
     let mut s = 0;
     while s < kernels.len() {
-        let items = closure(prods, &kernels[s]);
-        let mut by_sym: Vec<(Symbol, Vec<Item>)> = Vec::new();
-        for it in items {
+        scratch.close(prods, &kernels[s]);
+        let stamp = s as u32 + 1;
+        by_sym.clear();
+        for &it in &scratch.items {
             if let Some(x) = prods.next_symbol(it) {
                 let adv = Item {
                     prod: it.prod,
                     dot: it.dot + 1,
                 };
-                match by_sym.iter_mut().find(|(y, _)| *y == x) {
-                    Some((_, v)) => v.push(adv),
-                    None => by_sym.push((x, vec![adv])),
+                let sl = &mut slot[prods.symbol_index(x)];
+                if sl.0 == stamp {
+                    by_sym[sl.1 as usize].1.push(adv);
+                } else {
+                    *sl = (stamp, by_sym.len() as u32);
+                    by_sym.push((x, vec![adv]));
                 }
             }
         }
         let mut trans = Vec::with_capacity(by_sym.len());
-        for (x, mut k) in by_sym {
+        for (x, mut k) in by_sym.drain(..) {
             k.sort();
             k.dedup();
             let id = match index.get(&k) {

@@ -11,12 +11,11 @@ mod lalr;
 mod lr0;
 
 use self::first::First;
-use self::lr0::{Item, Prods};
+use self::lr0::Prods;
 use super::error::GrammarError;
 use super::ir::{Grammar, Symbol};
 use crate::ids::{LrStateId, NonterminalId, ProductionId, TerminalId};
 use crate::lr::{Action, LrTable};
-use crate::termset::TermSet;
 
 /// Most LR states; bounds memory (states × terminals action cells).
 pub const MAX_LR_STATES: usize = 100_000;
@@ -36,21 +35,46 @@ pub struct Conflict {
 pub struct LrBuild {
     /// The frozen tables.
     pub table: LrTable,
-    /// Every conflict, kept in the tables as several actions.
-    pub conflicts: Vec<Conflict>,
 }
 
-/// Builds LALR(1) tables for `g`.
-pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
+impl LrBuild {
+    /// Every conflict, kept in the tables as several actions. Found by scanning every
+    /// cell (on request: a large schema's table has millions).
+    pub fn conflicts(&self) -> Vec<Conflict> {
+        let t = &self.table;
+        let mut out = Vec::new();
+        for s in 0..t.num_states() {
+            let s = LrStateId::new(s);
+            for x in 0..=t.num_terminals() {
+                let x = TerminalId::new(x);
+                let actions = t.actions(s, x);
+                if actions.len() > 1 {
+                    out.push(Conflict {
+                        state: s,
+                        terminal: x,
+                        actions: actions.to_vec(),
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The builder's productions (augmented), FIRST sets and the end-of-input terminal.
+fn prepare(g: &Grammar) -> (Prods, First, TerminalId) {
     let nt = g.nonterminals.len();
     let nterm = g.terminals.len();
     let eof = TerminalId::new(nterm);
+    // Terminals, end of input and (for the textbook algorithm the tests compare with) a
+    // propagation marker.
     let width = nterm + 2;
     let aug = NonterminalId::new(nt);
     let mut prods = Prods {
         lhs: vec![aug.as_u32()],
         rhs: vec![vec![Symbol::N(g.start)]],
         by_lhs: vec![Vec::new(); nt + 1],
+        num_terminals: nterm + 1,
     };
     prods.by_lhs[nt].push(0);
     for (i, p) in g.productions.iter().enumerate() {
@@ -59,18 +83,26 @@ pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
         prods.by_lhs[p.lhs.index()].push(i as u32 + 1);
     }
     let first = First::compute(g, width);
+    (prods, first, eof)
+}
+
+/// Builds LALR(1) tables for `g`.
+pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
+    let nt = g.nonterminals.len();
+    let nterm = g.terminals.len();
+    let (prods, first, eof) = prepare(g);
     let lr0 = lr0::build(&prods, MAX_LR_STATES).map_err(|limit| GrammarError::TooLarge {
         span: Default::default(),
         what: "LR states".into(),
         limit,
     })?;
-    let la = lalr::lookaheads(&prods, &first, &lr0, eof);
+    let reductions = lalr::reductions(&prods, &first, &lr0, eof);
     let n = lr0.kernels.len();
     // Rows are sparse: large schemas have tens of thousands of states and thousands of
     // symbols, of which a state acts on a few.
     let mut cells: Vec<Vec<(TerminalId, Action)>> = vec![Vec::new(); n];
     let mut gotos: Vec<Vec<(NonterminalId, LrStateId)>> = vec![Vec::new(); n];
-    for s in 0..n {
+    for (s, reds) in reductions.into_iter().enumerate() {
         for &(x, target) in &lr0.transitions[s] {
             let target = LrStateId::new(target as usize);
             match x {
@@ -78,24 +110,13 @@ pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
                 Symbol::N(a) => gotos[s].push((a, target)),
             }
         }
-        let kernel: Vec<(Item, TermSet)> = lr0.kernels[s]
-            .iter()
-            .copied()
-            .zip(la[s].iter().cloned())
-            .collect();
-        for (it, set) in lalr::lr1_closure(&prods, &first, width, &kernel) {
-            if prods.next_symbol(it).is_some() {
-                continue;
-            }
+        for (prod, set) in reds {
+            let action = if prod == 0 {
+                Action::Accept
+            } else {
+                Action::Reduce(ProductionId::new(prod as usize - 1))
+            };
             for t in set.iter() {
-                if t.index() > nterm {
-                    continue; // the propagation marker never reaches a final closure
-                }
-                let action = if it.prod == 0 {
-                    Action::Accept
-                } else {
-                    Action::Reduce(ProductionId::new(it.prod as usize - 1))
-                };
                 cells[s].push((t, action));
             }
         }
@@ -105,20 +126,5 @@ pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
     // Built consistently above; validation failing would be a builder bug.
     let table = LrTable::from_parts(nterm, nt, cells, gotos, prod_lhs, prod_len)
         .expect("LR tables built consistently");
-    let mut conflicts = Vec::new();
-    for s in 0..n {
-        let s = LrStateId::new(s);
-        for t in 0..=nterm {
-            let t = TerminalId::new(t);
-            let actions = table.actions(s, t);
-            if actions.len() > 1 {
-                conflicts.push(Conflict {
-                    state: s,
-                    terminal: t,
-                    actions: actions.to_vec(),
-                });
-            }
-        }
-    }
-    Ok(LrBuild { table, conflicts })
+    Ok(LrBuild { table })
 }
