@@ -1201,18 +1201,18 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     // Dense class sets for the walk: a fixed number of words each, end to end.
     let class_words = (num_classes as usize).div_ceil(64).max(1);
     let mut weights = vec![0u64; det.weights.len() * class_words];
-    for (w, row) in det
-        .weights
-        .iter()
-        .zip(weights.chunks_exact_mut(class_words))
-    {
-        // By runs: a shape's classes are consecutive, and weights of large schemas hold
-        // tens of thousands of them.
-        let mut classes = w.iter();
-        while let Some(run) = classes.next_range() {
-            set_bits(row, *run.start() as usize, *run.end() as usize);
-        }
-    }
+    // In parallel: nothing else runs now, and large schemas fill hundreds of MB.
+    weights
+        .par_chunks_exact_mut(class_words)
+        .zip(&det.weights)
+        .for_each(|(row, w)| {
+            // By runs: a shape's classes are consecutive, and weights of large schemas
+            // hold tens of thousands of them.
+            let mut classes = w.iter();
+            while let Some(run) = classes.next_range() {
+                set_bits(row, *run.start() as usize, *run.end() as usize);
+            }
+        });
     let (states, trans) = Dwa::freeze_states(det.states);
     let dwa = Dwa {
         class_words: class_words as u32,
