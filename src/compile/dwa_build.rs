@@ -28,7 +28,6 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use hashbrown::{HashMap, HashSet};
 use rayon::prelude::*;
@@ -286,9 +285,11 @@ struct Explorer<'a> {
     actionable: &'a [TermSet],
     /// Per production, the one its suspended effects name (see `lr_equiv`).
     canon: &'a [ProductionId],
-    /// `Arc`, not `Rc`: the builder's explorer moves to whichever thread finishes the
-    /// automaton.
-    consume_memo: HashMap<(Stack, TerminalId), Arc<Consume>>,
+    /// Index into `consumes` by stack and terminal: an index, not a shared pointer, since
+    /// lookups are millions per large schema and a reference count costs two atomic
+    /// operations each.
+    consume_memo: HashMap<(Stack, TerminalId), u32>,
+    consumes: Vec<Consume>,
     /// Interned lookahead sets of `Next::Look` effects.
     looks: Vec<Vec<TerminalId>>,
     look_index: HashMap<Vec<TerminalId>, u32>,
@@ -343,6 +344,7 @@ impl<'a> Explorer<'a> {
             actionable,
             canon,
             consume_memo: HashMap::new(),
+            consumes: Vec::new(),
             looks: Vec::new(),
             look_index: HashMap::new(),
             keys: WeightTable::default(),
@@ -350,11 +352,12 @@ impl<'a> Explorer<'a> {
         }
     }
 
-    /// Every way of consuming terminal `t` on the known stack `k`.
-    fn consume(&mut self, k: &[LrStateId], t: TerminalId) -> Arc<Consume> {
+    /// Every way of consuming terminal `t` on the known stack `k`, by index into
+    /// `consumes`.
+    fn consume(&mut self, k: &[LrStateId], t: TerminalId) -> u32 {
         let key = (Stack::from_slice(k), t);
-        if let Some(c) = self.consume_memo.get(&key) {
-            return c.clone();
+        if let Some(&c) = self.consume_memo.get(&key) {
+            return c;
         }
         let lr = &self.tables.lr;
         let mut out = Consume::default();
@@ -408,9 +411,10 @@ impl<'a> Explorer<'a> {
         out.results.dedup();
         out.suspended.sort();
         out.suspended.dedup();
-        let out = Arc::new(out);
-        self.consume_memo.insert(key, out.clone());
-        out
+        let id = self.consumes.len() as u32;
+        self.consumes.push(out);
+        self.consume_memo.insert(key, id);
+        id
     }
 
     /// [`Explorer::explore_fresh`] through a cache by `(depth, s, riders)`, for riders `k`
@@ -566,6 +570,7 @@ impl<'a> Explorer<'a> {
                 return;
             }
             let c = self.consume(s, t);
+            let c = &self.consumes[c as usize];
             if c.accepted || !c.results.is_empty() {
                 pieces.decided.push(kf);
                 return;
@@ -610,11 +615,13 @@ impl<'a> Explorer<'a> {
                 self.explore(depth + 1, &shifted(n, s), next, pieces);
                 continue;
             }
-            let c = self.consume(s, t);
-            for r in &c.results {
-                self.explore(depth + 1, r, next, pieces);
+            let c = self.consume(s, t) as usize;
+            // By index: exploring goes on consuming into the same list.
+            for i in 0..self.consumes[c].results.len() {
+                let r = self.consumes[c].results[i].clone();
+                self.explore(depth + 1, &r, next, pieces);
             }
-            for &(prod, skip) in &c.suspended {
+            for &(prod, skip) in &self.consumes[c].suspended {
                 pieces.wait(
                     Effect {
                         depth: depth + 1,
@@ -811,6 +818,7 @@ impl Builder<'_> {
                     let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
                     for t in self.ex.looks[look as usize].clone() {
                         let c = self.ex.consume(&stack, t);
+                        let c = &self.ex.consumes[c as usize];
                         if c.accepted || !c.results.is_empty() {
                             o.decided = riders.clone();
                             waiting.clear();
@@ -821,14 +829,16 @@ impl Builder<'_> {
                     self.ex.wait_lookaheads(waiting, &riders, &mut o);
                 }
                 Next::Shift(t) => {
-                    let c = self.ex.consume(&stack, t);
+                    let c = self.ex.consume(&stack, t) as usize;
                     let mut pieces = Pieces::default();
-                    for r in &c.results {
-                        self.ex.explore_keyed(e.depth, r, rid, &riders, &mut pieces);
+                    for i in 0..self.ex.consumes[c].results.len() {
+                        let r = self.ex.consumes[c].results[i].clone();
+                        self.ex
+                            .explore_keyed(e.depth, &r, rid, &riders, &mut pieces);
                     }
                     o = pieces.into_outcome();
                     if o.decided != riders {
-                        for &(prod, skip) in &c.suspended {
+                        for &(prod, skip) in &self.ex.consumes[c].suspended {
                             o.wait(Effect { prod, skip, ..e }, &riders);
                         }
                     }
