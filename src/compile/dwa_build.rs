@@ -879,28 +879,36 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
         .map(|s| s.emits.len().max(s.finals.len()))
         .max()
         .unwrap_or(0);
-    let mut em: Vec<HashMap<EmitId, RoaringBitmap>> = vec![HashMap::new(); depth];
-    let mut fi: Vec<HashMap<LexPos, RoaringBitmap>> = vec![HashMap::new(); depth];
-    let shift = |c: &ClassList, b: u32| -> RoaringBitmap {
+    // Class ranges by emission (finals: by position), per depth, in increasing order:
+    // shapes take consecutive ranges, so each set is built once at the end rather than
+    // re-merged with every shape that adds to it (thousands of shapes in large schemas).
+    type Ranges = Vec<(u32, u32)>;
+    let mut em: Vec<HashMap<EmitId, Ranges>> = vec![HashMap::new(); depth];
+    let mut fi: Vec<HashMap<LexPos, Ranges>> = vec![HashMap::new(); depth];
+    // Without run containers, as every set the builder interns (see `WeightTable`).
+    let to_set = |ranges: Ranges| -> RoaringBitmap {
         let mut out = RoaringBitmap::new();
-        for &(lo, hi) in &c.0 {
-            out.extend(lo + b..=hi + b);
+        for (lo, hi) in ranges {
+            out.insert_range(lo..=hi);
         }
+        out.remove_run_compression();
         out
+    };
+    let shift = |c: &ClassList, b: u32, out: &mut Ranges| {
+        out.extend(c.0.iter().map(|&(lo, hi)| (lo + b, hi + b)));
     };
     for sh in shapes {
         base.push(next);
-        let mut all = RoaringBitmap::new();
-        all.extend(next..next + sh.num_classes);
-        shape_all.push(all);
+        let own = (sh.num_classes > 0).then(|| (next, next + sh.num_classes - 1));
+        shape_all.push(to_set(own.into_iter().collect()));
         for (d, es) in sh.emits.iter().enumerate() {
             for (e, c) in es {
-                *em[d].entry(*e).or_default() |= shift(c, next);
+                shift(c, next, em[d].entry(*e).or_default());
             }
         }
         for (d, fs) in sh.finals.iter().enumerate() {
             for (p, c) in fs {
-                *fi[d].entry(*p).or_default() |= shift(c, next);
+                shift(c, next, fi[d].entry(*p).or_default());
             }
         }
         next += sh.num_classes;
@@ -912,10 +920,10 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
         emits: em
             .into_iter()
             .map(|m| {
-                let mut v: Vec<(EmitId, RoaringBitmap)> = m.into_iter().collect();
+                let mut v: Vec<(EmitId, Ranges)> = m.into_iter().collect();
                 v.sort_by_key(|(e, _)| *e);
                 v.into_iter()
-                    .map(|(e, c)| (emits.terminals(e).to_vec(), c))
+                    .map(|(e, c)| (emits.terminals(e).to_vec(), to_set(c)))
                     .collect()
             })
             .collect(),
@@ -924,9 +932,9 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
     let finals = fi
         .into_iter()
         .map(|m| {
-            let mut v: Vec<(LexPos, RoaringBitmap)> = m.into_iter().collect();
+            let mut v: Vec<(LexPos, Ranges)> = m.into_iter().collect();
             v.sort_by_key(|(p, _)| *p);
-            v
+            v.into_iter().map(|(p, c)| (p, to_set(c))).collect()
         })
         .collect();
     (sets, base, finals)
