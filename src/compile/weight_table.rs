@@ -11,12 +11,10 @@ use crate::ids::WeightId;
 #[derive(Debug, Clone)]
 pub struct WeightTable {
     sets: Vec<RoaringBitmap>,
-    /// Ids by the hash of their set's serialized form (roaring bitmaps are not `Hash`),
-    /// compared by value: no key is stored beside the set.
+    /// Ids by their set's fingerprint (roaring bitmaps are not `Hash`), compared by
+    /// value: no key is stored beside the set.
     index: HashTable<(u64, WeightId)>,
     hasher: DefaultHashBuilder,
-    /// Serialization scratch, reused by every lookup.
-    scratch: Vec<u8>,
     and_memo: HashMap<(WeightId, WeightId), WeightId>,
 }
 
@@ -26,7 +24,6 @@ impl Default for WeightTable {
             sets: Vec::new(),
             index: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
-            scratch: Vec::new(),
             and_memo: HashMap::new(),
         };
         t.intern(&RoaringBitmap::new());
@@ -38,13 +35,9 @@ impl WeightTable {
     /// The id of `w`, adding it on first sight.
     pub fn intern(&mut self, w: &RoaringBitmap) -> WeightId {
         // No run containers (`optimize`): without them a set's containers depend only on
-        // its contents, so equal sets serialize, and hash, alike; and roaring's
+        // its contents, so equal sets compare equal container by container; and roaring's
         // subtraction from run containers is slow (it removes ranges one at a time).
-        self.scratch.clear();
-        // Writing into a Vec cannot fail.
-        w.serialize_into(&mut self.scratch)
-            .expect("serialize into memory");
-        let h = self.hasher.hash_one(&self.scratch[..]);
+        let h = self.fingerprint(w);
         let sets = &self.sets;
         if let Some(&(_, id)) = self
             .index
@@ -56,6 +49,24 @@ impl WeightTable {
         self.sets.push(w.clone());
         self.index.insert_unique(h, (h, id), |&(hh, _)| hh);
         id
+    }
+
+    /// A hash of `w` from its size and its smallest and largest few elements: sets are
+    /// compared by value on a match, and hashing a whole set (8 KiB per dense container)
+    /// cost more than its comparisons.
+    fn fingerprint(&self, w: &RoaringBitmap) -> u64 {
+        const ENDS: usize = 8;
+        let mut key = [0u32; 2 * ENDS + 2];
+        let len = w.len();
+        key[0] = len as u32;
+        key[1] = (len >> 32) as u32;
+        for (k, x) in key[2..2 + ENDS].iter_mut().zip(w.iter()) {
+            *k = x;
+        }
+        for (k, x) in key[2 + ENDS..].iter_mut().zip(w.iter().rev()) {
+            *k = x;
+        }
+        self.hasher.hash_one(key)
     }
 
     /// The set of an id.
