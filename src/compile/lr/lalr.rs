@@ -27,7 +27,9 @@ pub fn reductions(
     lr0: &Lr0,
     eof: TerminalId,
 ) -> Vec<Vec<(u32, TermSet)>> {
-    let width = first.first.first().map_or(eof.index() + 1, TermSet::width);
+    // `first`'s universe: terminals, end of input and the textbook algorithm's marker
+    // (never set here).
+    let width = eof.index() + 2;
     let nw = width.div_ceil(64);
     let n = lr0.kernels.len();
     let mut koff: Vec<u32> = Vec::with_capacity(n + 1);
