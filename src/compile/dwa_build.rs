@@ -39,7 +39,9 @@ use super::dwa_determinize::{determinize, Det, Nfa, NfaEdge};
 use super::emission_trie::{EmissionTrie, ROOT};
 use super::error::GrammarError;
 use super::lexer_equiv::{canonical_end, end_reps};
-use super::lr_equiv::{actionable_terminals, canonical_productions, state_classes};
+use super::lr_equiv::{
+    actionable_terminals, canonical_productions, class_representatives, state_classes,
+};
 use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
 use super::token_atoms::{alike_positions, atomize};
 use super::token_classes::{classify, ClassList, Shape};
@@ -79,7 +81,7 @@ impl Default for DwaLimits {
 
 type Stack = SmallVec<[LrStateId; 8]>;
 
-/// Known stack `s` with `n` shifted on top.
+/// Known stack `s` with `n` shifted on top (`n` already its class's representative).
 fn shifted(n: LrStateId, s: &[LrStateId]) -> Stack {
     let mut ns = Stack::with_capacity(s.len() + 1);
     ns.push(n);
@@ -124,9 +126,10 @@ struct Consume {
 enum Riders<'r> {
     /// These.
     Set(&'r RoaringBitmap),
-    /// Those of this node of the emission trie: every class whose lexemes so far were
-    /// the node's path (what a start, with every class riding, carries).
-    Node(u32),
+    /// Those of these nodes of the emission trie, all at one depth: every class whose
+    /// lexemes so far were one of the nodes' paths (what a start, with every class
+    /// riding, carries). Nodes whose paths lead to alike stacks ride together.
+    Nodes(&'r [u32]),
 }
 
 /// What an exploration (or an edge) yields: classes decided and effects waiting.
@@ -285,6 +288,12 @@ struct Explorer<'a> {
     actionable: &'a [TermSet],
     /// Per production, the one its suspended effects name (see `lr_equiv`).
     canon: &'a [ProductionId],
+    /// Per LR state, the least state of its class (see `lr_equiv`). Known stacks hold
+    /// only these: what riders do on a stack depends on its states only through their
+    /// classes, and an exploration's outcome names no state, so stacks alike state by
+    /// state explore alike and meet in the memos (a string position's hundreds of
+    /// literals each shift to a state of their own, all of one class).
+    rep: &'a [LrStateId],
     /// Index into `consumes` by stack and terminal: an index, not a shared pointer, since
     /// lookups are millions per large schema and a reference count costs two atomic
     /// operations each.
@@ -337,12 +346,14 @@ impl<'a> Explorer<'a> {
         sets: &'a ClassSets,
         actionable: &'a [TermSet],
         canon: &'a [ProductionId],
+        rep: &'a [LrStateId],
     ) -> Self {
         Explorer {
             tables,
             sets,
             actionable,
             canon,
+            rep,
             consume_memo: HashMap::new(),
             consumes: Vec::new(),
             looks: Vec::new(),
@@ -371,7 +382,7 @@ impl<'a> Explorer<'a> {
         while let Some(s) = work.pop() {
             for a in lr.actions(s[0], t) {
                 match *a {
-                    Action::Shift(n) => out.results.push(shifted(n, &s)),
+                    Action::Shift(n) => out.results.push(shifted(self.rep[n.index()], &s)),
                     Action::Accept => out.accepted = true,
                     Action::Reduce(p) => {
                         let len = lr.rhs_len(p);
@@ -386,7 +397,7 @@ impl<'a> Explorer<'a> {
                             continue;
                         };
                         let mut ns = Stack::with_capacity(s.len() - len + 1);
-                        ns.push(g);
+                        ns.push(self.rep[g.index()]);
                         ns.extend_from_slice(&s[len..]);
                         let new = if seen_set.is_empty() {
                             let new = !seen.contains(&ns);
@@ -505,11 +516,39 @@ impl<'a> Explorer<'a> {
                     }
                 }
             }
-            Riders::Node(n) => {
+            Riders::Nodes(&[n]) => {
                 for (j, kf) in &sh.trie.nodes[n as usize].finals {
                     let follow = &finals[*j as usize].0;
                     if follow.intersects(act) {
                         self.decide_final(s, follow, Cow::Borrowed(kf), pieces);
+                    }
+                }
+            }
+            Riders::Nodes(ns) => {
+                // Nodes ending in one final group are decided together: the decision
+                // depends on the stack and the group only.
+                let mut ends: Vec<(u32, &'a RoaringBitmap)> = Vec::new();
+                for &n in ns {
+                    for (j, kf) in &sh.trie.nodes[n as usize].finals {
+                        if finals[*j as usize].0.intersects(act) {
+                            ends.push((*j, kf));
+                        }
+                    }
+                }
+                ends.sort_unstable_by_key(|e| e.0);
+                for group in ends.chunk_by(|a, b| a.0 == b.0) {
+                    let follow = &finals[group[0].0 as usize].0;
+                    match self.decision(s, follow) {
+                        None => pieces
+                            .decided
+                            .extend(group.iter().map(|&(_, kf)| Cow::Borrowed(kf))),
+                        Some(effects) => {
+                            for e in effects {
+                                for &(_, kf) in group {
+                                    pieces.wait(e, Cow::Borrowed(kf));
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -524,33 +563,43 @@ impl<'a> Explorer<'a> {
                     }
                     let kc = c & k;
                     if !kc.is_empty() {
-                        self.take_emission(depth, s, ts, Riders::Set(&kc), pieces);
+                        self.take_emission(depth, s, ts, &kc, pieces);
                     }
                 }
             }
-            Riders::Node(n) => {
-                for &(i, child) in &sh.trie.nodes[n as usize].children {
-                    let (terms, ignored) = &next_terms[i as usize];
-                    if !*ignored && !terms.intersects(act) {
-                        continue;
+            Riders::Nodes(ns) => {
+                // Children that reach alike stacks ride on together: a string position
+                // takes hundreds of literals, each its own child and shift target, all
+                // of one class.
+                let mut next: Vec<(Stack, u32)> = Vec::new();
+                for &n in ns {
+                    for &(i, child) in &sh.trie.nodes[n as usize].children {
+                        let (terms, ignored) = &next_terms[i as usize];
+                        if !*ignored && !terms.intersects(act) {
+                            continue;
+                        }
+                        let ts = &nexts[i as usize].0;
+                        self.emission_stacks(depth, s, ts, child, pieces, &mut next);
                     }
-                    let ts = &nexts[i as usize].0;
-                    self.take_emission(depth, s, ts, Riders::Node(child), pieces);
+                }
+                if let [(r, child)] = next.as_slice() {
+                    self.explore(depth + 1, r, Riders::Nodes(&[*child]), pieces);
+                    return;
+                }
+                next.sort_unstable();
+                next.dedup();
+                for group in next.chunk_by(|a, b| a.0 == b.0) {
+                    let children: SmallVec<[u32; 8]> = group.iter().map(|g| g.1).collect();
+                    self.explore(depth + 1, &group[0].0, Riders::Nodes(&children), pieces);
                 }
             }
         }
     }
 
-    /// Decides riders `kf`, which end on stack `s` at a position where the terminals
-    /// `follow` may come next: decided if one of them can be consumed, else waiting on
-    /// the reductions that would tell.
-    fn decide_final(
-        &mut self,
-        s: &[LrStateId],
-        follow: &TermSet,
-        kf: Cow<'a, RoaringBitmap>,
-        pieces: &mut Pieces<'a>,
-    ) {
+    /// Whether riders ending on stack `s`, where the terminals `follow` may come next, are
+    /// decided (`None`: one of them can be consumed), else the effects they wait on (the
+    /// reductions that would tell).
+    fn decision(&mut self, s: &[LrStateId], follow: &TermSet) -> Option<Vec<Effect>> {
         let top = s[0];
         let act: &TermSet = &self.actionable[top.index()];
         // Lookaheads that suspend, grouped by the reduction they wait in.
@@ -566,19 +615,35 @@ impl<'a> Explorer<'a> {
                 .iter()
                 .any(|a| matches!(a, Action::Shift(_) | Action::Accept))
             {
-                pieces.decided.push(kf);
-                return;
+                return None;
             }
             let c = self.consume(s, t);
             let c = &self.consumes[c as usize];
             if c.accepted || !c.results.is_empty() {
-                pieces.decided.push(kf);
-                return;
+                return None;
             }
             waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
         }
-        for e in self.lookahead_effects(waiting) {
-            pieces.wait(e, kf.clone());
+        Some(self.lookahead_effects(waiting))
+    }
+
+    /// Decides riders `kf`, which end on stack `s` at a position where the terminals
+    /// `follow` may come next: decided if one of them can be consumed, else waiting on
+    /// the reductions that would tell.
+    fn decide_final(
+        &mut self,
+        s: &[LrStateId],
+        follow: &TermSet,
+        kf: Cow<'a, RoaringBitmap>,
+        pieces: &mut Pieces<'a>,
+    ) {
+        match self.decision(s, follow) {
+            None => pieces.decided.push(kf),
+            Some(effects) => {
+                for e in effects {
+                    pieces.wait(e, kf.clone());
+                }
+            }
         }
     }
 
@@ -589,20 +654,13 @@ impl<'a> Explorer<'a> {
         depth: u32,
         s: &[LrStateId],
         ts: &[TerminalId],
-        next: Riders<'_>,
+        next: &RoaringBitmap,
         pieces: &mut Pieces<'a>,
     ) {
         let top = s[0];
-        // A trie node's set is the builder's own (borrowed for as long as the pieces);
-        // a rider set is the caller's.
-        let sh: &'a ClassSets = self.sets;
-        let kc = || match next {
-            Riders::Node(n) => Cow::Borrowed(&sh.trie.nodes[n as usize].set),
-            Riders::Set(k) => Cow::Owned(k.clone()),
-        };
         for &t in ts {
             if self.tables.lexer.is_ignored(t) {
-                self.explore(depth + 1, s, next, pieces);
+                self.explore(depth + 1, s, Riders::Set(next), pieces);
                 continue;
             }
             let actions = self.tables.lr.actions(top, t);
@@ -612,14 +670,15 @@ impl<'a> Explorer<'a> {
             if let [Action::Shift(n)] = *actions {
                 // A lone shift: the one result is known without consuming (and without a
                 // memo lookup keyed by the whole stack).
-                self.explore(depth + 1, &shifted(n, s), next, pieces);
+                let r = shifted(self.rep[n.index()], s);
+                self.explore(depth + 1, &r, Riders::Set(next), pieces);
                 continue;
             }
             let c = self.consume(s, t) as usize;
             // By index: exploring goes on consuming into the same list.
             for i in 0..self.consumes[c].results.len() {
                 let r = self.consumes[c].results[i].clone();
-                self.explore(depth + 1, &r, next, pieces);
+                self.explore(depth + 1, &r, Riders::Set(next), pieces);
             }
             for &(prod, skip) in &self.consumes[c].suspended {
                 pieces.wait(
@@ -629,7 +688,54 @@ impl<'a> Explorer<'a> {
                         prod,
                         skip,
                     },
-                    kc(),
+                    Cow::Owned(next.clone()),
+                );
+            }
+        }
+    }
+
+    /// The stacks trie node `child`'s classes reach on stack `s` by emitting a lexeme of
+    /// one of the terminals `ts` (each having consumed `depth` lexemes before it), added
+    /// to `next` with the node; where a reduction suspends, they wait in `pieces`.
+    fn emission_stacks(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        ts: &[TerminalId],
+        child: u32,
+        pieces: &mut Pieces<'a>,
+        next: &mut Vec<(Stack, u32)>,
+    ) {
+        let top = s[0];
+        // A trie node's set is the builder's own, borrowed for as long as the pieces.
+        let sh: &'a ClassSets = self.sets;
+        for &t in ts {
+            if self.tables.lexer.is_ignored(t) {
+                next.push((Stack::from_slice(s), child));
+                continue;
+            }
+            let actions = self.tables.lr.actions(top, t);
+            if actions.is_empty() {
+                continue;
+            }
+            if let [Action::Shift(n)] = *actions {
+                // A lone shift: the one result is known without consuming (and without a
+                // memo lookup keyed by the whole stack).
+                next.push((shifted(self.rep[n.index()], s), child));
+                continue;
+            }
+            let c = self.consume(s, t) as usize;
+            let c = &self.consumes[c];
+            next.extend(c.results.iter().map(|r| (r.clone(), child)));
+            for &(prod, skip) in &c.suspended {
+                pieces.wait(
+                    Effect {
+                        depth: depth + 1,
+                        what: Next::Shift(t),
+                        prod,
+                        skip,
+                    },
+                    Cow::Borrowed(&sh.trie.nodes[child as usize].set),
                 );
             }
         }
@@ -808,10 +914,19 @@ impl Builder<'_> {
         let lr = &self.tables.lr;
         let lhs = lr.lhs(e.prod);
         let mut trans = Vec::new();
+        // Goto sources whose stacks are alike (by class, state by state) share an edge.
+        let mut alike: HashMap<Stack, Option<u32>> = HashMap::new();
         for y in self.goto_sources[lhs.index()].clone() {
             // A goto source always has the goto.
             let Some(g) = lr.goto(y, lhs) else { continue };
-            let stack = Stack::from_slice(&[g, y]);
+            let rep = self.ex.rep;
+            let stack = Stack::from_slice(&[rep[g.index()], rep[y.index()]]);
+            if let Some(&edge) = alike.get(&stack) {
+                if let Some(edge) = edge {
+                    trans.push((y, edge));
+                }
+                continue;
+            }
             let mut o = Outcome::default();
             match e.what {
                 Next::Look(look) => {
@@ -849,9 +964,11 @@ impl Builder<'_> {
                 *w -= &*decided;
                 !w.is_empty()
             });
-            if let Some(edge) = self.edge(&o)? {
+            let edge = self.edge(&o)?;
+            if let Some(edge) = edge {
                 trans.push((y, edge));
             }
+            alike.insert(stack, edge);
         }
         self.trans[id.index()] = trans;
         Ok(())
@@ -1156,7 +1273,15 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     // The starts are explored first, on every thread (beside the class side they had
     // one); the rest of the automaton, which is serial, is then built beside it.
     let canon = canonical_productions(lr);
-    let started = start_automaton(tables, &sets, &actionable, &canon, goto_sources, &limits);
+    let class = state_classes(lr, &actionable);
+    let rep = class_representatives(&class);
+    let started = start_automaton(
+        tables,
+        &sets,
+        (&actionable, &canon, &class, &rep),
+        goto_sources,
+        &limits,
+    );
     let automaton = || started.and_then(|b| b.finish(&sets, nshapes, &limits));
     let class_side = || {
         let mut tables_out: Vec<(u32, ClassAtoms)> = Vec::new();
@@ -1310,12 +1435,21 @@ struct Started<'a> {
     starts: Vec<u32>,
 }
 
+/// What the automaton build reads of the LR table besides it, per state or production:
+/// actionable terminals, canonical productions, state classes and their representatives
+/// (see `lr_equiv`).
+type LrFacts<'a> = (
+    &'a [TermSet],
+    &'a [ProductionId],
+    &'a [u32],
+    &'a [LrStateId],
+);
+
 /// Explores a start for every stack top, in parallel (see [`Started`]).
 fn start_automaton<'a>(
     tables: &'a Tables,
     sets: &'a ClassSets,
-    actionable: &'a [TermSet],
-    canon: &'a [ProductionId],
+    (actionable, canon, class, rep): LrFacts<'a>,
     goto_sources: Vec<Vec<LrStateId>>,
     limits: &DwaLimits,
 ) -> Result<Started<'a>, GrammarError> {
@@ -1324,7 +1458,7 @@ fn start_automaton<'a>(
     let max_states = limits.max_states;
     let mut b = Builder {
         tables,
-        ex: Explorer::new(tables, sets, actionable, canon),
+        ex: Explorer::new(tables, sets, actionable, canon, rep),
         goto_sources,
         weights: WeightTable::default(),
         info: Vec::new(),
@@ -1359,7 +1493,6 @@ fn start_automaton<'a>(
     };
     // Stack tops that behave alike have equal starts (`lr_equiv`, with effects named by
     // canonical productions): one per class is explored, in order of first appearance.
-    let class = state_classes(lr, actionable);
     let mut class_rep: HashMap<u32, usize> = HashMap::new();
     let reps: Vec<usize> = tops
         .iter()
@@ -1375,11 +1508,11 @@ fn start_automaton<'a>(
         let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = chunk
             .par_iter()
             .map(|&x| {
-                let mut ex = Explorer::new(tables, sets, actionable, canon);
+                let mut ex = Explorer::new(tables, sets, actionable, canon, rep);
                 // Every shape's classes at once (the trie's root): shapes' classes are
                 // disjoint, so a configuration recovers its part by intersecting with
                 // its shape's classes.
-                let o = ex.explore_fresh(0, &[LrStateId::new(x)], Riders::Node(ROOT));
+                let o = ex.explore_fresh(0, &[rep[x]], Riders::Nodes(&[ROOT]));
                 (o, ex.looks)
             })
             .collect();

@@ -108,6 +108,16 @@ pub fn state_classes(lr: &LrTable, actionable: &[TermSet]) -> Vec<u32> {
     }
 }
 
+/// For every state, the least state of its class (`class` as [`state_classes`] gives it).
+pub fn class_representatives(class: &[u32]) -> Vec<LrStateId> {
+    let mut first: HashMap<u32, LrStateId> = HashMap::new();
+    class
+        .iter()
+        .enumerate()
+        .map(|(s, &c)| *first.entry(c).or_insert(LrStateId::new(s)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
