@@ -121,6 +121,15 @@ struct Consume {
     suspended: Vec<(ProductionId, u32)>,
 }
 
+/// Where trie nodes go on a known stack by their next lexeme, each with the node: by a
+/// lone shift (only the state pushed, so that the hundreds of children a string
+/// position shifts alike are grouped without a stack each), or to these stacks.
+#[derive(Default)]
+struct NextStacks {
+    shifts: Vec<(LrStateId, u32)>,
+    others: Vec<(Stack, u32)>,
+}
+
 /// The classes an exploration carries.
 #[derive(Debug, Clone, Copy)]
 enum Riders<'r> {
@@ -571,7 +580,7 @@ impl<'a> Explorer<'a> {
                 // Children that reach alike stacks ride on together: a string position
                 // takes hundreds of literals, each its own child and shift target, all
                 // of one class.
-                let mut next: Vec<(Stack, u32)> = Vec::new();
+                let mut next = NextStacks::default();
                 for &n in ns {
                     for &(i, child) in &sh.trie.nodes[n as usize].children {
                         let (terms, ignored) = &next_terms[i as usize];
@@ -582,13 +591,20 @@ impl<'a> Explorer<'a> {
                         self.emission_stacks(depth, s, ts, child, pieces, &mut next);
                     }
                 }
-                if let [(r, child)] = next.as_slice() {
-                    self.explore(depth + 1, r, Riders::Nodes(&[*child]), pieces);
-                    return;
+                let NextStacks {
+                    mut shifts,
+                    mut others,
+                } = next;
+                shifts.sort_unstable();
+                shifts.dedup();
+                for group in shifts.chunk_by(|a, b| a.0 == b.0) {
+                    let children: SmallVec<[u32; 8]> = group.iter().map(|g| g.1).collect();
+                    let r = shifted(group[0].0, s);
+                    self.explore(depth + 1, &r, Riders::Nodes(&children), pieces);
                 }
-                next.sort_unstable();
-                next.dedup();
-                for group in next.chunk_by(|a, b| a.0 == b.0) {
+                others.sort_unstable();
+                others.dedup();
+                for group in others.chunk_by(|a, b| a.0 == b.0) {
                     let children: SmallVec<[u32; 8]> = group.iter().map(|g| g.1).collect();
                     self.explore(depth + 1, &group[0].0, Riders::Nodes(&children), pieces);
                 }
@@ -704,14 +720,14 @@ impl<'a> Explorer<'a> {
         ts: &[TerminalId],
         child: u32,
         pieces: &mut Pieces<'a>,
-        next: &mut Vec<(Stack, u32)>,
+        next: &mut NextStacks,
     ) {
         let top = s[0];
         // A trie node's set is the builder's own, borrowed for as long as the pieces.
         let sh: &'a ClassSets = self.sets;
         for &t in ts {
             if self.tables.lexer.is_ignored(t) {
-                next.push((Stack::from_slice(s), child));
+                next.others.push((Stack::from_slice(s), child));
                 continue;
             }
             let actions = self.tables.lr.actions(top, t);
@@ -721,12 +737,13 @@ impl<'a> Explorer<'a> {
             if let [Action::Shift(n)] = *actions {
                 // A lone shift: the one result is known without consuming (and without a
                 // memo lookup keyed by the whole stack).
-                next.push((shifted(self.rep[n.index()], s), child));
+                next.shifts.push((self.rep[n.index()], child));
                 continue;
             }
             let c = self.consume(s, t) as usize;
             let c = &self.consumes[c];
-            next.extend(c.results.iter().map(|r| (r.clone(), child)));
+            next.others
+                .extend(c.results.iter().map(|r| (r.clone(), child)));
             for &(prod, skip) in &c.suspended {
                 pieces.wait(
                     Effect {
