@@ -46,7 +46,7 @@ use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks}
 use super::token_atoms::{alike_positions, atomize};
 use super::token_classes::{classify, ClassList, Shape};
 use super::weight_table::WeightTable;
-use crate::dwa::{Dwa, StartPos, NO_EDGE};
+use crate::dwa::{Dwa, StartPos, WeightSpan, NO_EDGE};
 use crate::glr::Tables;
 use crate::ids::{DwaStateId, LexStateId, LrStateId, ProductionId, TerminalId, WeightId};
 use crate::lexer::{LexPos, LexerDfa};
@@ -1358,25 +1358,15 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     };
     let (auto, (start_pos, tables_out, words)) = rayon::join(automaton, class_side);
     let (shape_classes, det) = auto?;
-    // Dense class sets for the walk: a fixed number of words each, end to end.
+    // Class sets for the walk: each weight's dense words over its span, end to end.
     let class_words = (num_classes as usize).div_ceil(64).max(1);
-    let mut weights = vec![0u64; det.weights.len() * class_words];
-    // In parallel: nothing else runs now, and large schemas fill hundreds of MB.
-    weights
-        .par_chunks_exact_mut(class_words)
-        .zip(&det.weights)
-        .for_each(|(row, w)| {
-            // By runs: a shape's classes are consecutive, and weights of large schemas
-            // hold tens of thousands of them.
-            let mut classes = w.iter();
-            while let Some(run) = classes.next_range() {
-                set_bits(row, *run.start() as usize, *run.end() as usize);
-            }
-        });
+    let shape_counts: Vec<u32> = shape_list.iter().map(|s| s.num_classes).collect();
+    let (weight_spans, weights) = weight_words(&det.weights, &base, &shape_counts, class_words);
     let (states, trans) = Dwa::freeze_states(det.states);
     let dwa = Dwa {
         class_words: class_words as u32,
         weights,
+        weight_spans,
         states,
         trans,
         edges: det.edges,
@@ -1427,6 +1417,64 @@ impl TableInterner {
             }
         }
     }
+}
+
+/// The words of `sets` (set 0 empty) over class spaces of `class_words` words where
+/// shape `i` holds classes `base[i]..` (`counts[i]` of them, bases ascending), stored span by
+/// span: each set's words from the first to the last shape it has a class in, each shape
+/// whole (see [`WeightSpan`]); set 0 spans the whole space. Dense rows were quadratic:
+/// thousands of weights times thousands of words (310 MB for one schema), nearly all zero
+/// since most weights lie in one shape.
+fn weight_words(
+    sets: &[RoaringBitmap],
+    base: &[u32],
+    counts: &[u32],
+    class_words: usize,
+) -> (Vec<WeightSpan>, Vec<u64>) {
+    let shape_words = |i: usize| {
+        let lo = base[i] as usize;
+        (lo / 64, (lo + counts[i] as usize).div_ceil(64))
+    };
+    // The last shape starting at or before `c`: shapes without classes share their base
+    // with the next, which holds `c`.
+    let shape_of = |c: u32| base.partition_point(|&b| b <= c).saturating_sub(1);
+    let mut spans = Vec::with_capacity(sets.len());
+    let mut total = 0u64;
+    for (i, w) in sets.iter().enumerate() {
+        let (lo, hi) = match (w.min(), w.max()) {
+            _ if i == 0 => (0, class_words),
+            (Some(a), Some(b)) => (shape_words(shape_of(a)).0, shape_words(shape_of(b)).1),
+            _ => (0, 0),
+        };
+        spans.push(WeightSpan {
+            start: total,
+            lo: lo as u32,
+            hi: hi as u32,
+        });
+        total += (hi - lo) as u64;
+    }
+    let mut words = vec![0u64; total as usize];
+    let mut rows: Vec<&mut [u64]> = Vec::with_capacity(sets.len());
+    let mut rest: &mut [u64] = &mut words;
+    for s in &spans {
+        let (row, tail) = rest.split_at_mut((s.hi - s.lo) as usize);
+        rows.push(row);
+        rest = tail;
+    }
+    // In parallel: nothing else runs now.
+    rows.into_par_iter()
+        .zip(sets)
+        .zip(&spans)
+        .for_each(|((row, w), s)| {
+            // By runs: a shape's classes are consecutive, and weights of large schemas
+            // hold tens of thousands of them.
+            let off = s.lo as usize * 64;
+            let mut classes = w.iter();
+            while let Some(run) = classes.next_range() {
+                set_bits(row, *run.start() as usize - off, *run.end() as usize - off);
+            }
+        });
+    (spans, words)
 }
 
 /// Sets bits `lo..=hi` of `words` (bit `i` is bit `i % 64` of word `i / 64`).
@@ -1586,7 +1634,72 @@ impl Started<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::set_bits;
+    use super::{set_bits, weight_words};
+    use crate::dwa::ShapeWeights;
+    use crate::ids::WeightId;
+    use roaring::RoaringBitmap;
+
+    /// Every weight read through every shape's words holds exactly the weight's classes
+    /// of that shape, whether its span covers the shape or not: shapes of 0 to 150 classes
+    /// (some sharing boundary words, some empty), weights inside one shape, across
+    /// several, and far apart.
+    #[test]
+    fn spanned_weights_read_as_dense_ones_in_every_shape() {
+        let counts: Vec<u32> = vec![3, 0, 70, 1, 150, 0, 64, 9, 130, 2];
+        let mut base = Vec::new();
+        let mut next = 0;
+        for &c in &counts {
+            base.push(next);
+            next += c;
+        }
+        let class_words = (next as usize).div_ceil(64);
+        // A deterministic spread of sets: the empty one first, then runs and scatters.
+        let mut sets = vec![RoaringBitmap::new()];
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for k in 0..200u32 {
+            let mut w = RoaringBitmap::new();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let a = (x % u64::from(next)) as u32;
+            let b = ((x >> 20) % u64::from(next)) as u32;
+            match k % 3 {
+                0 => {
+                    let (lo, hi) = (a.min(b), a.max(b));
+                    w.insert_range(lo..=lo + (hi - lo) % 40);
+                }
+                1 => {
+                    w.insert(a);
+                    w.insert(b);
+                }
+                _ => {
+                    w.insert(a);
+                }
+            }
+            sets.push(w);
+        }
+        let (spans, words) = weight_words(&sets, &base, &counts, class_words);
+        for (i, (&b, &c)) in base.iter().zip(&counts).enumerate() {
+            let (lo, hi) = (b as usize, (b + c) as usize);
+            let range = lo / 64..hi.div_ceil(64);
+            let view = ShapeWeights::new(&words, &spans, range.clone());
+            for (id, w) in sets.iter().enumerate() {
+                let got = view.get(WeightId::new(id));
+                assert_eq!(got.len(), range.len());
+                for class in lo..hi {
+                    let bit = class - range.start * 64;
+                    let read = got[bit / 64] >> (bit % 64) & 1 == 1;
+                    assert_eq!(
+                        read,
+                        w.contains(class as u32),
+                        "shape {i}, weight {id}, class {class}"
+                    );
+                }
+            }
+        }
+        // Most sets lie in one or two shapes: their spans are far smaller than dense rows.
+        assert!(words.len() < sets.len() * class_words / 2);
+    }
 
     #[test]
     fn set_bits_matches_bit_by_bit() {

@@ -144,17 +144,40 @@ pub struct StartPos {
     pub table: u32,
 }
 
+/// Where one weight's words are stored: class-space words `lo..hi`, at `start` in the
+/// automaton's weight words. The span runs from the first to the last shape the weight
+/// has a class in, each whole: a shape's word range is inside the span or the weight has
+/// no class in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WeightSpan {
+    pub start: u64,
+    pub lo: u32,
+    pub hi: u32,
+}
+
 /// One shape's view of the weights: each weight's words over the shape's word range (a
 /// walk reads one shape only, and nothing outside its classes can be set on its paths).
 #[derive(Debug, Clone, Copy)]
 pub struct ShapeWeights<'a> {
     words: &'a [u64],
-    stride: usize,
+    spans: &'a [WeightSpan],
     lo: usize,
     cw: usize,
 }
 
 impl<'a> ShapeWeights<'a> {
+    /// The view of `words`, stored as `spans` say, over class words `range` (inside the
+    /// class space, which weight 0's span covers).
+    #[inline]
+    pub fn new(words: &'a [u64], spans: &'a [WeightSpan], range: std::ops::Range<usize>) -> Self {
+        ShapeWeights {
+            words,
+            spans,
+            lo: range.start,
+            cw: range.len(),
+        }
+    }
+
     /// The class-space words the shape's sets cover.
     #[inline]
     pub fn range(&self) -> std::ops::Range<usize> {
@@ -164,13 +187,22 @@ impl<'a> ShapeWeights<'a> {
     /// Weight `w` restricted to the shape's words.
     #[inline]
     pub fn get(&self, w: WeightId) -> &'a [u64] {
-        let at = w.index() * self.stride + self.lo;
-        &self.words[at..at + self.cw]
+        let s = self.spans[w.index()];
+        let (lo, hi) = (s.lo as usize, s.hi as usize);
+        if lo <= self.lo && self.lo + self.cw <= hi {
+            let at = s.start as usize + (self.lo - lo);
+            &self.words[at..at + self.cw]
+        } else {
+            // The weight has no class in this shape (see `WeightSpan`): the empty
+            // weight's words, which span the whole class space.
+            &self.words[..self.cw]
+        }
     }
 }
 
-/// The automaton. Weights are dense sets of token classes, `class_words` 64-bit words
-/// each, stored end to end (weight 0 is empty); each shape owns a range of classes.
+/// The automaton. Weights are sets of token classes over a class space of `class_words`
+/// 64-bit words, each stored as the dense words of its span (`weight_spans`; weight 0 is
+/// empty and spans the whole space); each shape owns a range of classes.
 /// `starts[x]` is the edge taken when `x` is on top of the stack, for every shape at
 /// once: a configuration keeps the part inside its shape's classes. Only states that can
 /// top a stack (the start state and shift targets) have one.
@@ -178,6 +210,7 @@ impl<'a> ShapeWeights<'a> {
 pub struct Dwa {
     pub(crate) class_words: u32,
     pub(crate) weights: Vec<u64>,
+    pub(crate) weight_spans: Vec<WeightSpan>,
     pub(crate) states: Vec<StateRow>,
     pub(crate) trans: Vec<(LrStateId, u32)>,
     pub(crate) edges: Vec<Edge>,
@@ -201,10 +234,28 @@ impl Dwa {
     pub fn validate(&self) -> Result<(), DwaValidateError> {
         let bad = |m: &str| Err(DwaValidateError(m.into()));
         let cw = self.class_words as usize;
-        if cw == 0 || self.weights.len() % cw != 0 || self.weights[..cw].iter().any(|&w| w != 0) {
-            return bad("weights must be whole sets, weight 0 the empty set");
+        let empty = WeightSpan {
+            start: 0,
+            lo: 0,
+            hi: cw as u32,
+        };
+        if cw == 0
+            || self.weight_spans.first() != Some(&empty)
+            || self.weights.len() < cw
+            || self.weights[..cw].iter().any(|&w| w != 0)
+        {
+            return bad("weight 0 must be the empty set over the whole class space");
         }
-        let nw = self.weights.len() / cw;
+        if self.weight_spans.iter().any(|s| {
+            s.lo > s.hi
+                || s.hi as usize > cw
+                || s.start
+                    .checked_add(u64::from(s.hi - s.lo))
+                    .is_none_or(|end| end > self.weights.len() as u64)
+        }) {
+            return bad("weight span outside the class space or the weight words");
+        }
+        let nw = self.weight_spans.len();
         let (ns, ne) = (self.states.len(), self.edges.len());
         for s in &self.states {
             if s.start > s.end || s.end as usize > self.trans.len() {
@@ -308,12 +359,7 @@ impl Dwa {
     /// validation keeps inside the class space).
     #[inline]
     pub fn shape_weights(&self, range: std::ops::Range<usize>) -> ShapeWeights<'_> {
-        ShapeWeights {
-            words: &self.weights,
-            stride: self.class_words as usize,
-            lo: range.start,
-            cw: range.len(),
-        }
+        ShapeWeights::new(&self.weights, &self.weight_spans, range)
     }
 
     /// The classes of a shape, as a weight.
@@ -384,7 +430,7 @@ impl Dwa {
 
     /// The number of distinct weights.
     pub fn num_weights(&self) -> usize {
-        self.weights.len() / self.class_words.max(1) as usize
+        self.weight_spans.len()
     }
 
     /// The number of LR states the automaton reads.

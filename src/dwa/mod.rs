@@ -15,5 +15,6 @@ pub mod walk_cache;
 pub mod word_pool;
 
 pub use automaton::{
-    ClassTokens, Dwa, DwaState, DwaValidateError, Edge, ShapeWeights, StartPos, StateRow, NO_EDGE,
+    ClassTokens, Dwa, DwaState, DwaValidateError, Edge, ShapeWeights, StartPos, StateRow,
+    WeightSpan, NO_EDGE,
 };
