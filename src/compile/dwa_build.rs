@@ -581,14 +581,22 @@ impl<'a> Explorer<'a> {
                 // takes hundreds of literals, each its own child and shift target, all
                 // of one class.
                 let mut next = NextStacks::default();
+                let mut waits = Vec::new();
                 for &n in ns {
                     for &(i, child) in &sh.trie.nodes[n as usize].children {
                         let (terms, ignored) = &next_terms[i as usize];
                         if !*ignored && !terms.intersects(act) {
                             continue;
                         }
-                        let ts = &nexts[i as usize].0;
-                        self.emission_stacks(depth, s, ts, child, pieces, &mut next);
+                        for &t in &nexts[i as usize].0 {
+                            self.lexeme_targets(depth, s, t, child, &mut next, &mut waits);
+                        }
+                        // A trie node's set is the builder's own, borrowed for as long as
+                        // the pieces.
+                        let set = &sh.trie.nodes[child as usize].set;
+                        for e in waits.drain(..) {
+                            pieces.wait(e, Cow::Borrowed(set));
+                        }
                     }
                 }
                 let NextStacks {
@@ -673,89 +681,58 @@ impl<'a> Explorer<'a> {
         next: &RoaringBitmap,
         pieces: &mut Pieces<'a>,
     ) {
-        let top = s[0];
+        let mut to = NextStacks::default();
+        let mut waits = Vec::new();
         for &t in ts {
-            if self.tables.lexer.is_ignored(t) {
-                self.explore(depth + 1, s, Riders::Set(next), pieces);
-                continue;
+            self.lexeme_targets(depth, s, t, 0, &mut to, &mut waits);
+            for (n, _) in std::mem::take(&mut to.shifts) {
+                self.explore(depth + 1, &shifted(n, s), Riders::Set(next), pieces);
             }
-            let actions = self.tables.lr.actions(top, t);
-            if actions.is_empty() {
-                continue;
-            }
-            if let [Action::Shift(n)] = *actions {
-                // A lone shift: the one result is known without consuming (and without a
-                // memo lookup keyed by the whole stack).
-                let r = shifted(self.rep[n.index()], s);
-                self.explore(depth + 1, &r, Riders::Set(next), pieces);
-                continue;
-            }
-            let c = self.consume(s, t) as usize;
-            // By index: exploring goes on consuming into the same list.
-            for i in 0..self.consumes[c].results.len() {
-                let r = self.consumes[c].results[i].clone();
+            for (r, _) in std::mem::take(&mut to.others) {
                 self.explore(depth + 1, &r, Riders::Set(next), pieces);
             }
-            for &(prod, skip) in &self.consumes[c].suspended {
-                pieces.wait(
-                    Effect {
-                        depth: depth + 1,
-                        what: Next::Shift(t),
-                        prod,
-                        skip,
-                    },
-                    Cow::Owned(next.clone()),
-                );
+            for e in waits.drain(..) {
+                pieces.wait(e, Cow::Owned(next.clone()));
             }
         }
     }
 
-    /// The stacks trie node `child`'s classes reach on stack `s` by emitting a lexeme of
-    /// one of the terminals `ts` (each having consumed `depth` lexemes before it), added
-    /// to `next` with the node; where a reduction suspends, they wait in `pieces`.
-    fn emission_stacks(
+    /// Where a lexeme of terminal `t` takes known stack `s` (its riders having consumed
+    /// `depth` lexemes before it): added to `next` with `tag`, and the effects of
+    /// reductions that suspend to `waits`.
+    fn lexeme_targets(
         &mut self,
         depth: u32,
         s: &[LrStateId],
-        ts: &[TerminalId],
-        child: u32,
-        pieces: &mut Pieces<'a>,
+        t: TerminalId,
+        tag: u32,
         next: &mut NextStacks,
+        waits: &mut Vec<Effect>,
     ) {
-        let top = s[0];
-        // A trie node's set is the builder's own, borrowed for as long as the pieces.
-        let sh: &'a ClassSets = self.sets;
-        for &t in ts {
-            if self.tables.lexer.is_ignored(t) {
-                next.others.push((Stack::from_slice(s), child));
-                continue;
-            }
-            let actions = self.tables.lr.actions(top, t);
-            if actions.is_empty() {
-                continue;
-            }
-            if let [Action::Shift(n)] = *actions {
-                // A lone shift: the one result is known without consuming (and without a
-                // memo lookup keyed by the whole stack).
-                next.shifts.push((self.rep[n.index()], child));
-                continue;
-            }
-            let c = self.consume(s, t) as usize;
-            let c = &self.consumes[c];
-            next.others
-                .extend(c.results.iter().map(|r| (r.clone(), child)));
-            for &(prod, skip) in &c.suspended {
-                pieces.wait(
-                    Effect {
-                        depth: depth + 1,
-                        what: Next::Shift(t),
-                        prod,
-                        skip,
-                    },
-                    Cow::Borrowed(&sh.trie.nodes[child as usize].set),
-                );
-            }
+        if self.tables.lexer.is_ignored(t) {
+            next.others.push((Stack::from_slice(s), tag));
+            return;
         }
+        let actions = self.tables.lr.actions(s[0], t);
+        if actions.is_empty() {
+            return;
+        }
+        if let [Action::Shift(n)] = *actions {
+            // A lone shift: the one result is known without consuming (and without a
+            // memo lookup keyed by the whole stack).
+            next.shifts.push((self.rep[n.index()], tag));
+            return;
+        }
+        let c = self.consume(s, t) as usize;
+        let c = &self.consumes[c];
+        next.others
+            .extend(c.results.iter().map(|r| (r.clone(), tag)));
+        waits.extend(c.suspended.iter().map(|&(prod, skip)| Effect {
+            depth: depth + 1,
+            what: Next::Shift(t),
+            prod,
+            skip,
+        }));
     }
 
     /// Makes `riders` wait on lookahead effects: the suspended `(reduction, terminal)`
