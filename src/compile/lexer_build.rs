@@ -699,10 +699,16 @@ impl SubsetBuilder<'_> {
         // Stepped into one buffer and looked up by reference: a key is copied only for a
         // new state (a large schema's lexer takes millions of steps, most to known states).
         let mut stepped: Vec<(u32, u32)> = Vec::with_capacity(key.plain.len());
+        // The previous class's step and target: neighbouring classes mostly step alike
+        // (the letters inside a string), and comparing two short lists is cheaper than
+        // hashing one.
+        let mut last: (Vec<(u32, u32)>, Option<CountPos>, u32) = (Vec::new(), None, u32::MAX);
         for (c, &byte) in self.reps.iter().enumerate() {
             let count = self.step(&key, byte, &mut stepped);
             let id = if stepped.is_empty() && count.is_none() {
                 0
+            } else if last.2 != u32::MAX && count == last.1 && stepped == last.0 {
+                last.2
             } else if let Some(&id) = self.index.get(&KeyRef {
                 plain: &stepped,
                 count,
@@ -720,6 +726,12 @@ impl SubsetBuilder<'_> {
                 }
                 id
             };
+            if id != 0 && id != last.2 {
+                last.0.clear();
+                last.0.extend_from_slice(&stepped);
+                last.1 = count;
+                last.2 = id;
+            }
             self.trans[s as usize * self.stride + c] = id;
         }
         Ok(())
