@@ -699,9 +699,9 @@ impl SubsetBuilder<'_> {
         // Stepped into one buffer and looked up by reference: a key is copied only for a
         // new state (a large schema's lexer takes millions of steps, most to known states).
         let mut stepped: Vec<(u32, u32)> = Vec::with_capacity(key.plain.len());
-        // The previous class's step and target: neighbouring classes mostly step alike
-        // (the letters inside a string), and comparing two short lists is cheaper than
-        // hashing one.
+        // The last live step and its target: neighbouring classes mostly step alike (the
+        // letters inside a string), and comparing two short lists is cheaper than hashing
+        // one.
         let mut last: (Vec<(u32, u32)>, Option<CountPos>, u32) = (Vec::new(), None, u32::MAX);
         for (c, &byte) in self.reps.iter().enumerate() {
             let count = self.step(&key, byte, &mut stepped);
