@@ -685,10 +685,10 @@ impl<'a> Explorer<'a> {
         let mut waits = Vec::new();
         for &t in ts {
             self.lexeme_targets(depth, s, t, 0, &mut to, &mut waits);
-            for (n, _) in std::mem::take(&mut to.shifts) {
+            for (n, _) in to.shifts.drain(..) {
                 self.explore(depth + 1, &shifted(n, s), Riders::Set(next), pieces);
             }
-            for (r, _) in std::mem::take(&mut to.others) {
+            for (r, _) in to.others.drain(..) {
                 self.explore(depth + 1, &r, Riders::Set(next), pieces);
             }
             for e in waits.drain(..) {
