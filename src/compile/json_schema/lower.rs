@@ -48,10 +48,17 @@ use crate::ids::{NonterminalId, TerminalId};
 /// string is a position the tokenizer tries are built from.
 pub const MAX_COUNTED_LENGTH: u64 = 4096;
 /// Shortest length bound (the larger of the two) lowered as a counted terminal when it
-/// is a string's only constraint. Shorter bounds are unrolled into the regex; counting
-/// them too would only add bounds for the layers to settle between. Strings counted
-/// together share the lexer's count, so their layers settle early even when a schema
-/// has dozens of them.
+/// is a string's only constraint. Strings counted together share the lexer's count, so
+/// their layers settle early even when a schema has dozens of them. Shorter bounds are
+/// unrolled into the regex: below this, counting only adds bounds for the layers to
+/// settle between. Unrolled, `maxLength: 255` (the commonest bound in MaskBench) was a
+/// 13,266-state regex-automata build of 40 ms per terminal; counted, its unit is built
+/// once (5% of the 54 slowest schemas' TTFM, 2% of small ones').
+pub const COUNTED_LENGTH_FROM: u64 = 32;
+/// Shortest length bound (the larger of the two) lowered as a counted terminal beside a
+/// pattern, `format` or `not` (when counting it is exact). Lower, the exactness check
+/// and the counted pattern's layers cost more than unrolling (a `minLength: 100` beside
+/// three patterns took twice as long counted).
 pub const COUNTED_FROM: u64 = 256;
 /// Longest string length compiled as a counted terminal (a length with no other string
 /// constraint beside it): the lexer keeps a few hundred layers per bound and numbers the
@@ -1311,7 +1318,7 @@ impl<'a> Lowerer<'a> {
                     pointer,
                     &format!("lengths above {MAX_LEXER_COUNT} characters are not compiled"),
                 )?;
-            } else if longest >= COUNTED_FROM && parts.is_empty() && except.is_empty() {
+            } else if longest >= COUNTED_LENGTH_FROM && parts.is_empty() && except.is_empty() {
                 // The length is the only constraint: the lexer counts characters instead
                 // of unrolling them (`ir::Counted`).
                 return Ok(self.counted_string(lo as u32, max.map(|x| x as u32), pointer));
