@@ -91,16 +91,25 @@ fn same_fn(a: &[Outcome], by_a: &ByteGroups, b: &[Outcome], by_b: &ByteGroups) -
         .all(|(&x, &y)| a[x as usize] == b[y as usize])
 }
 
-/// Where an atom was found: enough to read its outcome from any position.
+/// The atoms first found in one part: enough to read their outcomes from any position.
+/// Their rows are stored walk by walk, so a position's trie, which reads one walk of each
+/// part for all its atoms, reads consecutive outcomes (read atom by atom, the rows were
+/// a third of a large schema's trie building in cache misses).
 #[derive(Debug, Clone, Copy)]
-struct AtomRep {
-    /// Its part's rank among its first byte's nonempty parts (the index into a pair's
-    /// walks).
+struct AtomBlock {
+    /// The first byte of the part's tokens.
+    byte: u8,
+    /// The part's rank among its byte's nonempty parts (the index into a pair's walks).
     ordinal: u32,
-    /// The first walk of its part (a part's walks are consecutive).
+    /// The first walk of the part (a part's walks are consecutive).
     first_walk: u32,
-    /// Its outcome under each walk of the part: a range of `Atoms::rows`.
-    row: u32,
+    /// The block's first atom; its atoms are numbered consecutively from there.
+    first_atom: u32,
+    /// How many atoms it has (`width`).
+    width: u32,
+    /// Where its rows start in `Atoms::rows`: the atoms' outcomes under the part's first
+    /// walk, then under its second, …
+    rows: u32,
 }
 
 /// The atoms of a vocabulary under one lexer and set of start positions, with what is
@@ -116,8 +125,9 @@ pub struct Atoms {
     /// Per atom, the first byte of its tokens: atoms never mix tokens a boundary's
     /// inhibition could tell apart, so one byte stands for all of them.
     pub first_byte: Vec<u8>,
-    reps: Vec<AtomRep>,
-    /// Outcome rows, `walks in the part` long each.
+    /// The atoms' blocks, in atom order.
+    blocks: Vec<AtomBlock>,
+    /// The blocks' outcomes (see [`AtomBlock::rows`]).
     rows: Vec<Outcome>,
     /// Final id `f` (from 1) is `finals[f - 1]`: `(path id, canonical position)`.
     finals: Vec<(u32, LexPos)>,
@@ -285,6 +295,9 @@ pub fn atomize(
             }
         };
         let walk_of_group = walk_of_group(&pg.members, by.hash_sums.len(), pg.num_walks);
+        let first_atom = atoms.first_byte.len() as u32;
+        // The rows of the part's new atoms, atom by atom (stored walk by walk below).
+        let mut new_rows: Vec<Outcome> = Vec::new();
         let group_atom: Vec<Option<u32>> = pg
             .rows
             .iter()
@@ -303,12 +316,7 @@ pub fn atomize(
                         });
                         Some(found.unwrap_or_else(|| {
                             atoms.first_byte.push(b);
-                            atoms.reps.push(AtomRep {
-                                ordinal: pg.ordinal,
-                                first_walk: pg.first_walk,
-                                row: atoms.rows.len() as u32,
-                            });
-                            atoms.rows.extend(row.iter().map(|&o| global(o)));
+                            new_rows.extend(row.iter().map(|&o| global(o)));
                             fns.extend_from_slice(byte_fn);
                             fn_start.push(fns.len() as u32);
                             let a = atoms.first_byte.len() as u32 - 1;
@@ -319,6 +327,23 @@ pub fn atomize(
                 )
             })
             .collect();
+        let width = atoms.first_byte.len() as u32 - first_atom;
+        if width > 0 {
+            let nw = pg.num_walks;
+            atoms.blocks.push(AtomBlock {
+                byte: b,
+                ordinal: pg.ordinal,
+                first_walk: pg.first_walk,
+                first_atom,
+                width,
+                rows: atoms.rows.len() as u32,
+            });
+            for k in 0..nw {
+                atoms
+                    .rows
+                    .extend(new_rows.iter().skip(k).step_by(nw).copied());
+            }
+        }
         let part = &mut atom_of_ordinal[tokens.part_tokens(pg.part)];
         let ends = pg.token_group.iter().skip(1).map(|&(i, _)| i as usize);
         for (&(i, g), end) in pg.token_group.iter().zip(ends.chain([part.len()])) {
@@ -1052,23 +1077,27 @@ impl Atoms {
         let mut node_of_path: HashMap<u32, u32> = HashMap::new();
         let mut nodes: Vec<TrieNode<Vec<u32>>> = vec![TrieNode::default()];
         let mut finals: Vec<Vec<(LexPos, Vec<u32>)>> = vec![Vec::new()];
-        for (a, rep) in self.reps.iter().enumerate() {
-            let b = self.first_byte[a];
+        for block in &self.blocks {
+            let b = block.byte;
             let pair = *pair_of_byte[b as usize].get_or_insert_with(|| walks.pair_at(lexer, p, b));
             let Some(pair) = pair else { continue };
             // A pair's walks cover every nonempty part of its byte.
-            let w = walks.pair_walks(pair)[rep.ordinal as usize];
-            let o = self.rows[(rep.row + w - rep.first_walk) as usize];
-            for f in [o.0, o.1] {
-                if f == 0 {
-                    continue;
-                }
-                let (path, pos) = self.finals[f as usize - 1];
-                let v = self.node(path, &mut node_of_path, &mut nodes, &mut finals);
-                let fs = &mut finals[v as usize];
-                match fs.iter_mut().find(|(q, _)| *q == pos) {
-                    Some((_, list)) => list.push(a as u32),
-                    None => fs.push((pos, vec![a as u32])),
+            let w = walks.pair_walks(pair)[block.ordinal as usize];
+            let width = block.width as usize;
+            let from = block.rows as usize + (w - block.first_walk) as usize * width;
+            let atom_outcomes = (block.first_atom..).zip(&self.rows[from..from + width]);
+            for (a, &o) in atom_outcomes {
+                for f in [o.0, o.1] {
+                    if f == 0 {
+                        continue;
+                    }
+                    let (path, pos) = self.finals[f as usize - 1];
+                    let v = self.node(path, &mut node_of_path, &mut nodes, &mut finals);
+                    let fs = &mut finals[v as usize];
+                    match fs.iter_mut().find(|(q, _)| *q == pos) {
+                        Some((_, list)) => list.push(a),
+                        None => fs.push((pos, vec![a])),
+                    }
                 }
             }
         }
