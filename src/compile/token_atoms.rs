@@ -105,7 +105,7 @@ struct AtomBlock {
     first_walk: u32,
     /// The block's first atom; its atoms are numbered consecutively from there.
     first_atom: u32,
-    /// How many atoms it has (`width`).
+    /// How many atoms it has: the length of each walk's row.
     width: u32,
     /// Where its rows start in `Atoms::rows`: the atoms' outcomes under the part's first
     /// walk, then under its second, …
@@ -329,6 +329,7 @@ pub fn atomize(
             .collect();
         let width = atoms.first_byte.len() as u32 - first_atom;
         if width > 0 {
+            // Parts no position enters have no `PartGroups`, so `nw > 0` (`step_by` needs it).
             let nw = pg.num_walks;
             atoms.blocks.push(AtomBlock {
                 byte: b,
