@@ -53,7 +53,7 @@ pub const MAX_COUNTED_LENGTH: u64 = 4096;
 /// unrolled into the regex: below this, counting only adds bounds for the layers to
 /// settle between. Unrolled, `maxLength: 255` (the commonest bound in MaskBench) was a
 /// 13,266-state regex-automata build of 40 ms per terminal; counted, its unit is built
-/// once (5% of the 54 slowest schemas' TTFM, 2% of small ones').
+/// once (5% of the 54 slowest schemas' TTFM; few small schemas have such strings).
 pub const COUNTED_LENGTH_FROM: u64 = 32;
 /// Shortest length bound (the larger of the two) lowered as a counted terminal beside a
 /// pattern, `format` or `not` (when counting it is exact). Lower, the exactness check
