@@ -1071,8 +1071,8 @@ pub fn build_dwa_limited(
 
 fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<Dwa, GrammarError> {
     let lexer = &tables.lexer;
-    // A token walked from a counted run's template must not reach the run's end, or the
-    // template would stand for iterations it differs from.
+    // A token walked from a counted run's template must not reach the next critical
+    // count, or the template would stand for iterations it differs from.
     let tokens = vocab.parts();
     if !lexer.runs().is_empty() && tokens.longest() > lexer.count_margin() as usize {
         return Err(GrammarError::Unsupported {

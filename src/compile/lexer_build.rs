@@ -447,9 +447,8 @@ fn shared_patterns(terminals: &[Terminal]) -> SharedDfas<'_> {
 /// Options of the lexer build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LexerOptions {
-    /// Counted layers kept explicit before each critical count, and the least run length
-    /// beyond it: a mask automaton over the lexer accepts tokens of at most this many
-    /// bytes (see `lexer::CountRun`).
+    /// Counted layers kept explicit before each critical count: a mask automaton over
+    /// the lexer accepts tokens of at most this many bytes (see `lexer::CountRun`).
     pub count_margin: u32,
 }
 
@@ -626,7 +625,11 @@ pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, Gr
         let run_len = k
             .next_critical(c)
             .and_then(|end| end.checked_sub(margin)?.checked_sub(c));
-        if let (true, Some(len)) = (settled, run_len.filter(|&l| l > margin)) {
+        // Any run length will do: every iteration ends `margin` layers before the next
+        // critical count, so no token from any of them sees a count that tells it from
+        // the template. (Runs used to be longer than the margin too, which left the
+        // common `maxLength: 255` unrolled, 390 layers in a schema that needs 260.)
+        if let (true, Some(len)) = (settled, run_len.filter(|&l| l >= 2)) {
             if let Some(run) = b.cut_run(c, len, &layer, &mut layers)? {
                 runs.push(run);
                 prev_layer = None;
