@@ -3,14 +3,16 @@
 //!
 //! At build time a position's table lists, per class, the atoms it holds ([`ClassAtoms`]):
 //! cheap to build, filter (inhibited boundaries) and intern. Frozen, each class is one
-//! range of `(word index, bits)` pairs in a shared pool ([`freeze`]): a class of one atom
-//! uses the atom's words, and a class of several atoms gets the merged words of that atom
-//! set, computed once however many positions have it. So the mask write stays one pass
-//! over the words of the decided classes, as if each class had been built from tokens.
+//! range of a shared word pool ([`freeze`]): a class of one atom uses the atom's words,
+//! and a class of several atoms gets the merged words of that atom set, computed once
+//! however many positions have it, or, when a large set is a few atoms from one stored
+//! before, patches on that one's words. So the mask write stays one pass over the words
+//! of the decided classes, as if each class had been built from tokens.
 //!
 //! Depends on `token_atoms` (input) and `dwa::automaton` (the frozen form).
 
 use hashbrown::HashMap;
+use smallvec::SmallVec;
 
 use super::token_atoms::NO_ATOM;
 use crate::dwa::word_pool::WordPool;
@@ -158,6 +160,7 @@ pub fn freeze(tables: &[(u32, ClassAtoms)], atoms: &AtomWords) -> (Vec<ClassToke
         base_words: Vec::new(),
     };
     let mut merged: HashMap<&[u32], (u32, u32)> = HashMap::new();
+    let mut patch = Patcher::new(num_atoms);
     let frozen = tables
         .iter()
         .map(|(base, t)| {
@@ -165,9 +168,18 @@ pub fn freeze(tables: &[(u32, ClassAtoms)], atoms: &AtomWords) -> (Vec<ClassToke
                 .map(|c| match t.class(c) {
                     [] => empty,
                     &[a] => *single[a as usize].get_or_insert_with(|| pool.push(atom_slice(a))),
-                    set => *merged
-                        .entry(set)
-                        .or_insert_with(|| pool.push(merge.words_of(set, &atom_slice))),
+                    set => *merged.entry(set).or_insert_with(|| {
+                        let slot = (c as u32, t.num_classes() as u32);
+                        if let Some(r) =
+                            patch.try_patch(set, slot, &atom_slice, &mut merge, &mut pool)
+                        {
+                            return r;
+                        }
+                        let words = merge.words_of(set, &atom_slice);
+                        let r = pool.push(words);
+                        patch.offer(set, slot, words, r);
+                        r
+                    }),
                 })
                 .collect();
             ClassTokens {
@@ -177,6 +189,174 @@ pub fn freeze(tables: &[(u32, ClassAtoms)], atoms: &AtomWords) -> (Vec<ClassToke
         })
         .collect();
     (frozen, pool)
+}
+
+/// Stores large atom sets as patches on a close one stored whole ([`WordPool::
+/// push_patched`]). Positions inside strings have classes of most of the vocabulary that
+/// differ by a few atoms from a class of an earlier position, and each stored whole
+/// cost its thousands of words again (o42552: 3,900 such sets, 40 MB of pool). The close
+/// set is rarely the last one stored whole: it is usually the same class (by number) of
+/// an earlier table with as many classes, tens of tables back (that class of the tables
+/// between was patched on it), and not always the latest such. So the candidates are
+/// the latest few bases in the same slot (class number, table's class count), in the
+/// same class number, and the latest bases holding the set's first and middle atoms.
+struct Patcher<'t> {
+    /// The sets stored whole that may be patched: atoms and dense range.
+    bases: Vec<(&'t [u32], (u32, u32))>,
+    /// Per atom, the latest base holding it (`u32::MAX`: none).
+    owner: Vec<u32>,
+    /// The latest bases per slot, and per class number (up to [`PATCH_RECENT`]).
+    by_slot: HashMap<(u32, u32), SmallVec<[u32; PATCH_RECENT]>>,
+    by_class: HashMap<u32, SmallVec<[u32; PATCH_RECENT]>>,
+}
+
+/// Sets whose tokens fill fewer words than this are stored whole: patching cannot save
+/// much on them, and finding what they lack from a base would cost more.
+const PATCH_MIN_WORDS: usize = 256;
+
+/// Bases kept as candidates per slot and per class number.
+const PATCH_RECENT: usize = 8;
+
+/// A set is stored as patches when they rewrite at most this fraction (1 / n) of the
+/// base's span; otherwise it is stored whole and may become a base.
+const PATCH_MAX_SHARE: usize = 4;
+
+impl<'t> Patcher<'t> {
+    fn new(num_atoms: usize) -> Self {
+        Self {
+            bases: Vec::new(),
+            owner: vec![u32::MAX; num_atoms],
+            by_slot: HashMap::new(),
+            by_class: HashMap::new(),
+        }
+    }
+
+    /// `set` as patches on a base, when one is close enough to it (see
+    /// [`PATCH_MAX_SHARE`]); `None` to store it whole. `merge`'s scratch is used and left
+    /// clean.
+    fn try_patch<'a>(
+        &mut self,
+        set: &'t [u32],
+        slot: (u32, u32),
+        atom_slice: &impl Fn(u32) -> &'a [(u32, u32)],
+        merge: &mut Merger<'t>,
+        pool: &mut WordPool,
+    ) -> Option<(u32, u32)> {
+        let plain: usize = set.iter().map(|&a| atom_slice(a).len()).sum();
+        if plain < PATCH_MIN_WORDS {
+            return None;
+        }
+        let mut best: Option<(usize, u32, Vec<u32>, Vec<u32>)> = None;
+        let mut tried: SmallVec<[u32; 2 * PATCH_RECENT + 2]> = SmallVec::new();
+        let none = SmallVec::new();
+        let candidates = (self.by_slot.get(&slot).unwrap_or(&none).iter())
+            .chain(self.by_class.get(&slot.0).unwrap_or(&none))
+            .chain([
+                &self.owner[set[0] as usize],
+                &self.owner[set[set.len() / 2] as usize],
+            ]);
+        for &b in candidates {
+            if b == u32::MAX || tried.contains(&b) {
+                continue;
+            }
+            tried.push(b);
+            let (base, range) = self.bases[b as usize];
+            let (lacks, adds) = differences(base, set);
+            let bound: usize = lacks
+                .iter()
+                .chain(&adds)
+                .map(|&a| atom_slice(a).len())
+                .sum();
+            if bound <= pool.span(range) / PATCH_MAX_SHARE
+                && best.as_ref().is_none_or(|x| bound < x.0)
+            {
+                best = Some((bound, b, lacks, adds));
+            }
+        }
+        let (bound, b, lacks, adds) = best?;
+        let range = self.bases[b as usize].1;
+        // Each word the two differ in starts from the base's value; atoms are disjoint
+        // token sets, so clearing what `set` lacks and setting what it adds is exact.
+        for (&a, clear) in lacks
+            .iter()
+            .map(|a| (a, true))
+            .chain(adds.iter().map(|a| (a, false)))
+        {
+            for &(w, bits) in atom_slice(a) {
+                let (i, bit) = (w as usize / 64, 1u64 << (w % 64));
+                if merge.touched[i] & bit == 0 {
+                    merge.touched[i] |= bit;
+                    merge.acc[w as usize] = pool.dense_word(range, w);
+                }
+                if clear {
+                    merge.acc[w as usize] &= !bits;
+                } else {
+                    merge.acc[w as usize] |= bits;
+                }
+            }
+        }
+        let mut patches: Vec<(u32, u32)> = Vec::with_capacity(bound);
+        for (i, word) in merge.touched.iter_mut().enumerate() {
+            while *word != 0 {
+                let w = i * 64 + word.trailing_zeros() as usize;
+                *word &= *word - 1;
+                patches.push((w as u32, std::mem::take(&mut merge.acc[w])));
+            }
+        }
+        Some(pool.push_patched(range, &patches))
+    }
+
+    /// Makes `set`, just stored whole as `words` at `range`, a base if it is large and
+    /// dense.
+    fn offer(&mut self, set: &'t [u32], slot: (u32, u32), words: &[(u32, u32)], range: (u32, u32)) {
+        if set.len() < BASE_MIN_ATOMS || !WordPool::is_dense(range) || words.len() < PATCH_MIN_WORDS
+        {
+            return;
+        }
+        let b = self.bases.len() as u32;
+        self.bases.push((set, range));
+        for recent in [
+            self.by_slot.entry(slot).or_default(),
+            self.by_class.entry(slot.0).or_default(),
+        ] {
+            if recent.len() == PATCH_RECENT {
+                recent.remove(0);
+            }
+            recent.push(b);
+        }
+        for &a in set {
+            self.owner[a as usize] = b;
+        }
+    }
+}
+
+/// What sorted atom list `set` lacks of sorted `base`, and what it adds.
+fn differences(base: &[u32], set: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let (mut lacks, mut adds) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    loop {
+        match (base.get(i), set.get(j)) {
+            (None, None) => break,
+            (Some(x), Some(y)) if x == y => {
+                i += 1;
+                j += 1;
+            }
+            // The base's atom comes first: `set` lacks it.
+            (Some(&x), Some(&y)) if x < y => {
+                lacks.push(x);
+                i += 1;
+            }
+            (Some(&x), None) => {
+                lacks.push(x);
+                i += 1;
+            }
+            (_, Some(&y)) => {
+                adds.push(y);
+                j += 1;
+            }
+        }
+    }
+    (lacks, adds)
 }
 
 /// Merges atom sets' words. Large sets come in near-copies (a schema's positions inside
@@ -220,31 +400,7 @@ impl<'t> Merger<'t> {
         // Patching reads at least the base's words: for small sets it cannot win, and
         // comparing the atom lists would be wasted.
         if !self.base.is_empty() && self.base_words.len() < plain {
-            let base = self.base;
-            let (mut lacks, mut adds) = (Vec::new(), Vec::new());
-            let (mut i, mut j) = (0, 0);
-            loop {
-                match (base.get(i), set.get(j)) {
-                    (None, None) => break,
-                    (Some(x), Some(y)) if x == y => {
-                        i += 1;
-                        j += 1;
-                    }
-                    // The base's atom comes first: `set` lacks it.
-                    (Some(&x), Some(&y)) if x < y => {
-                        lacks.push(x);
-                        i += 1;
-                    }
-                    (Some(&x), None) => {
-                        lacks.push(x);
-                        i += 1;
-                    }
-                    (_, Some(&y)) => {
-                        adds.push(y);
-                        j += 1;
-                    }
-                }
-            }
+            let (lacks, adds) = differences(self.base, set);
             let patch: usize = self.base_words.len()
                 + lacks
                     .iter()
@@ -357,18 +513,25 @@ mod tests {
     #[test]
     fn near_copies_of_large_classes_hold_exactly_their_atoms_tokens() {
         // Large classes that differ by a few atoms from the one before (the shape of a
-        // schema's string positions) are merged from that one's words: every class must
-        // still hold exactly its atoms' tokens, whether atoms were dropped or added.
+        // schema's string positions) are merged from that one's words and stored as
+        // patches on an earlier one: every class must still hold exactly its atoms'
+        // tokens, whether atoms were dropped or added. Atoms of ~160 words (few changes
+        // fit a patch) and of ~16 (most do).
+        for (num_atoms, patched_at_least) in [(300, 5), (3000, 30)] {
+            near_copies(num_atoms, patched_at_least);
+        }
+    }
+
+    fn near_copies(num_atoms: usize, patched_at_least: usize) {
         let mut rng = SplitMix64::new(11);
         let vocab_len = 50_000usize;
-        let num_atoms = 300;
         let atom_of_token: Vec<u32> = (0..vocab_len)
             .map(|_| match rng.below(num_atoms + 1) {
                 a if a < num_atoms => a as u32,
                 _ => NO_ATOM,
             })
             .collect();
-        let mut set: RoaringBitmap = (0..200u32).collect();
+        let mut set: RoaringBitmap = (0..num_atoms as u32 * 2 / 3).collect();
         let tables: Vec<(u32, ClassAtoms)> = (0..40)
             .map(|i| {
                 // Drop and add a few atoms, now and then a lot, and give the table a
@@ -386,14 +549,30 @@ mod tests {
             })
             .collect();
         let (frozen, pool) = freeze(&tables, &AtomWords::new(&atom_of_token, num_atoms));
+        let mut patched = 0;
         for ((_, t), f) in tables.iter().zip(&frozen) {
             for c in 0..t.num_classes() {
                 let want: Vec<u32> = (0..vocab_len as u32)
                     .filter(|&tok| t.class(c).contains(&atom_of_token[tok as usize]))
                     .collect();
-                assert_eq!(pool.words(f.ranges[c]), words_of(&want), "class {c}");
+                let r = f.ranges[c];
+                assert_eq!(pool.words(r), words_of(&want), "class {c}");
+                // The mask write agrees with the words.
+                let mut out = vec![0u32; vocab_len.div_ceil(32)];
+                pool.or_into(r, &mut out);
+                let mut expect = vec![0u32; out.len()];
+                for (w, bits) in words_of(&want) {
+                    expect[w as usize] = bits;
+                }
+                assert_eq!(out, expect, "class {c}");
+                patched += usize::from(WordPool::is_patched(r));
             }
         }
+        // Most of the large classes are a few atoms from the one before.
+        assert!(
+            patched >= patched_at_least,
+            "{num_atoms} atoms: {patched} classes stored as patches"
+        );
     }
 
     #[test]

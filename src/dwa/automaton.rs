@@ -317,6 +317,9 @@ impl Dwa {
             }
         }
         let vw = (self.vocab_len as usize).div_ceil(32);
+        if !self.words.sizes_ok() {
+            return bad("word pool too large for its range tags");
+        }
         for t in &self.tables {
             if t.base as usize + t.num_classes() > cw * 64 {
                 return bad("class table beyond the class space");
