@@ -261,14 +261,11 @@ impl<'t> Patcher<'t> {
             }
             tried.push(b);
             let (base, range) = self.bases[b as usize];
-            let (lacks, adds) = differences(base, set);
-            let bound: usize = lacks
-                .iter()
-                .chain(&adds)
-                .map(|&a| atom_slice(a).len())
-                .sum();
-            if bound <= pool.span(range) / PATCH_MAX_SHARE
-                && best.as_ref().is_none_or(|x| bound < x.0)
+            let limit = (pool.span(range) / PATCH_MAX_SHARE)
+                .min(best.as_ref().map_or(usize::MAX, |x| x.0 - 1));
+            // Most candidates are far off: the walk stops once their words pass the limit.
+            if let Some((bound, lacks, adds)) =
+                differences(base, set, |a| atom_slice(a).len(), limit)
             {
                 best = Some((bound, b, lacks, adds));
             }
@@ -330,33 +327,48 @@ impl<'t> Patcher<'t> {
     }
 }
 
-/// What sorted atom list `set` lacks of sorted `base`, and what it adds.
-fn differences(base: &[u32], set: &[u32]) -> (Vec<u32>, Vec<u32>) {
+/// What sorted atom list `set` lacks of sorted `base`, what it adds, and their summed
+/// `cost`; `None` as soon as that passes `limit`.
+fn differences(
+    base: &[u32],
+    set: &[u32],
+    cost: impl Fn(u32) -> usize,
+    limit: usize,
+) -> Option<(usize, Vec<u32>, Vec<u32>)> {
     let (mut lacks, mut adds) = (Vec::new(), Vec::new());
     let (mut i, mut j) = (0, 0);
+    let mut total = 0usize;
     loop {
-        match (base.get(i), set.get(j)) {
+        let a = match (base.get(i), set.get(j)) {
             (None, None) => break,
             (Some(x), Some(y)) if x == y => {
                 i += 1;
                 j += 1;
+                continue;
             }
             // The base's atom comes first: `set` lacks it.
             (Some(&x), Some(&y)) if x < y => {
                 lacks.push(x);
                 i += 1;
+                x
             }
             (Some(&x), None) => {
                 lacks.push(x);
                 i += 1;
+                x
             }
             (_, Some(&y)) => {
                 adds.push(y);
                 j += 1;
+                y
             }
+        };
+        total += cost(a);
+        if total > limit {
+            return None;
         }
     }
-    (lacks, adds)
+    Some((total, lacks, adds))
 }
 
 /// Merges atom sets' words. Large sets come in near-copies (a schema's positions inside
@@ -400,7 +412,8 @@ impl<'t> Merger<'t> {
         // Patching reads at least the base's words: for small sets it cannot win, and
         // comparing the atom lists would be wasted.
         if !self.base.is_empty() && self.base_words.len() < plain {
-            let (lacks, adds) = differences(self.base, set);
+            let (_, lacks, adds) =
+                differences(self.base, set, |_| 0, 0).expect("no cost passes no limit");
             let patch: usize = self.base_words.len()
                 + lacks
                     .iter()
