@@ -262,7 +262,7 @@ impl<'t> Patcher<'t> {
             tried.push(b);
             let (base, range) = self.bases[b as usize];
             let limit = (pool.span(range) / PATCH_MAX_SHARE)
-                .min(best.as_ref().map_or(usize::MAX, |x| x.0 - 1));
+                .min(best.as_ref().map_or(usize::MAX, |x| x.0.saturating_sub(1)));
             // Most candidates are far off: the walk stops once their words pass the limit.
             if let Some((bound, lacks, adds)) =
                 differences(base, set, |a| atom_slice(a).len(), limit)
