@@ -10,6 +10,7 @@
 //! iteration can reach is reached.
 
 use hashbrown::HashMap;
+use rayon::prelude::*;
 
 use crate::ids::{LexStateId, TerminalId};
 use crate::lexer::{LexFollow, LexerDfa};
@@ -29,30 +30,63 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
     let eof = TerminalId::new(nt);
     let reps = lexer.class_representatives();
     let id = LexStateId::new;
-    // Per state: its live successors (the way out of a run included), deduplicated.
+    // Per state: its live successors (the way out of a run included), deduplicated, and
+    // which byte classes end its lexeme. Read state by state, in parallel a block of
+    // states at a time (the rest of the pass is serial), then laid end to end in order.
+    let blocks: Vec<(Vec<u32>, Vec<u32>, Vec<Dies>)> = (0..n.div_ceil(FOLLOW_BLOCK))
+        .into_par_iter()
+        .map(|k| {
+            let states = k * FOLLOW_BLOCK..((k + 1) * FOLLOW_BLOCK).min(n);
+            let mut lens = Vec::with_capacity(states.len());
+            let mut succ = Vec::new();
+            let mut dies = Vec::with_capacity(states.len());
+            for q in states {
+                let q0 = id(q);
+                let mut d: Dies = [0; 4];
+                for (i, &byte) in reps.iter().enumerate() {
+                    if lexer.is_dead(lexer.next_rep(q0, byte)) {
+                        d[i / 64] |= 1 << (i % 64);
+                    }
+                }
+                dies.push(d);
+                let from = succ.len();
+                if q != 0 {
+                    for &byte in &reps {
+                        for q1 in [Some(lexer.next_rep(q0, byte)), lexer.next_exit(q0, byte)]
+                            .into_iter()
+                            .flatten()
+                        {
+                            if !lexer.is_dead(q1) {
+                                succ.push(q1.as_u32());
+                            }
+                        }
+                    }
+                    succ[from..].sort_unstable();
+                    let mut kept = from;
+                    for i in from..succ.len() {
+                        if kept == from || succ[i] != succ[kept - 1] {
+                            succ[kept] = succ[i];
+                            kept += 1;
+                        }
+                    }
+                    succ.truncate(kept);
+                }
+                lens.push((succ.len() - from) as u32);
+            }
+            (lens, succ, dies)
+        })
+        .collect();
     let mut succ_at: Vec<u32> = Vec::with_capacity(n + 1);
     let mut succ: Vec<u32> = Vec::new();
-    let mut scratch: Vec<u32> = Vec::new();
-    for q in 0..n {
-        succ_at.push(succ.len() as u32);
-        if q == 0 {
-            continue;
+    let mut dies_of: Vec<Dies> = Vec::with_capacity(n);
+    for (lens, block, dies) in blocks {
+        for l in lens {
+            succ_at.push(succ.len() as u32);
+            succ.resize(succ.len() + l as usize, 0);
         }
-        scratch.clear();
-        for &byte in &reps {
-            let q0 = id(q);
-            for q1 in [Some(lexer.next_rep(q0, byte)), lexer.next_exit(q0, byte)]
-                .into_iter()
-                .flatten()
-            {
-                if !lexer.is_dead(q1) {
-                    scratch.push(q1.as_u32());
-                }
-            }
-        }
-        scratch.sort_unstable();
-        scratch.dedup();
-        succ.extend_from_slice(&scratch);
+        let at = succ.len() - block.len();
+        succ[at..].copy_from_slice(&block);
+        dies_of.extend(dies);
     }
     succ_at.push(succ.len() as u32);
     let succ_of = |q: usize| &succ[succ_at[q] as usize..succ_at[q + 1] as usize];
@@ -72,20 +106,16 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
     // A boundary's set depends only on which bytes end the lexeme there: states with the
     // same dying bytes share it. Per such group, the live states `START` enters on them.
     let mut group_of: Vec<u32> = Vec::with_capacity(n);
-    let mut groups: HashMap<Vec<bool>, u32> = HashMap::new();
+    let mut groups: HashMap<Dies, u32> = HashMap::new();
     let mut group_starts: Vec<Vec<u32>> = Vec::new();
-    for p in 0..n {
-        let dies: Vec<bool> = reps
-            .iter()
-            .map(|&byte| lexer.is_dead(lexer.next_rep(id(p), byte)))
-            .collect();
+    for dies in dies_of {
         let next = groups.len() as u32;
         let g = *groups.entry(dies).or_insert_with_key(|dies| {
             let mut starts: Vec<u32> = reps
                 .iter()
-                .zip(dies)
-                .filter(|(_, &d)| d)
-                .map(|(&byte, _)| lexer.next_rep(LexerDfa::START, byte))
+                .enumerate()
+                .filter(|&(i, _)| dies[i / 64] >> (i % 64) & 1 == 1)
+                .map(|(_, &byte)| lexer.next_rep(LexerDfa::START, byte))
                 .filter(|q1| !lexer.is_dead(*q1))
                 .map(|q1| q1.as_u32())
                 .collect();
@@ -141,18 +171,28 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
         })
         .collect();
     let pending = (0..n)
-        .map(|q| {
-            acc.fill(0);
-            for &q1 in succ_of(q) {
-                let q1 = q1 as usize;
-                or_into(&mut acc, &c[q1 * w..(q1 + 1) * w]);
-            }
-            set(&acc)
-        })
+        .into_par_iter()
+        .map_init(
+            || vec![0u64; w],
+            |acc, q| {
+                acc.fill(0);
+                for &q1 in succ_of(q) {
+                    let q1 = q1 as usize;
+                    or_into(acc, &c[q1 * w..(q1 + 1) * w]);
+                }
+                set(acc)
+            },
+        )
         .collect();
     // Shapes match the lexer by construction.
     LexFollow::from_parts(boundary, pending, n, nt).expect("follow tables built consistently")
 }
+
+/// Which byte classes (by number, at most 256) lead a state to the dead state.
+type Dies = [u64; 4];
+
+/// States read per parallel task in [`build_follow`].
+const FOLLOW_BLOCK: usize = 1024;
 
 /// `a |= b` word by word; returns whether `a` grew.
 #[inline]
