@@ -325,6 +325,8 @@ mod tests {
                 .unwrap()
                 .grammar,
         );
+        // The largest lexer spans several of `build_follow`'s parallel blocks.
+        let mut largest = 0;
         for (i, g) in grammars.iter().enumerate() {
             for margin in [2, 256] {
                 let lexer = build_lexer_with(
@@ -334,6 +336,7 @@ mod tests {
                     },
                 )
                 .unwrap();
+                largest = largest.max(lexer.num_states());
                 assert_eq!(
                     build_follow(&lexer),
                     naive_follow(&lexer),
@@ -341,5 +344,9 @@ mod tests {
                 );
             }
         }
+        assert!(
+            largest > 2 * FOLLOW_BLOCK,
+            "largest lexer: {largest} states"
+        );
     }
 }
