@@ -1125,26 +1125,28 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     }
     // Positions alike to the longest token can still have equal tries (the few long
     // tokens tell few of them apart): one trie per class of entered walks' outcomes.
-    let (built, trie_of) = match alike_positions(lexer, &emits, tokens, &share, &built, canon) {
-        Some(alike) => {
-            let mut rep_of_class = vec![usize::MAX; alike.len()];
-            let mut reps: Vec<LexPos> = Vec::new();
-            let remap: Vec<usize> = alike
-                .iter()
-                .zip(&built)
-                .map(|(&c, &p)| {
-                    let r = &mut rep_of_class[c as usize];
-                    if *r == usize::MAX {
-                        *r = reps.len();
-                        reps.push(p);
-                    }
-                    *r
-                })
-                .collect();
-            (reps, trie_of.into_iter().map(|i| remap[i]).collect())
-        }
-        None => (built, trie_of),
-    };
+    let (built, trie_of, known) =
+        match alike_positions(lexer, &emits, tokens, &share, &built, canon) {
+            Some((alike, known)) => {
+                let mut rep_of_class = vec![usize::MAX; alike.len()];
+                let mut reps: Vec<LexPos> = Vec::new();
+                let remap: Vec<usize> = alike
+                    .iter()
+                    .zip(&built)
+                    .map(|(&c, &p)| {
+                        let r = &mut rep_of_class[c as usize];
+                        if *r == usize::MAX {
+                            *r = reps.len();
+                            reps.push(p);
+                        }
+                        *r
+                    })
+                    .collect();
+                let trie_of = trie_of.into_iter().map(|i| remap[i]).collect();
+                (reps, trie_of, Some(known))
+            }
+            None => (built, trie_of, None),
+        };
     let dead = built
         .iter()
         .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
@@ -1168,7 +1170,16 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
         .chain(inhibited_positions.iter().map(|&(p, _)| p))
         .collect();
     let walks = Walks::new(lexer, tokens, &universe, Some(&share));
-    let atoms = atomize(lexer, &emits, &walks, &universe, canon, vocab.len());
+    // The walks `alike_positions` compared need walking once per class of equal outcomes.
+    let atoms = atomize(
+        lexer,
+        &emits,
+        &walks,
+        &universe,
+        canon,
+        vocab.len(),
+        known.as_ref(),
+    );
     // Positions are classified in parallel a chunk at a time, and their shapes and tables
     // interned in position order as each chunk ends: a large schema's positions can each
     // list thousands of atoms, and holding every table until all were made cost hundreds

@@ -305,21 +305,48 @@ fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
 /// Tries built over token atoms (`token_atoms`) hold, atom by atom, exactly the canonical
 /// outcomes of the token tries, from every start position including the inhibited
 /// boundaries (on [`walk_cases`]; in the schema most walks from key-literal states are
-/// copied from the string's walk instead of walked).
+/// copied from the string's walk instead of walked). Atomizing with the walks
+/// `alike_positions` found equal (each class walked once, copied to the rest) gives the
+/// same atoms, numbered alike; the counted grammar has such walks.
 #[test]
 fn atom_tries_expand_to_the_canonical_token_tries() {
     use stackmask::compile::lexer_equiv::canonical_end;
     use stackmask::compile::terminal_trie::{build_tries_shared, Walks};
-    use stackmask::compile::token_atoms::{atomize, NO_ATOM};
+    use stackmask::compile::token_atoms::{alike_positions, atomize, NO_ATOM};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
     let tokens = gpt2.parts();
+    let mut copied_counted = false;
     for c in walk_cases(&gpt2) {
         let (name, lexer, emits, reps, share) =
             (c.name, &c.tables.lexer, &c.emits, &c.reps, &c.share);
         let canon = |p: LexPos| canonical_end(reps, p);
         let positions = start_positions(lexer);
         let walks = Walks::new(lexer, tokens, &positions, Some(share));
-        let atoms = atomize(lexer, emits, &walks, &positions, canon, gpt2.len());
+        let atoms = atomize(lexer, emits, &walks, &positions, canon, gpt2.len(), None);
+        if let Some((_, known)) = alike_positions(lexer, emits, tokens, share, &positions, canon) {
+            copied_counted |= name == "counted" && !known.is_empty();
+            let with = atomize(
+                lexer,
+                emits,
+                &walks,
+                &positions,
+                canon,
+                gpt2.len(),
+                Some(&known),
+            );
+            assert_eq!(
+                with.of_token(tokens),
+                atoms.of_token(tokens),
+                "{name}: atoms"
+            );
+            for &pos in positions.iter().step_by((positions.len() / 300).max(1)) {
+                assert_eq!(
+                    all_outcomes(&with_bitmaps(with.trie(lexer, &walks, pos))),
+                    all_outcomes(&with_bitmaps(atoms.trie(lexer, &walks, pos))),
+                    "{name}: {pos:?}"
+                );
+            }
+        }
         let mut atom_tokens: Vec<Vec<u32>> = vec![Vec::new(); atoms.len()];
         for (t, &a) in atoms.of_token(tokens).iter().enumerate() {
             if a != NO_ATOM {
@@ -347,6 +374,10 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
             assert_same_outcomes(&format!("{name}: {pos:?}"), &want, &got);
         }
     }
+    assert!(
+        copied_counted,
+        "the counted grammar has walks of equal outcomes"
+    );
 }
 
 /// Start positions that `token_atoms::alike_positions` puts in one class have the same
@@ -366,7 +397,8 @@ fn alike_positions_have_equal_canonical_tries() {
             (c.name, &c.tables.lexer, &c.emits, &c.reps, &c.share);
         let canon = |p: LexPos| canonical_end(reps, p);
         let positions = start_positions(lexer);
-        let Some(class) = alike_positions(lexer, emits, tokens, share, &positions, canon) else {
+        let Some((class, _)) = alike_positions(lexer, emits, tokens, share, &positions, canon)
+        else {
             continue;
         };
         assert_eq!(class.len(), positions.len(), "{name}");
