@@ -1170,7 +1170,7 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
         .chain(inhibited_positions.iter().map(|&(p, _)| p))
         .collect();
     let walks = Walks::new(lexer, tokens, &universe, Some(&share));
-    // The walks `alike_positions` compared need walking once per class of equal outcomes.
+    // The long parts' walks `alike_positions` made are read from it, not walked again.
     let atoms = atomize(
         lexer,
         &emits,

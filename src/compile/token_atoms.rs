@@ -160,8 +160,8 @@ struct PartGroups {
 
 /// Splits the tokens of `walks` into atoms for the start positions `positions` (every
 /// position a trie or table is built for; the walks must have been planned for all of
-/// them), with final positions compared after `canon`. Walks `known` to have equal
-/// outcomes (same `canon`) are walked once per class; the atoms are the same either way.
+/// them), with final positions compared after `canon`. Walks whose outcomes are `known`
+/// (made with the same `canon`) are read, not walked; the atoms are the same either way.
 pub fn atomize(
     lexer: &LexerDfa,
     emits: &EmitTable,
@@ -438,7 +438,7 @@ pub fn alike_positions(
     let loops: Vec<AtomicU64> = (0..lexer.num_states()).map(|_| AtomicU64::new(0)).collect();
     let reps = ByteReps::new(lexer);
     // Per walk, the first walk of its part with the same outcomes.
-    let alike_lists: Vec<Vec<(u32, Vec<u32>)>> = (0..=255u8)
+    let alike_lists: Vec<Vec<WalkedPart>> = (0..=255u8)
         .into_par_iter()
         .map(|b| {
             let mut cache = StateCache {
@@ -462,7 +462,7 @@ pub fn alike_positions(
                         .max_by_key(|&w| pairs_in[w as usize])
                         .map_or(0, |w| (w - w0) as usize);
                     let mut ids = LocalIds::default();
-                    let every: Vec<u32> = (0..w1 - w0).collect();
+                    let every = vec![true; (w1 - w0) as usize];
                     walk_part(
                         lexer,
                         emits,
@@ -475,26 +475,48 @@ pub fn alike_positions(
                         &mut ids,
                         &mut cache,
                     );
-                    let mut first: HashMap<(&[u32], &[Outcome]), u32> = HashMap::new();
-                    let alike = cache.outs[..(w1 - w0) as usize]
+                    // Each class's runs are kept (with the part's ids) for `atomize`.
+                    let mut first: HashMap<RunsKey<'_>, (u32, u32)> = HashMap::new();
+                    let mut runs: Vec<Runs> = Vec::new();
+                    let (alike, rep_of): (Vec<u32>, Vec<u32>) = cache.outs[..(w1 - w0) as usize]
                         .iter()
                         .zip(w0..)
-                        .map(|(r, w)| *first.entry((&r.starts[..], &r.outs[..])).or_insert(w))
-                        .collect();
-                    (w0, alike)
+                        .map(|(r, w)| {
+                            *first
+                                .entry((&r.starts[..], &r.outs[..]))
+                                .or_insert_with(|| {
+                                    runs.push(r.clone());
+                                    (w, runs.len() as u32 - 1)
+                                })
+                        })
+                        .unzip();
+                    WalkedPart {
+                        first_walk: w0,
+                        alike,
+                        rep_of,
+                        known: KnownPart { ids, runs },
+                    }
                 })
                 .collect()
         })
         .collect();
     let mut alike: Vec<u32> = (0..walks.len() as u32).collect();
     let mut outcomes = WalkOutcomes::default();
-    for (w0, list) in alike_lists.iter().flatten() {
-        alike[*w0 as usize..][..list.len()].copy_from_slice(list);
-        for (w, &same) in (*w0..).zip(list) {
+    for walked in alike_lists.into_iter().flatten() {
+        let WalkedPart {
+            first_walk: w0,
+            alike: list,
+            rep_of,
+            known: part,
+        } = walked;
+        alike[w0 as usize..][..list.len()].copy_from_slice(&list);
+        let slot = outcomes.parts.len() as u32;
+        for (w, &r) in (w0..).zip(&rep_of) {
             let w = w as usize;
             let key = (walks.part(w) as u32, walks.start(w).as_u32());
-            outcomes.class.insert(key, same);
+            outcomes.class.insert(key, (slot, r));
         }
+        outcomes.parts.push(part);
     }
     // Per pair, its walks' alike ids, interned: a position is then 256 pair ids.
     let mut pair_ids: HashMap<Vec<u32>, u32> = HashMap::new();
@@ -533,15 +555,33 @@ pub fn alike_positions(
     Some((class, outcomes))
 }
 
-/// Which walks of the long parts [`alike_positions`] found to have equal outcomes: by
-/// (part, entered state), an id equal for walks of one part with the same outcomes for
-/// every token. A walk's outcomes depend only on its part and entered state, so
-/// [`atomize`] walks one walk of each such class and copies it to the others: on o42552,
-/// 41K of its 68K walks are copies, and its trie steps go from 19.5M to 15.2M (the copies
-/// are mostly walks the reference walk already shortened).
-#[derive(Debug, Default)]
+/// The outcomes of the long parts' walks [`alike_positions`] walked, for [`atomize`] to
+/// read instead of walking them again (o42552: 12M trie steps in each pass, of 19.5M in
+/// `atomize`). A walk's outcomes depend only on its part and entered state, so they are
+/// found by that pair; walks of a part with equal outcomes share one copy.
+#[derive(Default)]
 pub struct WalkOutcomes {
-    class: HashMap<(u32, u32), u32>,
+    /// By (part, entered state): the part's slot in `parts` and the walk's runs there.
+    class: HashMap<(u32, u32), (u32, u32)>,
+    parts: Vec<KnownPart>,
+}
+
+/// A part [`alike_positions`] walked: per walk (from `first_walk`), the first walk of
+/// the part with the same outcomes and the index of those outcomes in `known.runs`.
+struct WalkedPart {
+    first_walk: u32,
+    alike: Vec<u32>,
+    rep_of: Vec<u32>,
+    known: KnownPart,
+}
+
+/// A walk's outcome runs as a hashable key.
+type RunsKey<'a> = (&'a [u32], &'a [Outcome]);
+
+/// One walked part's distinct outcome runs, in the ids of its own walk.
+struct KnownPart {
+    ids: LocalIds,
+    runs: Vec<Runs>,
 }
 
 impl WalkOutcomes {
@@ -573,7 +613,7 @@ struct PartSpec<'k> {
     members: Vec<(u32, u32)>,
     /// Positions per group.
     group_sizes: Vec<usize>,
-    /// Walks known to have equal outcomes.
+    /// Walks whose outcomes are known.
     known: Option<&'k WalkOutcomes>,
 }
 
@@ -767,22 +807,18 @@ fn group_part(
     for &(k, g) in &members {
         entering[k as usize] += group_sizes[g as usize];
     }
-    let reference = (0..nw).max_by_key(|&k| entering[k]).unwrap_or(0);
-    // Per walk, the walk whose outcomes it copies (itself: walked): the first of its
-    // class in walking order, so finals and paths are interned in the same order as if
-    // every walk were walked.
-    let mut same: Vec<u32> = (0..nw as u32).collect();
-    if let Some(known) = known {
-        let mut first: HashMap<u32, u32> = HashMap::new();
-        let order = std::iter::once(reference).chain((0..nw).filter(|&k| k != reference));
-        for k in order {
-            let w = ws.start as usize + k;
-            let key = (j as u32, walks.start(w).as_u32());
-            if let Some(&class) = known.class.get(&key) {
-                same[k] = *first.entry(class).or_insert(k as u32);
-            }
-        }
-    }
+    // Per walk, its outcomes as `alike_positions` left them, if it walked it.
+    let stored: Vec<Option<(u32, u32)>> = (0..nw)
+        .map(|k| {
+            let key = (j as u32, walks.start(ws.start as usize + k).as_u32());
+            known.and_then(|known| known.class.get(&key).copied())
+        })
+        .collect();
+    let walked: Vec<bool> = stored.iter().map(Option::is_none).collect();
+    let reference = (0..nw)
+        .filter(|&k| walked[k])
+        .max_by_key(|&k| entering[k])
+        .unwrap_or(0);
     let mut ids = LocalIds::default();
     walk_part(
         lexer,
@@ -792,10 +828,13 @@ fn group_part(
         j,
         ws.clone(),
         reference,
-        &same,
+        &walked,
         &mut ids,
         cache,
     );
+    if let Some(known) = known {
+        read_stored(known, &stored, &mut ids, &mut cache.outs);
+    }
     // Tokens with equal outcomes under every walk form a group: the walks' runs are cut
     // wherever any of them changes, and each piece's row is looked up (pieces in order,
     // so groups are numbered by their first token).
@@ -858,7 +897,7 @@ fn walk_part(
     j: usize,
     ws: std::ops::Range<u32>,
     reference: usize,
-    same: &[u32],
+    walked: &[bool],
     ids: &mut LocalIds,
     cache: &mut StateCache<'_>,
 ) {
@@ -896,8 +935,8 @@ fn walk_part(
     debug_assert!(nw > 0, "a part no position enters is skipped by the caller");
     let order = std::iter::once(reference).chain((0..nw).filter(|&k| k != reference));
     for k in order {
-        if same[k] as usize != k {
-            // Copied below, from a walk walked before it.
+        if !walked[k] {
+            // Its outcomes are known (left empty here).
             continue;
         }
         let is_ref = k == reference;
@@ -974,13 +1013,72 @@ fn walk_part(
         }
         outs[k].finish(num_tokens as u32);
     }
-    for (k, &from) in same.iter().enumerate() {
-        let from = from as usize;
-        if from != k {
-            let (to, from) = two_mut(outs, k, from);
+}
+
+/// Fills `outs[k]` for each walk `k` with stored outcomes, renumbered into `ids` (walks
+/// sharing stored runs are renumbered once and copied).
+fn read_stored(
+    known: &WalkOutcomes,
+    stored: &[Option<(u32, u32)>],
+    ids: &mut LocalIds,
+    outs: &mut [Runs],
+) {
+    // Per stored path and final id, its id in `ids` (0: not yet; ids start at 1).
+    let mut path_map: Vec<u32> = Vec::new();
+    let mut final_map: Vec<u32> = Vec::new();
+    let mut done: HashMap<(u32, u32), usize> = HashMap::new();
+    for (k, s) in stored.iter().enumerate() {
+        let Some(s) = *s else { continue };
+        if let Some(&k0) = done.get(&s) {
+            let (to, from) = two_mut(outs, k, k0);
             to.clone_from(from);
+            continue;
         }
+        done.insert(s, k);
+        let part = &known.parts[s.0 as usize];
+        if path_map.len() < part.ids.paths.items.len() + 1 {
+            path_map.resize(part.ids.paths.items.len() + 1, 0);
+            final_map.resize(part.ids.finals.items.len() + 1, 0);
+        }
+        let src = &part.runs[s.1 as usize];
+        let mut one = |f: u32| -> u32 {
+            if f == 0 {
+                return 0;
+            }
+            if final_map[f as usize] == 0 {
+                let (path, pos) = part.ids.finals.items[f as usize - 1];
+                let path = renumber_path(&part.ids, path, ids, &mut path_map);
+                final_map[f as usize] = ids.final_id(path, pos);
+            }
+            final_map[f as usize]
+        };
+        let out = &mut outs[k];
+        out.clear();
+        out.starts.extend_from_slice(&src.starts);
+        out.outs.extend(src.outs.iter().map(|&(a, b)| {
+            let (a, b) = (one(a), one(b));
+            // Smaller first, as outcomes are kept.
+            if b != 0 && b < a {
+                (b, a)
+            } else {
+                (a, b)
+            }
+        }));
+        out.end = src.end;
     }
+}
+
+/// Path `p` of `from` as an id of `to`, parents first (memoized in `map`, 0: not yet).
+fn renumber_path(from: &LocalIds, p: u32, to: &mut LocalIds, map: &mut [u32]) -> u32 {
+    if p == 0 {
+        return 0;
+    }
+    if map[p as usize] == 0 {
+        let (parent, e) = from.paths.items[p as usize - 1];
+        let parent = renumber_path(from, parent, to, map);
+        map[p as usize] = to.path(parent, e);
+    }
+    map[p as usize]
 }
 
 /// One walk's outcomes over a part's tokens (numbered from 0 in the part's order), as runs:
@@ -1211,6 +1309,53 @@ mod tests {
     use super::*;
     use crate::compile::json_schema::{compile as schema, SchemaOptions};
     use crate::compile::{build_glr_tables, lark};
+
+    /// Stored outcomes read into a part's ids are renumbered there, paths before their
+    /// finals, and kept smaller first when the renumbering flips a pair; walks sharing
+    /// stored runs get equal copies, and walks with none are left alone.
+    #[test]
+    fn stored_outcomes_are_renumbered_smaller_first() {
+        let (pos_a, pos_b) = (
+            LexPos::Pending(LexStateId::new(5)),
+            LexPos::Boundary(LexStateId::new(7)),
+        );
+        let mut from = LocalIds::default();
+        let path = from.path(0, EmitId(3));
+        let a = from.final_id(path, pos_a);
+        let b = from.final_id(0, pos_b);
+        assert!(a < b);
+        let mut known = WalkOutcomes::default();
+        known.parts.push(KnownPart {
+            ids: from,
+            runs: vec![Runs {
+                starts: vec![0, 2],
+                outs: vec![(a, b), (b, 0)],
+                end: 4,
+            }],
+        });
+        // The part's own walk interned `pos_b` first, so the pair's order flips.
+        let mut to = LocalIds::default();
+        let b_to = to.final_id(0, pos_b);
+        let mut outs = vec![Runs::default(), Runs::default(), Runs::default()];
+        outs[1].starts = vec![0];
+        outs[1].outs = vec![(9, 0)];
+        read_stored(
+            &known,
+            &[Some((0, 0)), None, Some((0, 0))],
+            &mut to,
+            &mut outs,
+        );
+        let a_to = to.finals.items.iter().position(|f| f.1 == pos_a).unwrap() as u32 + 1;
+        assert_eq!(to.paths.items, vec![(0, EmitId(3))]);
+        assert_eq!(to.finals.items, vec![(0, pos_b), (1, pos_a)]);
+        assert!(b_to < a_to);
+        for k in [0, 2] {
+            assert_eq!(outs[k].starts, vec![0, 2], "walk {k}");
+            assert_eq!(outs[k].outs, vec![(b_to, a_to), (b_to, 0)], "walk {k}");
+            assert_eq!(outs[k].end, 4, "walk {k}");
+        }
+        assert_eq!(outs[1].outs, vec![(9, 0)]);
+    }
 
     /// [`loop_categories`] as defined: every byte, and every non-ASCII byte from every
     /// decoder state.

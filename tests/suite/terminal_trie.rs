@@ -305,9 +305,9 @@ fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
 /// Tries built over token atoms (`token_atoms`) hold, atom by atom, exactly the canonical
 /// outcomes of the token tries, from every start position including the inhibited
 /// boundaries (on [`walk_cases`]; in the schema most walks from key-literal states are
-/// copied from the string's walk instead of walked). Atomizing with the walks
-/// `alike_positions` found equal (each class walked once, copied to the rest) gives the
-/// same atoms, numbered alike; the counted grammar has such walks.
+/// copied from the string's walk instead of walked). Atomizing with the outcomes of the
+/// walks `alike_positions` made (read, renumbered, instead of walked) gives the same
+/// atoms, numbered alike; the counted grammar has such walks.
 #[test]
 fn atom_tries_expand_to_the_canonical_token_tries() {
     use stackmask::compile::lexer_equiv::canonical_end;
@@ -315,7 +315,7 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
     use stackmask::compile::token_atoms::{alike_positions, atomize, NO_ATOM};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
     let tokens = gpt2.parts();
-    let mut copied_counted = false;
+    let mut read_counted = false;
     for c in walk_cases(&gpt2) {
         let (name, lexer, emits, reps, share) =
             (c.name, &c.tables.lexer, &c.emits, &c.reps, &c.share);
@@ -324,7 +324,7 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
         let walks = Walks::new(lexer, tokens, &positions, Some(share));
         let atoms = atomize(lexer, emits, &walks, &positions, canon, gpt2.len(), None);
         if let Some((_, known)) = alike_positions(lexer, emits, tokens, share, &positions, canon) {
-            copied_counted |= name == "counted" && !known.is_empty();
+            read_counted |= name == "counted" && !known.is_empty();
             let with = atomize(
                 lexer,
                 emits,
@@ -375,8 +375,8 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
         }
     }
     assert!(
-        copied_counted,
-        "the counted grammar has walks of equal outcomes"
+        read_counted,
+        "the counted grammar has walks alike_positions made"
     );
 }
 
