@@ -1180,6 +1180,7 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
         vocab.len(),
         known.as_ref(),
     );
+    drop(known);
     // Positions are classified in parallel a chunk at a time, and their shapes and tables
     // interned in position order as each chunk ends: a large schema's positions can each
     // list thousands of atoms, and holding every table until all were made cost hundreds

@@ -1035,6 +1035,8 @@ fn read_stored(
             continue;
         }
         done.insert(s, k);
+        // One part's walks are all in its one slot, so the maps serve every walk here.
+        debug_assert!(stored.iter().flatten().all(|t| t.0 == s.0));
         let part = &known.parts[s.0 as usize];
         if path_map.len() < part.ids.paths.items.len() + 1 {
             path_map.resize(part.ids.paths.items.len() + 1, 0);
