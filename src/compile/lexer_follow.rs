@@ -40,6 +40,7 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
             let mut lens = Vec::with_capacity(states.len());
             let mut succ = Vec::new();
             let mut dies = Vec::with_capacity(states.len());
+            let mut scratch: Vec<u32> = Vec::new();
             for q in states {
                 let q0 = id(q);
                 let mut d: Dies = [0; 4];
@@ -49,7 +50,7 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
                     }
                 }
                 dies.push(d);
-                let from = succ.len();
+                scratch.clear();
                 if q != 0 {
                     for &byte in &reps {
                         for q1 in [Some(lexer.next_rep(q0, byte)), lexer.next_exit(q0, byte)]
@@ -57,21 +58,15 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
                             .flatten()
                         {
                             if !lexer.is_dead(q1) {
-                                succ.push(q1.as_u32());
+                                scratch.push(q1.as_u32());
                             }
                         }
                     }
-                    succ[from..].sort_unstable();
-                    let mut kept = from;
-                    for i in from..succ.len() {
-                        if kept == from || succ[i] != succ[kept - 1] {
-                            succ[kept] = succ[i];
-                            kept += 1;
-                        }
-                    }
-                    succ.truncate(kept);
+                    scratch.sort_unstable();
+                    scratch.dedup();
                 }
-                lens.push((succ.len() - from) as u32);
+                lens.push(scratch.len() as u32);
+                succ.extend_from_slice(&scratch);
             }
             (lens, succ, dies)
         })
@@ -80,12 +75,12 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
     let mut succ: Vec<u32> = Vec::new();
     let mut dies_of: Vec<Dies> = Vec::with_capacity(n);
     for (lens, block, dies) in blocks {
+        let mut at = succ.len() as u32;
         for l in lens {
-            succ_at.push(succ.len() as u32);
-            succ.resize(succ.len() + l as usize, 0);
+            succ_at.push(at);
+            at += l;
         }
-        let at = succ.len() - block.len();
-        succ[at..].copy_from_slice(&block);
+        succ.extend_from_slice(&block);
         dies_of.extend(dies);
     }
     succ_at.push(succ.len() as u32);
