@@ -501,6 +501,9 @@ impl hashbrown::Equivalent<Key> for KeyRef<'_> {
     }
 }
 
+/// No state linked (see [`SubsetBuilder::up`]).
+const NO_LINK: u32 = u32::MAX;
+
 /// The plain terminals' states and the unit position of a counting state: what two
 /// layers must agree on, state for state, to be alike.
 type Combo = (Vec<(u32, u32)>, u32);
@@ -575,6 +578,8 @@ fn subset_construction(
         prio: &prio,
         shift,
         shift_source: Vec::new(),
+        up: Vec::new(),
+        down: Vec::new(),
         shifted: 0,
     };
     b.add(Key {
@@ -675,6 +680,11 @@ struct SubsetBuilder<'a> {
     /// [`SubsetBuilder::shift_row`]): a counting state whose row is filled and was not
     /// rewritten into a run's template.
     shift_source: Vec<bool>,
+    /// Per state, the state with the same plain part and unit position one count up
+    /// ([`NO_LINK`]: not known yet), found once instead of hashed row after row.
+    up: Vec<u32>,
+    /// The inverse of `up`.
+    down: Vec<u32>,
     /// Rows filled by shifting.
     shifted: usize,
 }
@@ -694,6 +704,8 @@ impl SubsetBuilder<'_> {
         self.keys.push(key);
         self.trans.extend(std::iter::repeat_n(0, self.stride));
         self.shift_source.push(false);
+        self.up.push(NO_LINK);
+        self.down.push(NO_LINK);
         Ok(id)
     }
 
@@ -834,12 +846,19 @@ impl SubsetBuilder<'_> {
         if !self.shift || p.c == 0 || k.is_critical(p.c) || k.is_critical(p.c + 1) {
             return Ok(false);
         }
-        let below = KeyRef {
-            plain: &self.keys[s as usize].plain,
-            count: Some(CountPos { u: p.u, c: p.c - 1 }),
-        };
-        let Some(&s0) = self.index.get(&below) else {
-            return Ok(false);
+        let s0 = match self.down[s as usize] {
+            NO_LINK => {
+                let below = KeyRef {
+                    plain: &self.keys[s as usize].plain,
+                    count: Some(CountPos { u: p.u, c: p.c - 1 }),
+                };
+                let Some(&s0) = self.index.get(&below) else {
+                    return Ok(false);
+                };
+                self.link(s0, s);
+                s0
+            }
+            s0 => s0,
         };
         if !self.shift_source[s0 as usize] {
             return Ok(false);
@@ -855,13 +874,14 @@ impl SubsetBuilder<'_> {
                 let t = match self.keys[t0 as usize].count {
                     // Dead, or a closed lexeme's plain state: the same from either count.
                     None => t0,
+                    Some(_) if self.up[t0 as usize] != NO_LINK => self.up[t0 as usize],
                     Some(q) => {
                         let up = Some(CountPos { u: q.u, c: q.c + 1 });
                         let found = self.index.get(&KeyRef {
                             plain: &self.keys[t0 as usize].plain,
                             count: up,
                         });
-                        match found {
+                        let t = match found {
                             Some(&id) => id,
                             None => {
                                 let plain = self.keys[t0 as usize].plain.clone();
@@ -869,7 +889,9 @@ impl SubsetBuilder<'_> {
                                 layers.entry(q.c + 1).or_default().push(id);
                                 id
                             }
-                        }
+                        };
+                        self.link(t0, t);
+                        t
                     }
                 };
                 last = (t0, t);
@@ -880,6 +902,24 @@ impl SubsetBuilder<'_> {
         self.shift_source[s as usize] = true;
         self.shifted += 1;
         Ok(true)
+    }
+
+    /// Records that `b` is `a` one count up.
+    fn link(&mut self, a: u32, b: u32) {
+        self.up[a as usize] = b;
+        self.down[b as usize] = a;
+    }
+
+    /// Forgets `s`'s links (its key is about to change).
+    fn unlink(&mut self, s: u32) {
+        let up = std::mem::replace(&mut self.up[s as usize], NO_LINK);
+        if up != NO_LINK {
+            self.down[up as usize] = NO_LINK;
+        }
+        let down = std::mem::replace(&mut self.down[s as usize], NO_LINK);
+        if down != NO_LINK {
+            self.up[down as usize] = NO_LINK;
+        }
     }
 
     /// Cuts a run at layer `c` (whose states are `layer`, equal to the layer before as
@@ -919,6 +959,7 @@ impl SubsetBuilder<'_> {
         for ((plain, x), (_, e)) in starts.into_iter().zip(pending) {
             let old = self.keys[e as usize].clone();
             self.index.remove(&old);
+            self.unlink(e);
             let key = Key {
                 plain,
                 count: Some(CountPos {
