@@ -827,8 +827,8 @@ impl SubsetBuilder<'_> {
     /// with the same plain part and unit position one count below, when that row is
     /// filled and no critical count separates the two (`false`: nothing done).
     ///
-    /// Why: between critical counts, a step depends on the count only through it, so the
-    /// two rows agree target for target, counts shifted by one. A counted string's layers
+    /// Why: a step reads the count only by comparing it with the critical counts, so with
+    /// none between them the two rows agree target for target, counts shifted by one. A counted string's layers
     /// within a token's length of each critical count are explicit (o6232: 78,661 states,
     /// all but 89 in layers, 107 byte classes); shifting costs a lookup per distinct
     /// target where stepping cost one per byte class. States are made in the same order
