@@ -17,7 +17,9 @@ use std::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
-use crate::ids::LexStateId;
+use rayon::prelude::*;
+
+use crate::ids::{LexStateId, TerminalId};
 use crate::lexer::{LexFollow, LexPos, LexerDfa};
 
 /// For every lexer state, the state that stands for it where a token ends: the least
@@ -226,38 +228,68 @@ fn refinement_key(
     }
 }
 
+/// Per state an offset into a list of `(byte class, successor)` runs (see [`step_runs`]).
+type StepRuns = (Vec<u32>, Vec<(u32, u32)>);
+
 /// Each state's step function as runs of byte classes with one successor (most bytes
 /// go to a few states, so keys stay short): `runs[run_start[q]..run_start[q + 1]]`.
-fn step_runs(lexer: &LexerDfa) -> (Vec<u32>, Vec<(u32, u32)>) {
+///
+/// States are read in parallel blocks: a counted string's lexer has 40K–100K states of
+/// ~100 classes, and reading them on one thread was a fifth of the refinement (summed
+/// over the 30 schemas around the MaskBench p99).
+fn step_runs(lexer: &LexerDfa) -> StepRuns {
+    // Small blocks under test, so that the unit tests' lexers span several.
+    const BLOCK: usize = if cfg!(test) { 7 } else { 4096 };
     let n = lexer.num_states();
     // Bytes of a class behave alike: one of each is enough.
     let class_reps = lexer.class_representatives();
-    let mut run_start: Vec<u32> = vec![0];
-    let mut runs: Vec<(u32, u32)> = Vec::new();
-    for q in 0..n {
-        for (c, &b) in class_reps.iter().enumerate() {
-            let r = lexer.next_rep(LexStateId::new(q), b).as_u32();
-            if runs.len() == run_start[q] as usize || runs.last().map(|x| x.1) != Some(r) {
-                runs.push((c as u32, r));
+    // Per block, its states' run counts (not yet offsets) and runs.
+    let blocks: Vec<StepRuns> = (0..n.div_ceil(BLOCK))
+        .into_par_iter()
+        .map(|i| {
+            let mut lens = Vec::with_capacity(BLOCK);
+            let mut runs: Vec<(u32, u32)> = Vec::new();
+            for q in i * BLOCK..n.min((i + 1) * BLOCK) {
+                let first = runs.len();
+                for (c, &b) in class_reps.iter().enumerate() {
+                    let r = lexer.next_rep(LexStateId::new(q), b).as_u32();
+                    if runs.len() == first || runs.last().map(|x| x.1) != Some(r) {
+                        runs.push((c as u32, r));
+                    }
+                }
+                lens.push((runs.len() - first) as u32);
             }
+            (lens, runs)
+        })
+        .collect();
+    let mut run_start: Vec<u32> = Vec::with_capacity(n + 1);
+    run_start.push(0);
+    let mut runs: Vec<(u32, u32)> = Vec::with_capacity(blocks.iter().map(|b| b.1.len()).sum());
+    for (lens, block_runs) in blocks {
+        for len in lens {
+            run_start.push(run_start.last().copied().unwrap_or(0) + len);
         }
-        run_start.push(runs.len() as u32);
+        runs.extend(block_runs);
     }
     (run_start, runs)
 }
 
 /// Depth 0: the labels a walk reads at a state, numbered in order of first appearance.
+///
+/// Labels are looked up by borrowed emission lists and fixed-size keys: allocating two
+/// vectors per state was most of this for 100K-state lexers.
 fn depth_zero_classes(lexer: &LexerDfa, reps: &[LexStateId]) -> Vec<u32> {
-    let mut emit_ids: HashMap<Vec<u32>, u32> = HashMap::new();
-    let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
+    let mut emit_ids: HashMap<&[TerminalId], u32> = HashMap::new();
+    let mut index: HashMap<[u32; 4], u32> = HashMap::new();
     (0..lexer.num_states())
         .map(|q| {
             let s = LexStateId::new(q);
-            let emits = lexer.emits(s).iter().map(|t| t.as_u32()).collect();
-            let label = vec![
+            let next = emit_ids.len() as u32;
+            let emits = *emit_ids.entry(lexer.emits(s)).or_insert(next);
+            let label = [
                 q.min(2) as u32,
                 u32::from(lexer.can_extend(s)),
-                intern(&mut emit_ids, emits),
+                emits,
                 // Only an extendable state can be where a token ends pending.
                 if lexer.can_extend(s) {
                     reps[q].as_u32()
@@ -265,7 +297,8 @@ fn depth_zero_classes(lexer: &LexerDfa, reps: &[LexStateId]) -> Vec<u32> {
                     u32::MAX
                 },
             ];
-            intern(&mut index, label)
+            let next = index.len() as u32;
+            *index.entry(label).or_insert(next)
         })
         .collect()
 }
@@ -323,11 +356,6 @@ impl KeyArena {
         self.table.insert_unique(h, i, |&j| spans[j as usize].0);
         i
     }
-}
-
-fn intern(index: &mut HashMap<Vec<u32>, u32>, key: Vec<u32>) -> u32 {
-    let next = index.len() as u32;
-    *index.entry(key).or_insert(next)
 }
 
 #[cfg(test)]
