@@ -228,7 +228,8 @@ fn refinement_key(
     }
 }
 
-/// Per state an offset into a list of `(byte class, successor)` runs (see [`step_runs`]).
+/// `(byte class, successor)` runs and, per state, where its runs start (see [`step_runs`];
+/// while blocks are read, how many runs each state has).
 type StepRuns = (Vec<u32>, Vec<(u32, u32)>);
 
 /// Each state's step function as runs of byte classes with one successor (most bytes
