@@ -437,72 +437,81 @@ pub fn alike_positions(
     }
     let loops: Vec<AtomicU64> = (0..lexer.num_states()).map(|_| AtomicU64::new(0)).collect();
     let reps = ByteReps::new(lexer);
-    // Per walk, the first walk of its part with the same outcomes.
-    let alike_lists: Vec<Vec<WalkedPart>> = (0..=255u8)
-        .into_par_iter()
-        .map(|b| {
-            let mut cache = StateCache {
+    // Per walk, the first walk of its part with the same outcomes. Parts are walked in
+    // parallel one by one, not a first byte's parts at a time: the space's long parts
+    // alone were a third of the walking (o42552), which one thread did while the other
+    // was done.
+    let long_parts: Vec<usize> = (0..256 * nb)
+        .filter(|&j| j % nb > short && part_walks[j].1 - part_walks[j].0 > 1)
+        .collect();
+    // One cache per thread (`map_init` would make one per split job, each allocating a
+    // slot per lexer state).
+    let caches: Vec<std::sync::Mutex<StateCache<'_>>> = (0..rayon::current_num_threads())
+        .map(|_| {
+            std::sync::Mutex::new(StateCache {
                 ends: Vec::new(),
                 loops: &loops,
                 reps: &reps,
                 outs: Vec::new(),
                 ref_state: Vec::new(),
                 at: Vec::new(),
-            };
-            (0..nb)
-                .filter(|&i| i > short)
-                .map(|i| b as usize * nb + i)
-                .filter(|&j| part_walks[j].1 - part_walks[j].0 > 1)
-                .map(|j| {
-                    let (w0, w1) = part_walks[j];
-                    if cache.ends.is_empty() {
-                        cache.ends = vec![(NO_STATE, (0, 0)); lexer.num_states()];
-                    }
-                    let reference = (w0..w1)
-                        .max_by_key(|&w| pairs_in[w as usize])
-                        .map_or(0, |w| (w - w0) as usize);
-                    let mut ids = LocalIds::default();
-                    let every = vec![true; (w1 - w0) as usize];
-                    walk_part(
-                        lexer,
-                        emits,
-                        walks,
-                        &canon,
-                        j,
-                        w0..w1,
-                        reference,
-                        &every,
-                        &mut ids,
-                        &mut cache,
-                    );
-                    // Each class's runs are kept (with the part's ids) for `atomize`.
-                    let mut first: HashMap<RunsKey<'_>, (u32, u32)> = HashMap::new();
-                    let mut runs: Vec<Runs> = Vec::new();
-                    let (alike, rep_of): (Vec<u32>, Vec<u32>) = cache.outs[..(w1 - w0) as usize]
-                        .iter()
-                        .zip(w0..)
-                        .map(|(r, w)| {
-                            *first
-                                .entry((&r.starts[..], &r.outs[..]))
-                                .or_insert_with(|| {
-                                    runs.push(r.clone());
-                                    (w, runs.len() as u32 - 1)
-                                })
+            })
+        })
+        .collect();
+    let walked_parts: Vec<WalkedPart> = long_parts
+        .into_par_iter()
+        .map(|j| {
+            // Each thread locks only its own cache.
+            let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
+            let mut guard = caches[slot].lock().unwrap_or_else(|e| e.into_inner());
+            let cache = &mut *guard;
+            let (w0, w1) = part_walks[j];
+            if cache.ends.is_empty() {
+                cache.ends = vec![(NO_STATE, (0, 0)); lexer.num_states()];
+            }
+            let reference = (w0..w1)
+                .max_by_key(|&w| pairs_in[w as usize])
+                .map_or(0, |w| (w - w0) as usize);
+            let mut ids = LocalIds::default();
+            let every = vec![true; (w1 - w0) as usize];
+            walk_part(
+                lexer,
+                emits,
+                walks,
+                &canon,
+                j,
+                w0..w1,
+                reference,
+                &every,
+                &mut ids,
+                cache,
+            );
+            // Each class's runs are kept (with the part's ids) for `atomize`.
+            let mut first: HashMap<RunsKey<'_>, (u32, u32)> = HashMap::new();
+            let mut runs: Vec<Runs> = Vec::new();
+            let (alike, rep_of): (Vec<u32>, Vec<u32>) = cache.outs[..(w1 - w0) as usize]
+                .iter()
+                .zip(w0..)
+                .map(|(r, w)| {
+                    *first
+                        .entry((&r.starts[..], &r.outs[..]))
+                        .or_insert_with(|| {
+                            runs.push(r.clone());
+                            (w, runs.len() as u32 - 1)
                         })
-                        .unzip();
-                    WalkedPart {
-                        first_walk: w0,
-                        alike,
-                        rep_of,
-                        known: KnownPart { ids, runs },
-                    }
                 })
-                .collect()
+                .unzip();
+            WalkedPart {
+                first_walk: w0,
+                alike,
+                rep_of,
+                known: KnownPart { ids, runs },
+            }
         })
         .collect();
     let mut alike: Vec<u32> = (0..walks.len() as u32).collect();
     let mut outcomes = WalkOutcomes::default();
-    for walked in alike_lists.into_iter().flatten() {
+    for walked in walked_parts {
         let WalkedPart {
             first_walk: w0,
             alike: list,
