@@ -101,6 +101,21 @@ struct Effect {
     skip: u32,
 }
 
+impl Effect {
+    /// When a state with this key is built in the drain. Shift states by depth, shallow
+    /// first: besides lookahead checks, they feed only shift states of their own depth
+    /// or deeper. Lookahead checks last: they are fed from every depth (their key has
+    /// none) and feed only each other, so building them at depth 0 rebuilt them each
+    /// time a deeper state added riders (45% of a Kubernetes schema's builds were
+    /// rebuilds, 24% with this order).
+    fn order(&self) -> u32 {
+        match self.what {
+            Next::Shift(_) => self.depth,
+            Next::Look(_) => u32::MAX,
+        }
+    }
+}
+
 /// What the suspended reduction was for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Next {
@@ -331,7 +346,8 @@ struct Builder<'a> {
     edges: Vec<NfaEdge>,
     targets: Vec<(DwaStateId, WeightId)>,
     edge_index: HashMap<(WeightId, Vec<(DwaStateId, WeightId)>), u32>,
-    /// States whose riders grew, by depth (shallow first: they feed deeper ones).
+    /// States whose riders grew, by [`Effect::order`]: a state is built after the
+    /// states that can feed it, where possible, so that few are built twice.
     queue: BTreeSet<(u32, DwaStateId)>,
     /// `(state, interned rider set)` pairs known to be inside the state's riders: riders
     /// only grow, so a set once inside stays inside. Edges hand the same large sets to
@@ -848,7 +864,7 @@ impl Builder<'_> {
         if !w.is_subset(old) {
             let grown = old | w;
             info.riders = self.ex.keys.intern(&grown);
-            self.queue.insert((e.depth, id));
+            self.queue.insert((e.order(), id));
         }
         Ok(id)
     }
