@@ -26,8 +26,8 @@
 //! grows). Decided classes are subtracted from everything waiting on the same edge
 //! (final-weight subtraction), so walks stop early.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 
 use hashbrown::{HashMap, HashSet};
 use rayon::prelude::*;
@@ -176,6 +176,70 @@ impl Outcome {
 /// with no sorting, 1.6 s with this bound or 256, 1.7 s with 4,096, 2.4 s with 16,384.
 const SORTED_UNION_MAX: u64 = 1024;
 
+/// One set an [`Outcome`] is gathered from: the builder's own (a trie node's, borrowed for
+/// as long as the pieces), one made here, or a union the starts share.
+#[derive(Clone)]
+enum Piece<'s> {
+    Borrowed(&'s RoaringBitmap),
+    Owned(RoaringBitmap),
+    Shared(Arc<RoaringBitmap>),
+}
+
+impl std::ops::Deref for Piece<'_> {
+    type Target = RoaringBitmap;
+
+    fn deref(&self) -> &RoaringBitmap {
+        match self {
+            Piece::Borrowed(b) => b,
+            Piece::Owned(b) => b,
+            Piece::Shared(b) => b,
+        }
+    }
+}
+
+impl Piece<'_> {
+    fn into_owned(self) -> RoaringBitmap {
+        match self {
+            Piece::Borrowed(b) => b.clone(),
+            Piece::Owned(b) => b,
+            Piece::Shared(b) => Arc::unwrap_or_clone(b),
+        }
+    }
+}
+
+/// Smallest group of trie nodes whose final sets [`GroupUnions`] keeps united.
+const GROUP_UNION_MIN: usize = 4;
+
+/// Unions of trie nodes' final sets, by node list and final group, shared by every
+/// start's explorer. A string position's hundreds of literals each end in a node of
+/// their own and are decided as one group; most starts meet the same groups (kb_1007:
+/// 11,729 groups decided, 1,871 distinct, 3.4M of the starts' 4.8M pieces), and
+/// uniting a group's pieces once, not once per start, spares the multi-way union
+/// most of its pieces. The union depends only on the key, so which thread makes it
+/// does not matter.
+#[derive(Default)]
+struct GroupUnions {
+    map: Mutex<HashMap<Vec<u32>, Arc<RoaringBitmap>>>,
+}
+
+impl GroupUnions {
+    /// The union for `key`, made by `make` if no explorer made it yet.
+    fn get(&self, key: Vec<u32>, make: impl FnOnce() -> RoaringBitmap) -> Arc<RoaringBitmap> {
+        // A poisoned lock only means another start panicked; the map is still whole.
+        if let Some(u) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return u.clone();
+        }
+        // Made outside the lock: two explorers may both make it, with equal results.
+        let u = Arc::new(make());
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key)
+            .or_insert(u)
+            .clone()
+    }
+}
+
 /// An [`Outcome`] gathered piece by piece (its own sets and its sub-explorations'),
 /// unioned once at the end: a start adds hundreds of pieces to a few effects (a large
 /// object's key positions: 13K classes to two effects), and adding them one at a time
@@ -187,12 +251,12 @@ const SORTED_UNION_MAX: u64 = 1024;
 /// instructions, more in page faults.
 #[derive(Default)]
 struct Pieces<'s> {
-    decided: Vec<Cow<'s, RoaringBitmap>>,
-    waits: HashMap<Effect, Vec<Cow<'s, RoaringBitmap>>>,
+    decided: Vec<Piece<'s>>,
+    waits: HashMap<Effect, Vec<Piece<'s>>>,
 }
 
 impl<'s> Pieces<'s> {
-    fn wait(&mut self, e: Effect, w: Cow<'s, RoaringBitmap>) {
+    fn wait(&mut self, e: Effect, w: Piece<'s>) {
         if !w.is_empty() {
             self.waits.entry(e).or_default().push(w);
         }
@@ -201,26 +265,26 @@ impl<'s> Pieces<'s> {
     /// Adds an outcome.
     fn absorb(&mut self, o: Outcome) {
         if !o.decided.is_empty() {
-            self.decided.push(Cow::Owned(o.decided));
+            self.decided.push(Piece::Owned(o.decided));
         }
         for (e, w) in o.waits {
-            self.wait(e, Cow::Owned(w));
+            self.wait(e, Piece::Owned(w));
         }
     }
 
     /// Adds a memoized outcome, its sets read from `sets`.
     fn absorb_kept(&mut self, o: &Kept, sets: &WeightTable) {
         if o.decided != WeightId::new(0) {
-            self.decided.push(Cow::Owned(sets.get(o.decided).clone()));
+            self.decided.push(Piece::Owned(sets.get(o.decided).clone()));
         }
         for &(e, w) in &o.waits {
-            self.wait(e, Cow::Owned(sets.get(w).clone()));
+            self.wait(e, Piece::Owned(sets.get(w).clone()));
         }
     }
 
     /// The union of the pieces.
     fn into_outcome(self) -> Outcome {
-        fn union(pieces: Vec<Cow<'_, RoaringBitmap>>) -> RoaringBitmap {
+        fn union(pieces: Vec<Piece<'_>>) -> RoaringBitmap {
             // Few pieces merge directly; many small ones are sorted together; many large
             // ones go through roaring's multi-way union, which accumulates in bitmap
             // containers and converts each back to an array when it is sparse (a scan of
@@ -228,11 +292,11 @@ impl<'s> Pieces<'s> {
             // thousands of pieces of a few classes each).
             if pieces.len() <= 2 {
                 let mut it = pieces.into_iter();
-                let mut u = it.next().map(Cow::into_owned).unwrap_or_default();
+                let mut u = it.next().map(Piece::into_owned).unwrap_or_default();
                 for p in it {
                     match p {
-                        Cow::Owned(p) => u |= p,
-                        Cow::Borrowed(p) => u |= p,
+                        Piece::Owned(p) => u |= p,
+                        p => u |= &*p,
                     }
                 }
                 return u;
@@ -330,6 +394,8 @@ struct Explorer<'a> {
     /// from the automaton's weights, which only hold sets an edge uses.
     keys: WeightTable,
     explore_memo: HashMap<(u32, Stack, WeightId), Kept>,
+    /// Group unions, shared with the other starts' explorers.
+    groups: &'a GroupUnions,
 }
 
 struct Builder<'a> {
@@ -372,8 +438,10 @@ impl<'a> Explorer<'a> {
         actionable: &'a [TermSet],
         canon: &'a [ProductionId],
         rep: &'a [LrStateId],
+        groups: &'a GroupUnions,
     ) -> Self {
         Explorer {
+            groups,
             tables,
             sets,
             actionable,
@@ -537,7 +605,7 @@ impl<'a> Explorer<'a> {
                     }
                     let kf = c & k;
                     if !kf.is_empty() {
-                        self.decide_final(s, follow, Cow::Owned(kf), pieces);
+                        self.decide_final(s, follow, Piece::Owned(kf), pieces);
                     }
                 }
             }
@@ -545,7 +613,7 @@ impl<'a> Explorer<'a> {
                 for (j, kf) in &sh.trie.nodes[n as usize].finals {
                     let follow = &finals[*j as usize].0;
                     if follow.intersects(act) {
-                        self.decide_final(s, follow, Cow::Borrowed(kf), pieces);
+                        self.decide_final(s, follow, Piece::Borrowed(kf), pieces);
                     }
                 }
             }
@@ -562,17 +630,19 @@ impl<'a> Explorer<'a> {
                 }
                 ends.sort_unstable_by_key(|e| e.0);
                 for group in ends.chunk_by(|a, b| a.0 == b.0) {
-                    let follow = &finals[group[0].0 as usize].0;
-                    match self.decision(s, follow) {
-                        None => pieces
-                            .decided
-                            .extend(group.iter().map(|&(_, kf)| Cow::Borrowed(kf))),
-                        Some(effects) => {
-                            for e in effects {
-                                for &(_, kf) in group {
-                                    pieces.wait(e, Cow::Borrowed(kf));
-                                }
-                            }
+                    let j = group[0].0;
+                    let follow = &finals[j as usize].0;
+                    let Some(effects) = self.decision(s, follow) else {
+                        self.group_pieces(ns, j, group, &mut pieces.decided);
+                        continue;
+                    };
+                    let mut ws = Vec::new();
+                    for e in effects {
+                        if ws.is_empty() {
+                            self.group_pieces(ns, j, group, &mut ws);
+                        }
+                        for w in &ws {
+                            pieces.wait(e, w.clone());
                         }
                     }
                 }
@@ -611,7 +681,7 @@ impl<'a> Explorer<'a> {
                         // the pieces.
                         let set = &sh.trie.nodes[child as usize].set;
                         for e in waits.drain(..) {
-                            pieces.wait(e, Cow::Borrowed(set));
+                            pieces.wait(e, Piece::Borrowed(set));
                         }
                     }
                 }
@@ -634,6 +704,28 @@ impl<'a> Explorer<'a> {
                 }
             }
         }
+    }
+
+    /// The final sets of final group `j` in nodes `ns` (`group`, by node) as pieces: one
+    /// shared union for a large group, else the sets themselves.
+    fn group_pieces(
+        &self,
+        ns: &[u32],
+        j: u32,
+        group: &[(u32, &'a RoaringBitmap)],
+        out: &mut Vec<Piece<'a>>,
+    ) {
+        if group.len() < GROUP_UNION_MIN {
+            out.extend(group.iter().map(|&(_, kf)| Piece::Borrowed(kf)));
+            return;
+        }
+        let mut key = Vec::with_capacity(ns.len() + 1);
+        key.push(j);
+        key.extend_from_slice(ns);
+        let u = self
+            .groups
+            .get(key, || group.iter().map(|&(_, kf)| kf).union());
+        out.push(Piece::Shared(u));
     }
 
     /// Whether riders ending on stack `s`, where the terminals `follow` may come next, are
@@ -674,7 +766,7 @@ impl<'a> Explorer<'a> {
         &mut self,
         s: &[LrStateId],
         follow: &TermSet,
-        kf: Cow<'a, RoaringBitmap>,
+        kf: Piece<'a>,
         pieces: &mut Pieces<'a>,
     ) {
         match self.decision(s, follow) {
@@ -708,7 +800,7 @@ impl<'a> Explorer<'a> {
                 self.explore(depth + 1, &r, Riders::Set(next), pieces);
             }
             for e in waits.drain(..) {
-                pieces.wait(e, Cow::Owned(next.clone()));
+                pieces.wait(e, Piece::Owned(next.clone()));
             }
         }
     }
@@ -1297,11 +1389,13 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     let canon = canonical_productions(lr);
     let class = state_classes(lr, &actionable);
     let rep = class_representatives(&class);
+    let groups = GroupUnions::default();
     let started = start_automaton(
         tables,
         &sets,
         (&actionable, &canon, &class, &rep),
         goto_sources,
+        &groups,
         &limits,
     );
     let automaton = || started.and_then(|b| b.finish(&sets, nshapes, &limits));
@@ -1518,6 +1612,7 @@ fn start_automaton<'a>(
     sets: &'a ClassSets,
     (actionable, canon, class, rep): LrFacts<'a>,
     goto_sources: Vec<Vec<LrStateId>>,
+    groups: &'a GroupUnions,
     limits: &DwaLimits,
 ) -> Result<Started<'a>, GrammarError> {
     let lr = &tables.lr;
@@ -1525,7 +1620,7 @@ fn start_automaton<'a>(
     let max_states = limits.max_states;
     let mut b = Builder {
         tables,
-        ex: Explorer::new(tables, sets, actionable, canon, rep),
+        ex: Explorer::new(tables, sets, actionable, canon, rep, groups),
         goto_sources,
         weights: WeightTable::default(),
         info: Vec::new(),
@@ -1567,7 +1662,8 @@ fn start_automaton<'a>(
         .filter(|&x| class_rep.try_insert(class[x], x).is_ok())
         .collect();
     // Starts are explored in parallel, each by an explorer of its own: they share no
-    // exploration (see `Explorer::explore_fresh`), and the lookahead sets each interned
+    // exploration (see `Explorer::explore_fresh`), only unions of sets that depend on
+    // nothing else (`GroupUnions`), and the lookahead sets each interned
     // are renumbered into the shared explorer's in start order, so the automaton does not
     // depend on the thread count. Chunks bound how many outcomes wait at once.
     const START_CHUNK: usize = 256;
@@ -1575,7 +1671,7 @@ fn start_automaton<'a>(
         let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = chunk
             .par_iter()
             .map(|&x| {
-                let mut ex = Explorer::new(tables, sets, actionable, canon, rep);
+                let mut ex = Explorer::new(tables, sets, actionable, canon, rep, groups);
                 // Every shape's classes at once (the trie's root): shapes' classes are
                 // disjoint, so a configuration recovers its part by intersecting with
                 // its shape's classes.
