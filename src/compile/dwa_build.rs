@@ -1136,17 +1136,15 @@ impl Builder<'_> {
         while let Some(&(order, _)) = self.queue.first() {
             // A wave too small to share is built one state at a time, each seeing what the
             // one before it fed (as in id order, with no rebuilds from batching).
-            let wave = self
-                .queue
-                .iter()
-                .take(DRAIN_PARALLEL_MIN)
-                .take_while(|q| q.0 == order)
-                .count();
-            let take = if !parallel || wave < DRAIN_PARALLEL_MIN {
-                1
-            } else {
-                DRAIN_BATCH
-            };
+            let wide = parallel
+                && self
+                    .queue
+                    .iter()
+                    .take(DRAIN_PARALLEL_MIN)
+                    .take_while(|q| q.0 == order)
+                    .count()
+                    == DRAIN_PARALLEL_MIN;
+            let take = if wide { DRAIN_BATCH } else { 1 };
             batch.clear();
             while batch.len() < take {
                 match self.queue.first() {
