@@ -391,8 +391,8 @@ struct StateInfo {
 }
 
 /// Explores what riding classes do on known stacks: the part of the build that only
-/// reads the tables and class sets, so that starts can be explored in parallel (one
-/// explorer per start) while resumed states share one.
+/// reads the tables and class sets, so that it runs in parallel (one explorer per start,
+/// and one per thread for resumed states; see [`Builder::drain`]).
 struct Explorer<'a> {
     tables: &'a Tables,
     sets: &'a ClassSets,
@@ -424,6 +424,8 @@ struct Explorer<'a> {
 
 struct Builder<'a> {
     tables: &'a Tables,
+    /// Holds the states' rider sets (`keys`) and the lookahead sets their effects name;
+    /// the other explorers' outcomes are renumbered into it.
     ex: Explorer<'a>,
     /// LR states with a goto on each nonterminal.
     goto_sources: Vec<Vec<LrStateId>>,
