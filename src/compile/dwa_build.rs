@@ -482,6 +482,19 @@ impl<'a> Explorer<'a> {
         }
     }
 
+    /// A new explorer over the same tables, class sets and shared unions, with empty
+    /// memos and lookahead sets of its own.
+    fn fresh(&self) -> Explorer<'a> {
+        Explorer::new(
+            self.tables,
+            self.sets,
+            self.actionable,
+            self.canon,
+            self.rep,
+            self.groups,
+        )
+    }
+
     /// Every way of consuming terminal `t` on the known stack `k`, by index into
     /// `consumes`.
     fn consume(&mut self, k: &[LrStateId], t: TerminalId) -> u32 {
@@ -1118,18 +1131,8 @@ impl Builder<'_> {
     /// depend on the thread count. A state fed by one before it in its batch is built
     /// again in a later batch; any build order reaches the same riders.
     fn drain(&mut self) -> Result<(), GrammarError> {
-        let ex = &self.ex;
         let mut workers: Vec<Mutex<Explorer<'_>>> = (0..rayon::current_num_threads())
-            .map(|_| {
-                Mutex::new(Explorer::new(
-                    ex.tables,
-                    ex.sets,
-                    ex.actionable,
-                    ex.canon,
-                    ex.rep,
-                    ex.groups,
-                ))
-            })
+            .map(|_| Mutex::new(self.ex.fresh()))
             .collect();
         // Per worker, its lookahead sets' ids in the builder's explorer (see `adopt_looks`).
         let mut look_ids: Vec<Vec<u32>> = vec![Vec::new(); workers.len()];
@@ -1800,10 +1803,11 @@ fn start_automaton<'a>(
     // automaton does not depend on the thread count. Chunks bound how many outcomes wait at once.
     const START_CHUNK: usize = 256;
     for chunk in reps.chunks(START_CHUNK) {
+        let proto = &b.ex;
         let outs: Vec<(Outcome, Vec<Vec<TerminalId>>)> = chunk
             .par_iter()
             .map(|&x| {
-                let mut ex = Explorer::new(tables, sets, actionable, canon, rep, groups);
+                let mut ex = proto.fresh();
                 // Every shape's classes at once (the trie's root): shapes' classes are
                 // disjoint, so a configuration recovers its part by intersecting with
                 // its shape's classes.
