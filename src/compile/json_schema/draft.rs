@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::resolve::ASSERTIONS;
 
 /// Keywords whose value is one schema.
-const ONE: &[&str] = &[
+pub(super) const ONE: &[&str] = &[
     "additionalItems",
     "additionalProperties",
     "not",
@@ -28,9 +28,9 @@ const ONE: &[&str] = &[
     "items",
 ];
 /// Keywords whose value is a list of schemas.
-const LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+pub(super) const LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
 /// Keywords whose value maps names to schemas.
-const MAP: &[&str] = &[
+pub(super) const MAP: &[&str] = &[
     "properties",
     "patternProperties",
     "definitions",

@@ -5,11 +5,13 @@
 //! so it lowers to an `enum` of those values — exact whatever the other keywords are.
 //! Which values validate is decided by the `jsonschema` crate (the reference validator),
 //! under drafts 7, 2019-09 and 2020-12 since schemas rarely name their draft: when the
-//! drafts disagree on a value, the node is refused. Depends on `serde_json` and
-//! `jsonschema`; used by `lower` only.
+//! drafts disagree on a value, the node is refused. Depends on `serde_json`,
+//! `jsonschema` and `resolve::ASSERTIONS`; used by `lower` only.
 
 use jsonschema::Draft;
 use serde_json::{Map, Value};
+
+use super::resolve::ASSERTIONS;
 
 /// Keywords that may sit beside `enum`/`const` without making the node need a validator.
 const PLAIN: &[&str] = &[
@@ -46,7 +48,10 @@ pub fn candidates(node: &Map<String, Value>) -> Option<Vec<Value>> {
         }
         m.get("enum").and_then(Value::as_array).cloned()
     };
-    let needs_validator = node.keys().any(|k| !PLAIN.contains(&k.as_str()));
+    // Keys that assert nothing (vendor `x-…` annotations and the like) need no validator.
+    let needs_validator = node
+        .keys()
+        .any(|k| ASSERTIONS.contains(&k.as_str()) && !PLAIN.contains(&k.as_str()));
     if !needs_validator {
         return None;
     }
@@ -166,6 +171,11 @@ mod tests {
         )
         .is_none());
         assert!(candidates(json!({"not": {"type": "string"}}).as_object().unwrap()).is_none());
+        // Vendor keys assert nothing; an assertion lowering leaves to the validator does.
+        let m = json!({"enum": ["a"], "x-prompt": "p", "default": "a"});
+        assert!(candidates(m.as_object().unwrap()).is_none());
+        let m = json!({"enum": ["a"], "x-prompt": "p", "not": {"const": "b"}});
+        assert_eq!(candidates(m.as_object().unwrap()), Some(vec![json!("a")]));
     }
 
     #[test]

@@ -19,6 +19,7 @@ use super::complement::{
 };
 use super::finite;
 use super::format::{format, Format};
+use super::key;
 use super::number::{
     decimal_half, decimal_range, integer_range, multiple_of, value_spellings, Bound, Side,
     ANY_INTEGER, ANY_NUMBER, NON_INTEGER,
@@ -500,7 +501,7 @@ impl<'a> Lowerer<'a> {
                     Err(e) => return Err(e),
                 }
             }
-            _ => serde_json::to_string(node).unwrap_or_default(),
+            _ => key::schema_key(node),
         };
         if let Some(&n) = self.memo.get(&key) {
             return Ok(Symbol::N(n));
@@ -510,15 +511,18 @@ impl<'a> Lowerer<'a> {
         } else {
             pointer.to_string()
         });
-        self.memo.insert(key, n);
         let finite = node
             .as_object()
             .and_then(finite::candidates)
-            .and_then(|values| finite::filter(self.resolver.root(), node, &values));
-        let body = if let Some(values) = finite {
+            .and_then(|values| finite::filter(self.resolver.root(), node, &values))
+            .map(|values| serde_json::json!({ "enum": values }))
+            // A node that is its values and annotations has the key of its values: it
+            // would be its own body.
+            .filter(|only| key::schema_key(only) != key);
+        self.memo.insert(key, n);
+        let body = if let Some(only) = finite {
             // Only the listed values that satisfy the whole node (see `finite`); when the
             // validator cannot decide, the keywords are lowered (or refused) as usual.
-            let only = serde_json::json!({ "enum": values });
             e_sym(self.schema(&only, &format!("{pointer}/enum"))?)
         } else if let Some(r) = key_ref(node) {
             let (t, tp) = self.resolver.target(&r, pointer)?;
@@ -3005,6 +3009,32 @@ fn quoted_parts(
 #[cfg(test)]
 mod tests {
     use super::ordered_splits;
+    use crate::compile::json_schema::{compile_value, SchemaOptions};
+    use serde_json::Value;
+
+    #[test]
+    fn subschemas_differing_only_in_annotations_share_their_rules() {
+        let object = |note: &str| {
+            serde_json::json!({
+                "type": "object", "description": note, "x-vendor": note,
+                "properties": {"k": {"type": "integer", "minimum": 3, "title": note}}
+            })
+        };
+        let schema = |a: Value, b: Value| {
+            let s = serde_json::json!({"type": "object", "properties": {"a": a, "b": b}});
+            compile_value(&s, &SchemaOptions::default())
+                .expect("compiles")
+                .grammar
+        };
+        let same = schema(object("one"), object("one"));
+        let annotated = schema(object("one"), object("two"));
+        assert_eq!(annotated.nonterminals.len(), same.nonterminals.len());
+        assert_eq!(annotated.productions.len(), same.productions.len());
+        // An assertion that differs still gets rules of its own.
+        let mut other = object("one");
+        other["properties"]["k"]["minimum"] = serde_json::json!(4);
+        assert!(schema(object("one"), other).nonterminals.len() > same.nonterminals.len());
+    }
 
     #[test]
     fn ordered_splits_are_every_ordered_partition_once() {

@@ -21,7 +21,7 @@
 //! [`SchemaOptions::compact`].
 //!
 //! Owns: `draft` (what a declared old draft changes: `$ref` siblings), `string` (value languages → JSON string literal regexes), `number` (ranges),
-//! `format`, `resolve` (`$ref`, `allOf` merging, `if` as a disjunction), `complement`
+//! `format`, `key` (memo keys: a node's assertions only), `resolve` (`$ref`, `allOf` merging, `if` as a disjunction), `complement`
 //! (the negations `oneOf`, `if` and `not` need, as unions of schemas that compile), `finite` (an `enum`/`const` beside
 //! other keywords: its values filtered by the `jsonschema` validator), `lower` (schema →
 //! IR). Depends on the IR, the EBNF expansion and pruning passes, `regex-syntax`,
@@ -31,6 +31,7 @@ mod complement;
 mod draft;
 mod finite;
 mod format;
+mod key;
 mod lower;
 mod number;
 mod resolve;
