@@ -12,11 +12,11 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
+use stackmask::compile::dwa_build::DwaLimits;
 use stackmask::compile::json_schema::{self, SchemaError, SchemaOptions};
 use stackmask::compile::lexer_build::LexerOptions;
 use stackmask::compile::{
-    build_glr_tables_with, compile_grammar, Grammar, GrammarError, GrammarFormat,
+    build_tables_and_dwa, compile_grammar, Grammar, GrammarError, GrammarFormat,
 };
 use stackmask::ids::TokenId;
 use stackmask::runtime::{self, Matcher, VocabFingerprint};
@@ -262,16 +262,9 @@ impl GrammarCompiler {
     ) -> Result<CompiledGrammar, GrammarError> {
         let vocab = self.tokenizer.vocab.clone();
         let inner = py.detach(move || -> Result<runtime::CompiledGrammar, GrammarError> {
-            let opts = LexerOptions::for_vocab(&vocab);
-            let tables = Arc::new(build_glr_tables_with(&grammar, &opts)?);
+            let mut opts = LexerOptions::for_vocab(&vocab);
             if let Some(max) = limits.max_lexer_states {
-                if tables.lexer.num_states() > max {
-                    return Err(GrammarError::TooLarge {
-                        span: Default::default(),
-                        what: format!("lexer ({} states)", tables.lexer.num_states()),
-                        limit: max,
-                    });
-                }
+                opts.max_states = max;
             }
             let mut dwa_limits = DwaLimits::default();
             if let Some(max) = limits.max_automaton_states {
@@ -280,7 +273,8 @@ impl GrammarCompiler {
             if let Some(max) = limits.max_tries {
                 dwa_limits.max_tries = max;
             }
-            let dwa = Arc::new(build_dwa_limited(&tables, &vocab, dwa_limits)?);
+            let (tables, dwa) = build_tables_and_dwa(&grammar, &opts, &vocab, dwa_limits)?;
+            let (tables, dwa) = (Arc::new(tables), Arc::new(dwa));
             Ok(runtime::CompiledGrammar::new(tables, dwa, &vocab))
         })?;
         Ok(CompiledGrammar {

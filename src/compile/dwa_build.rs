@@ -43,14 +43,14 @@ use super::lr_equiv::{
     actionable_terminals, canonical_productions, class_representatives, state_classes,
 };
 use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
-use super::token_atoms::{alike_positions, atomize};
+use super::token_atoms::{alike_positions, atomize, Atoms};
 use super::token_classes::{classify, ClassList, Shape};
 use super::weight_table::WeightTable;
 use crate::dwa::{Dwa, StartPos, WeightSpan, NO_EDGE};
 use crate::glr::Tables;
 use crate::ids::{DwaStateId, LexStateId, LrStateId, ProductionId, TerminalId, WeightId};
-use crate::lexer::{LexPos, LexerDfa};
-use crate::lr::Action;
+use crate::lexer::{LexFollow, LexPos, LexerDfa};
+use crate::lr::{Action, LrTable};
 use crate::termset::TermSet;
 use crate::vocab::Vocab;
 
@@ -394,7 +394,7 @@ struct StateInfo {
 /// reads the tables and class sets, so that it runs in parallel (one explorer per start,
 /// and one per thread for resumed states; see [`Builder::drain`]).
 struct Explorer<'a> {
-    tables: &'a Tables,
+    tables: TableRefs<'a>,
     sets: &'a ClassSets,
     /// Terminals with some action, per LR state.
     actionable: &'a [TermSet],
@@ -423,7 +423,7 @@ struct Explorer<'a> {
 }
 
 struct Builder<'a> {
-    tables: &'a Tables,
+    tables: TableRefs<'a>,
     /// Holds the states' rider sets (`keys`) and the lookahead sets their effects name;
     /// the other explorers' outcomes are renumbered into it.
     ex: Explorer<'a>,
@@ -459,7 +459,7 @@ fn too_large(what: &str, limit: usize) -> GrammarError {
 
 impl<'a> Explorer<'a> {
     fn new(
-        tables: &'a Tables,
+        tables: TableRefs<'a>,
         sets: &'a ClassSets,
         actionable: &'a [TermSet],
         canon: &'a [ProductionId],
@@ -502,7 +502,7 @@ impl<'a> Explorer<'a> {
         if let Some(&c) = self.consume_memo.get(&key) {
             return c;
         }
-        let lr = &self.tables.lr;
+        let lr = self.tables.lr;
         let mut out = Consume::default();
         let mut work: SmallVec<[Stack; 4]> = SmallVec::from_elem(key.0.clone(), 1);
         // Stacks reached by reductions: a short list (a lexeme's reduction chains are
@@ -927,7 +927,7 @@ impl<'a> Explorer<'a> {
         ys: &[LrStateId],
         looks: &[Vec<TerminalId>],
     ) -> Resumed {
-        let lr = &self.tables.lr;
+        let lr = self.tables.lr;
         let lhs = lr.lhs(e.prod);
         let mut out = Resumed {
             sources: Vec::with_capacity(ys.len()),
@@ -1165,7 +1165,7 @@ impl Builder<'_> {
                 }
             }
             let (keys, looks) = (&self.ex.keys, &self.ex.looks);
-            let (sources, lr) = (&self.goto_sources, &self.tables.lr);
+            let (sources, lr) = (&self.goto_sources, self.tables.lr);
             let resume = |&(_, e, rid): &(DwaStateId, Effect, WeightId)| {
                 if e.skip > 0 {
                     return None;
@@ -1307,8 +1307,56 @@ pub fn build_dwa_limited(
     rayon::scope(|_| build_on_worker(tables, vocab, limits))
 }
 
+/// The recognizer tables the automaton is built from, by reference, so that the half of
+/// the build that needs only the lexer can start before the LR table exists
+/// ([`build_tables_and_dwa`]).
+#[derive(Clone, Copy)]
+pub struct TableRefs<'a> {
+    /// The lexer.
+    pub lexer: &'a LexerDfa,
+    /// What can follow each lexer position.
+    pub follow: &'a LexFollow,
+    /// LR tables over the lexer's terminals.
+    pub lr: &'a LrTable,
+}
+
+impl<'a> From<&'a Tables> for TableRefs<'a> {
+    fn from(t: &'a Tables) -> Self {
+        Self {
+            lexer: &t.lexer,
+            follow: &t.follow,
+            lr: &t.lr,
+        }
+    }
+}
+
 fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<Dwa, GrammarError> {
-    let lexer = &tables.lexer;
+    let half = lexer_half(&tables.lexer, &tables.follow, vocab, &limits)?;
+    finish_dwa(half, tables.into(), vocab, &limits)
+}
+
+/// What the automaton build makes of the lexer and vocabulary alone (start positions,
+/// atoms and each position's classes), to be finished by [`finish_dwa`] with the LR table.
+pub struct LexerHalf {
+    emits: EmitTable,
+    own_trie: Vec<LexPos>,
+    trie_of: Vec<usize>,
+    dead: usize,
+    inhibited_positions: Vec<(LexPos, LexStateId)>,
+    atoms: Atoms,
+    shapes: Vec<Shape>,
+    trie_shape: Vec<u32>,
+    own_tables: TableInterner,
+    own_local: Vec<u32>,
+}
+
+/// The lexer half of [`build_dwa_limited`] (see [`LexerHalf`]).
+pub fn lexer_half(
+    lexer: &LexerDfa,
+    follow: &LexFollow,
+    vocab: &Vocab,
+    limits: &DwaLimits,
+) -> Result<LexerHalf, GrammarError> {
     // A token walked from a counted run's template must not reach the next critical
     // count, or the template would stand for iterations it differs from.
     let tokens = vocab.parts();
@@ -1335,7 +1383,7 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
     // Token ends only matter through their follow sets, and pending positions whose
     // futures agree for as many bytes as the longest token have equal tries: one trie
     // per class of positions (`lexer_equiv`).
-    let reps = end_reps(lexer, &tables.follow);
+    let reps = end_reps(lexer, follow);
     // Walks of token blocks are shared between entered states alike to the tokens'
     // length; start positions alike to the longest token's length share whole tries.
     let (share, start_class) = WalkShare::new(lexer, &reps, tokens);
@@ -1442,10 +1490,47 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
             own_local.push(own_tables.intern(table));
         }
     }
-    let mut by_id: Vec<(u32, &Shape)> = shape_ids.iter().map(|(s, &i)| (i, s)).collect();
+    let mut by_id: Vec<(u32, Shape)> = shape_ids.into_iter().map(|(s, i)| (i, s)).collect();
     by_id.sort_unstable_by_key(|&(i, _)| i);
-    let shape_list: Vec<&Shape> = by_id.into_iter().map(|(_, s)| s).collect();
-    let lr = &tables.lr;
+    let shapes: Vec<Shape> = by_id.into_iter().map(|(_, s)| s).collect();
+    Ok(LexerHalf {
+        emits,
+        own_trie,
+        trie_of,
+        dead,
+        inhibited_positions,
+        atoms,
+        shapes,
+        trie_shape,
+        own_tables,
+        own_local,
+    })
+}
+
+/// The rest of [`build_dwa_limited`], which needs the LR table: the automaton, beside
+/// the class tables. `tables` must hold the lexer and follow sets `half` was made from.
+pub fn finish_dwa(
+    half: LexerHalf,
+    tables: TableRefs<'_>,
+    vocab: &Vocab,
+    limits: &DwaLimits,
+) -> Result<Dwa, GrammarError> {
+    let LexerHalf {
+        emits,
+        own_trie,
+        trie_of,
+        dead,
+        inhibited_positions,
+        atoms,
+        shapes,
+        trie_shape,
+        own_tables,
+        own_local,
+    } = half;
+    let lexer = tables.lexer;
+    let tokens = vocab.parts();
+    let shape_list: Vec<&Shape> = shapes.iter().collect();
+    let lr = tables.lr;
     // The atoms' token words (for the class tables) need only the atoms: they are made on
     // another thread while the automaton's class sets, which are serial, are made here.
     let automaton_sets = || {
@@ -1531,9 +1616,9 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
         (&actionable, &canon, &class, &rep),
         goto_sources,
         &groups,
-        &limits,
+        limits,
     );
-    let automaton = || started.and_then(|b| b.finish(&sets, nshapes, &limits));
+    let automaton = || started.and_then(|b| b.finish(&sets, nshapes, limits));
     let class_side = || {
         let mut tables_out: Vec<(u32, ClassAtoms)> = Vec::new();
         let mut start_pos: Vec<StartPos> = Vec::new();
@@ -1743,14 +1828,14 @@ type LrFacts<'a> = (
 
 /// Explores a start for every stack top, in parallel (see [`Started`]).
 fn start_automaton<'a>(
-    tables: &'a Tables,
+    tables: TableRefs<'a>,
     sets: &'a ClassSets,
     (actionable, canon, class, rep): LrFacts<'a>,
     goto_sources: Vec<Vec<LrStateId>>,
     groups: &'a GroupUnions,
     limits: &DwaLimits,
 ) -> Result<Started<'a>, GrammarError> {
-    let lr = &tables.lr;
+    let lr = tables.lr;
     let num_lr = lr.num_states();
     let max_states = limits.max_states;
     let mut b = Builder {

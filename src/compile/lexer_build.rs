@@ -450,6 +450,9 @@ pub struct LexerOptions {
     /// Counted layers kept explicit before each critical count: a mask automaton over
     /// the lexer accepts tokens of at most this many bytes (see `lexer::CountRun`).
     pub count_margin: u32,
+    /// Most states the subset construction may make ([`MAX_LEXER_STATES`] by default);
+    /// past it the build fails with [`GrammarError::TooLarge`].
+    pub max_states: usize,
 }
 
 /// Default [`LexerOptions::count_margin`]: twice the longest token (128 bytes) of the
@@ -460,6 +463,7 @@ impl Default for LexerOptions {
     fn default() -> Self {
         Self {
             count_margin: COUNT_MARGIN,
+            max_states: MAX_LEXER_STATES,
         }
     }
 }
@@ -470,6 +474,7 @@ impl LexerOptions {
     pub fn for_vocab(vocab: &crate::vocab::Vocab) -> Self {
         Self {
             count_margin: (vocab.max_token_len() as u32).max(1),
+            ..Self::default()
         }
     }
 }
@@ -581,6 +586,7 @@ fn subset_construction(
         up: Vec::new(),
         down: Vec::new(),
         shifted: 0,
+        max_states: opts.max_states,
     };
     b.add(Key {
         plain: Vec::new(),
@@ -687,15 +693,17 @@ struct SubsetBuilder<'a> {
     down: Vec<u32>,
     /// Rows filled by shifting.
     shifted: usize,
+    /// [`LexerOptions::max_states`].
+    max_states: usize,
 }
 
 impl SubsetBuilder<'_> {
     fn add(&mut self, key: Key) -> Result<u32, GrammarError> {
-        if self.keys.len() >= MAX_LEXER_STATES {
+        if self.keys.len() >= self.max_states {
             return Err(GrammarError::TooLarge {
                 span: Default::default(),
                 what: "lexer DFA states".into(),
-                limit: MAX_LEXER_STATES,
+                limit: self.max_states,
             });
         }
         let id = self.keys.len() as u32;
@@ -1290,6 +1298,7 @@ mod tests {
                 &g,
                 &LexerOptions {
                     count_margin: margin,
+                    ..LexerOptions::default()
                 },
             )
             .unwrap();
@@ -1341,6 +1350,7 @@ mod tests {
         for margin in [1, 3, 8, 40] {
             let opts = LexerOptions {
                 count_margin: margin,
+                ..LexerOptions::default()
             };
             let (shifted, n) = subset_construction(&g, &opts, true).unwrap();
             let (stepped, none) = subset_construction(&g, &opts, false).unwrap();

@@ -436,6 +436,7 @@ mod tests {
                     g,
                     &LexerOptions {
                         count_margin: margin,
+                        ..LexerOptions::default()
                     },
                 )
                 .unwrap();

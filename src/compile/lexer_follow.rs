@@ -328,6 +328,7 @@ mod tests {
                     g,
                     &LexerOptions {
                         count_margin: margin,
+                        ..LexerOptions::default()
                     },
                 )
                 .unwrap();

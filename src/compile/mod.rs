@@ -87,6 +87,43 @@ pub fn compile_grammar_bytes(bytes: &[u8], format: GrammarFormat) -> Result<Gram
     compile_grammar(text, format)
 }
 
+/// Compiles a grammar IR into recognizer tables and their mask automaton for `vocab`: the
+/// same as [`build_glr_tables_with`] then [`dwa_build::build_dwa_limited`], with the
+/// automaton's lexer half ([`dwa_build::lexer_half`]) built while the LR table is (tens
+/// of milliseconds on one thread for a large schema). Errors come in the same order.
+pub fn build_tables_and_dwa(
+    g: &Grammar,
+    opts: &lexer_build::LexerOptions,
+    vocab: &crate::vocab::Vocab,
+    limits: dwa_build::DwaLimits,
+) -> Result<(crate::glr::Tables, crate::dwa::Dwa), GrammarError> {
+    // On one of rayon's threads, as `build_dwa_limited` is: the automaton's parallel
+    // steps then fork and join in place.
+    rayon::scope(|_| {
+        let (lexed, lr) = rayon::join(
+            || {
+                let lexer = lexer_build::build_lexer_with(g, opts)?;
+                let follow = lexer_follow::build_follow(&lexer);
+                let half = dwa_build::lexer_half(&lexer, &follow, vocab, &limits);
+                Ok::<_, GrammarError>((lexer, follow, half))
+            },
+            || lr::build_lr(g),
+        );
+        let (lexer, follow, half) = lexed?;
+        let lr = lr?.table;
+        let refs = dwa_build::TableRefs {
+            lexer: &lexer,
+            follow: &follow,
+            lr: &lr,
+        };
+        let dwa = dwa_build::finish_dwa(half?, refs, vocab, &limits)?;
+        // The lexer and LR tables come from the same grammar, so they agree on terminals.
+        let tables =
+            crate::glr::Tables::from_parts(lexer, follow, lr).expect("tables from one grammar");
+        Ok((tables, dwa))
+    })
+}
+
 /// Compiles a grammar IR into the tables the GLR recognizer runs on (counted strings keep
 /// [`lexer_build::COUNT_MARGIN`] explicit layers before each bound, enough for a mask
 /// automaton over any vocabulary whose tokens are at most that long).

@@ -13,10 +13,10 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::compile::dwa_build::{build_dwa_limited, DwaLimits};
+use crate::compile::dwa_build::DwaLimits;
 use crate::compile::json_schema::{self, SchemaError, SchemaOptions};
 use crate::compile::lexer_build::LexerOptions;
-use crate::compile::{build_glr_tables_with, GrammarError};
+use crate::compile::{build_glr_tables_with, build_tables_and_dwa, GrammarError};
 use crate::glr::{GlrState, Tables};
 use crate::ids::TokenId;
 use crate::reference::Reference;
@@ -66,7 +66,7 @@ pub fn compile(
     let lowered = json_schema::compile_value(schema, opts)?;
     let grammar_err = |e: GrammarError| SchemaError::Grammar(Box::new(e));
     let opts = LexerOptions::for_vocab(vocab);
-    let tables = Arc::new(build_glr_tables_with(&lowered.grammar, &opts).map_err(grammar_err)?);
+    let tables = || build_glr_tables_with(&lowered.grammar, &opts).map_err(grammar_err);
     Ok(match engine {
         Engine::Dwa => {
             let limits = DwaLimits {
@@ -74,12 +74,13 @@ pub fn compile(
                 max_tries: MAX_TRIES,
                 ..DwaLimits::default()
             };
-            let dwa = build_dwa_limited(&tables, vocab, limits).map_err(grammar_err)?;
-            Compiled::Dwa(Matcher::new(tables, Arc::new(dwa)))
+            let (tables, dwa) = build_tables_and_dwa(&lowered.grammar, &opts, vocab, limits)
+                .map_err(grammar_err)?;
+            Compiled::Dwa(Matcher::new(Arc::new(tables), Arc::new(dwa)))
         }
-        Engine::Glr => Compiled::Glr(tables),
+        Engine::Glr => Compiled::Glr(Arc::new(tables()?)),
         Engine::Reference => {
-            Compiled::Reference(Box::new(Reference::new(&lowered.grammar, &tables.lexer)))
+            Compiled::Reference(Box::new(Reference::new(&lowered.grammar, &tables()?.lexer)))
         }
     })
 }

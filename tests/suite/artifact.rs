@@ -157,3 +157,36 @@ fn artifacts_are_reproducible_across_processes() {
     std::fs::remove_dir_all(&dir).ok();
     assert!(outs[0] == outs[1], "two compiles wrote different artifacts");
 }
+
+/// Building the tables and the automaton together (the automaton's lexer half beside the
+/// LR build) gives what building them in turn gives, on a schema large enough for every
+/// parallel step of the automaton build (Kubernetes: 30K LR states, a parallel drain).
+#[test]
+fn tables_and_automaton_built_together_equal_built_in_turn() {
+    use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
+    use stackmask::compile::lexer_build::LexerOptions;
+    use stackmask::compile::{build_glr_tables_with, build_tables_and_dwa, json_schema};
+    let file = shared_dir().join("maskbench/Kubernetes---kb_1007_Normalized.json");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file).expect("reads")).expect("parses");
+    let g = json_schema::compile_value(&doc["schema"], &Default::default())
+        .expect("compiles")
+        .grammar;
+    let vocab = Vocab::load(
+        &shared_dir()
+            .join("tokenizers/llama3.json")
+            .to_string_lossy(),
+    )
+    .expect("loads");
+    let opts = LexerOptions::for_vocab(&vocab);
+    let (tables, dwa) =
+        build_tables_and_dwa(&g, &opts, &vocab, DwaLimits::default()).expect("builds");
+    let apart = build_glr_tables_with(&g, &opts).expect("builds");
+    assert_eq!(tables.lexer, apart.lexer);
+    assert_eq!(tables.follow, apart.follow);
+    assert_eq!(tables.lr, apart.lr);
+    assert_eq!(
+        dwa,
+        build_dwa_limited(&apart, &vocab, DwaLimits::default()).expect("builds")
+    );
+}
