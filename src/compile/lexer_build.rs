@@ -1342,6 +1342,22 @@ mod tests {
         }
     }
 
+    /// `max_states` stops the subset construction with a size error, not a wrong lexer.
+    #[test]
+    fn max_states_bounds_the_subset_construction() {
+        let g = grammar_of(string_kinds(false));
+        let full = build_lexer_with(&g, &LexerOptions::default()).unwrap();
+        let small = LexerOptions {
+            max_states: 3,
+            ..LexerOptions::default()
+        };
+        assert!(full.num_states() > 3);
+        match build_lexer_with(&g, &small) {
+            Err(GrammarError::TooLarge { limit, .. }) => assert_eq!(limit, 3),
+            other => panic!("expected a size error, got {other:?}"),
+        }
+    }
+
     /// Shifting rows between layers builds the very lexer stepping every row does, and
     /// shifts a good share of a counted grammar's rows (else it would only be slower).
     #[test]
