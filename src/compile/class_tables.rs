@@ -139,9 +139,17 @@ impl AtomWords {
 }
 
 /// Freezes build-time tables (`(base, table)`: the table's first class in the class
-/// space) into run-time ones over one word pool, given each atom's token words. Returns
-/// the tables, in order, and the pool.
-pub fn freeze(tables: &[(u32, ClassAtoms)], atoms: &AtomWords) -> (Vec<ClassTokens>, WordPool) {
+/// space, and its index in `list`) into run-time ones over one word pool, given each
+/// atom's token words. Returns the tables, in order, and the pool.
+///
+/// A table stands at many bases (o48425: 3,600 tables at 11,800 bases, 64M atoms in
+/// all), so tables are named, not copied, and each is read once: its ranges depend on
+/// its classes alone.
+pub fn freeze(
+    tables: &[(u32, u32)],
+    list: &[ClassAtoms],
+    atoms: &AtomWords,
+) -> (Vec<ClassTokens>, WordPool) {
     let num_atoms = atoms.len();
     let atom_slice = |a: u32| atoms.of(a);
     // The pool holds what classes use: an atom's words when it is a class on its own,
@@ -161,30 +169,34 @@ pub fn freeze(tables: &[(u32, ClassAtoms)], atoms: &AtomWords) -> (Vec<ClassToke
     };
     let mut merged: HashMap<&[u32], (u32, u32)> = HashMap::new();
     let mut patch = Patcher::new(num_atoms);
+    let mut ranges_of: Vec<Option<Vec<(u32, u32)>>> = vec![None; list.len()];
     let frozen = tables
         .iter()
-        .map(|(base, t)| {
-            let ranges = (0..t.num_classes())
-                .map(|c| match t.class(c) {
-                    [] => empty,
-                    &[a] => *single[a as usize].get_or_insert_with(|| pool.push(atom_slice(a))),
-                    set => *merged.entry(set).or_insert_with(|| {
-                        let slot = (c as u32, t.num_classes() as u32);
-                        if let Some(r) =
-                            patch.try_patch(set, slot, &atom_slice, &mut merge, &mut pool)
-                        {
-                            return r;
-                        }
-                        let words = merge.words_of(set, &atom_slice);
-                        let r = pool.push(words);
-                        patch.offer(set, slot, words, r);
-                        r
-                    }),
-                })
-                .collect();
+        .map(|&(base, i)| {
+            let t = &list[i as usize];
+            let ranges = ranges_of[i as usize].get_or_insert_with(|| {
+                (0..t.num_classes())
+                    .map(|c| match t.class(c) {
+                        [] => empty,
+                        &[a] => *single[a as usize].get_or_insert_with(|| pool.push(atom_slice(a))),
+                        set => *merged.entry(set).or_insert_with(|| {
+                            let slot = (c as u32, t.num_classes() as u32);
+                            if let Some(r) =
+                                patch.try_patch(set, slot, &atom_slice, &mut merge, &mut pool)
+                            {
+                                return r;
+                            }
+                            let words = merge.words_of(set, &atom_slice);
+                            let r = pool.push(words);
+                            patch.offer(set, slot, words, r);
+                            r
+                        }),
+                    })
+                    .collect()
+            });
             ClassTokens {
-                base: *base,
-                ranges,
+                base,
+                ranges: ranges.clone(),
             }
         })
         .collect();
@@ -467,6 +479,31 @@ mod tests {
     use crate::rng::SplitMix64;
     use roaring::RoaringBitmap;
 
+    /// Freezes `tables`, each named twice (the second time at another base), checks
+    /// that the second copies are the first's ranges at their own base, and returns the
+    /// first copies.
+    fn freeze_owned(
+        tables: &[(u32, ClassAtoms)],
+        atoms: &AtomWords,
+    ) -> (Vec<ClassTokens>, WordPool) {
+        let list: Vec<ClassAtoms> = tables.iter().map(|(_, t)| t.clone()).collect();
+        let n = tables.len() as u32;
+        let named: Vec<(u32, u32)> = (0..2)
+            .flat_map(|copy| {
+                tables
+                    .iter()
+                    .zip(0..n)
+                    .map(move |((b, _), i)| (b + copy * 1000, i))
+            })
+            .collect();
+        let (mut frozen, pool) = freeze(&named, &list, atoms);
+        let second = frozen.split_off(tables.len());
+        for (a, b) in frozen.iter().zip(&second) {
+            assert_eq!((a.base + 1000, &a.ranges), (b.base, &b.ranges));
+        }
+        (frozen, pool)
+    }
+
     /// The words of a sorted token set, one bit at a time.
     fn words_of(tokens: &[u32]) -> Vec<(u32, u32)> {
         let mut out: Vec<(u32, u32)> = Vec::new();
@@ -509,7 +546,7 @@ mod tests {
                     (i * 11, ClassAtoms::new(&classes))
                 })
                 .collect();
-            let (frozen, pool) = freeze(&tables, &AtomWords::new(&atom_of_token, num_atoms));
+            let (frozen, pool) = freeze_owned(&tables, &AtomWords::new(&atom_of_token, num_atoms));
             for ((base, t), f) in tables.iter().zip(&frozen) {
                 assert_eq!(f.base, *base);
                 assert_eq!(f.ranges.len(), t.num_classes());
@@ -561,7 +598,7 @@ mod tests {
                 (i * 2, ClassAtoms::new(&[small, large]))
             })
             .collect();
-        let (frozen, pool) = freeze(&tables, &AtomWords::new(&atom_of_token, num_atoms));
+        let (frozen, pool) = freeze_owned(&tables, &AtomWords::new(&atom_of_token, num_atoms));
         let mut patched = 0;
         for ((_, t), f) in tables.iter().zip(&frozen) {
             for c in 0..t.num_classes() {

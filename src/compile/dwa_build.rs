@@ -1620,22 +1620,22 @@ pub fn finish_dwa(
     );
     let automaton = || started.and_then(|b| b.finish(&sets, nshapes, limits));
     let class_side = || {
-        let mut tables_out: Vec<(u32, ClassAtoms)> = Vec::new();
+        let mut tables_out: Vec<(u32, u32)> = Vec::new();
         let mut start_pos: Vec<StartPos> = Vec::new();
         // Equal tables are stored once (positions far from a count's end share theirs);
         // a table is its base and its class → atoms table, by interned id.
         let mut own_tables = own_tables;
         let mut table_index: HashMap<(u32, u32), u32> = HashMap::new();
-        let mut intern_table = |base: u32, local: u32, tables: &TableInterner| -> u32 {
+        let mut intern_table = |base: u32, local: u32| -> u32 {
             *table_index.entry((base, local)).or_insert_with(|| {
-                tables_out.push((base, tables.list[local as usize].clone()));
+                tables_out.push((base, local));
                 tables_out.len() as u32 - 1
             })
         };
         let own_ids: Vec<u32> = own_local
             .iter()
             .enumerate()
-            .map(|(i, &local)| intern_table(base[trie_shape[i] as usize], local, &own_tables))
+            .map(|(i, &local)| intern_table(base[trie_shape[i] as usize], local))
             .collect();
         for (&p, &i) in own_trie.iter().zip(&trie_of) {
             start_pos.push(StartPos {
@@ -1663,7 +1663,7 @@ pub fn finish_dwa(
                     kills[usize::from(b / 64)] >> (b % 64) & 1 == 1
                 });
                 let local = own_tables.intern(t);
-                intern_table(dead_base, local, &own_tables)
+                intern_table(dead_base, local)
             });
             start_pos.push(StartPos {
                 pos: p,
@@ -1671,7 +1671,7 @@ pub fn finish_dwa(
                 table,
             });
         }
-        let (tables_out, words) = freeze(&tables_out, &atom_words);
+        let (tables_out, words) = freeze(&tables_out, &own_tables.list, &atom_words);
         start_pos.sort_by_key(|p| p.pos);
         (start_pos, tables_out, words)
     };
