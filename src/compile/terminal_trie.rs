@@ -493,8 +493,17 @@ pub struct Walks<'t> {
     /// Per first byte, the classes its pairs are keyed by: those at its longest nonempty
     /// bucket's depth, which refine the shallower ones (`None`: no sharing, by state).
     pair_classes: Vec<Option<&'t [u32]>>,
-    /// `(first byte, entered state's pair class)` → index in `pair_walks`.
-    pair_index: HashMap<(u8, u32), u32>,
+    /// The pairs met, a bit per `(first byte, entered state's pair class)` key at
+    /// `byte * key_words * 64 + key` (keys are below the state count).
+    met: Vec<u64>,
+    /// Words per byte in `met`.
+    key_words: usize,
+    /// Per word of `met`, the pairs met in the words before it.
+    met_before: Vec<u32>,
+    /// Pair ids (indices in `pair_walks`, in the order pairs were met) in key order:
+    /// a pair's rank among the met bits gives its id. A hash map from keys to ids, read
+    /// for every position and byte, cost as much as the rest of `pair_at`.
+    pair_of_rank: Vec<u32>,
     /// The walks of each pair, in bucket order.
     pair_walks: Vec<Vec<u32>>,
 }
@@ -541,11 +550,19 @@ impl<'t> Walks<'t> {
                 }
             }
         }
-        let pair_index: HashMap<(u8, u32), u32> = pairs
+        let mut met_before = Vec::with_capacity(met.len());
+        let mut count = 0u32;
+        for &w in &met {
+            met_before.push(count);
+            count += w.count_ones();
+        }
+        let mut by_key: Vec<(usize, u32)> = pairs
             .iter()
             .enumerate()
-            .map(|(i, &(b, n))| ((b, key(b, n)), i as u32))
+            .map(|(i, &(b, n))| (usize::from(b) * words * 64 + key(b, n) as usize, i as u32))
             .collect();
+        by_key.sort_unstable();
+        let pair_of_rank = by_key.into_iter().map(|(_, i)| i).collect();
         // The key a part is walked under: the entered state's class at the part's depth.
         let key_of = |b: u8, i: usize, n: LexStateId| -> (u8, u8, u32) {
             let k = share.map_or(n.as_u32(), |s| s.classes[i][n.index()]);
@@ -586,7 +603,10 @@ impl<'t> Walks<'t> {
             part_of,
             starts,
             pair_classes,
-            pair_index,
+            met,
+            key_words: words,
+            met_before,
+            pair_of_rank,
             pair_walks,
         }
     }
@@ -605,9 +625,12 @@ impl<'t> Walks<'t> {
     /// walks are all the same) are one id.
     pub fn pair_at(&self, lexer: &LexerDfa, p: LexPos, b: u8) -> Option<u32> {
         after_first_byte(lexer, p, b).map(|n| {
-            let k = self.pair_classes[usize::from(b)].map_or(n.as_u32(), |c| c[n.index()]);
-            // Every pair a position enters was indexed when walking.
-            self.pair_index[&(b, k)]
+            let k = self.pair_classes[usize::from(b)].map_or(n.index(), |c| c[n.index()] as usize);
+            let w = usize::from(b) * self.key_words + k / 64;
+            let below = self.met[w] & ((1u64 << (k % 64)) - 1);
+            // Every pair a position enters was met when planning the walks.
+            debug_assert!(self.met[w] >> (k % 64) & 1 == 1, "pair never met");
+            self.pair_of_rank[(self.met_before[w] + below.count_ones()) as usize]
         })
     }
 

@@ -698,25 +698,45 @@ const CHARS_LOOP: u64 = 1 << 62;
 
 /// The byte categories (`vocab::parts::byte_category`) on every byte of which `q` loops
 /// to itself, plus [`CHARS_LOOP`] when it holds, computed on first use and kept in `loops`.
+///
+/// Inlined, with the first computation out of line: `walk_part` asks at nearly every trie
+/// node, and a call's register saves cost as much as the (cached) answer.
+#[inline(always)]
 fn loop_categories(lexer: &LexerDfa, loops: &[AtomicU64], reps: &ByteReps, q: LexStateId) -> u64 {
-    const DONE: u64 = 1 << 63;
+    let v = loops[q.index()].load(Ordering::Relaxed);
+    let v = if v == 0 {
+        compute_loop_categories(lexer, loops, reps, q)
+    } else {
+        v
+    };
+    v & !LOOPS_DONE
+}
+
+/// The flag marking a [`loop_categories`] entry computed.
+const LOOPS_DONE: u64 = 1 << 63;
+
+/// [`loop_categories`]' first computation for `q`, kept in `loops` (flag included).
+#[cold]
+#[inline(never)]
+fn compute_loop_categories(
+    lexer: &LexerDfa,
+    loops: &[AtomicU64],
+    reps: &ByteReps,
+    q: LexStateId,
+) -> u64 {
     const _: () = assert!(NUM_CATEGORIES < 62, "categories clash with the flag bits");
-    let slot = &loops[q.index()];
-    let mut v = slot.load(Ordering::Relaxed);
-    if v == 0 {
-        let mut leaves = 0u64;
-        for &(b, cats) in &reps.classes {
-            if lexer.next_rep(q, b) != q {
-                leaves |= cats;
-            }
+    let mut leaves = 0u64;
+    for &(b, cats) in &reps.classes {
+        if lexer.next_rep(q, b) != q {
+            leaves |= cats;
         }
-        v = DONE | (!leaves & ((1 << NUM_CATEGORIES) - 1));
-        if chars_loop(lexer, &reps.high, q) {
-            v |= CHARS_LOOP;
-        }
-        slot.store(v, Ordering::Relaxed);
     }
-    v & !DONE
+    let mut v = LOOPS_DONE | (!leaves & ((1 << NUM_CATEGORIES) - 1));
+    if chars_loop(lexer, &reps.high, q) {
+        v |= CHARS_LOOP;
+    }
+    loops[q.index()].store(v, Ordering::Relaxed);
+    v
 }
 
 /// The bytes [`loop_categories`] tries: trying all 256 (and all 128 non-ASCII ones per
