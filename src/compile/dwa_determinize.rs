@@ -9,7 +9,7 @@
 //! subtracted, empty members dropped) so equal situations meet in one state.
 
 use hashbrown::HashMap;
-use roaring::RoaringBitmap;
+use roaring::{MultiOps, RoaringBitmap};
 
 use super::error::GrammarError;
 use super::weight_table::WeightTable;
@@ -189,11 +189,15 @@ impl Builder {
         // computed once per state (edges into it reuse it).
         let filter = match key[..] {
             [(_, w)] => w,
+            [(_, a), (_, b)] => {
+                let f = self.weights.get(a) | self.weights.get(b);
+                self.weights.intern(&f)
+            }
             _ => {
-                let mut f = RoaringBitmap::new();
-                for &(_, w) in &key {
-                    f |= self.weights.get(w);
-                }
+                // One multi-way union: or-ing the members in one at a time re-merged an
+                // ever longer set (a third of determinize's profile samples on the 16
+                // Kubernetes schemas of the p99 band).
+                let f = key.iter().map(|&(_, w)| self.weights.get(w)).union();
                 self.weights.intern(&f)
             }
         };
