@@ -189,15 +189,23 @@ impl Builder {
         // computed once per state (edges into it reuse it).
         let filter = match key[..] {
             [(_, w)] => w,
-            [(_, a), (_, b)] => {
-                let f = self.weights.get(a) | self.weights.get(b);
-                self.weights.intern(&f)
-            }
             _ => {
-                // One multi-way union: or-ing the members in one at a time re-merged an
-                // ever longer set (a third of determinize's profile samples on the 16
-                // Kubernetes schemas of the p99 band).
-                let f = key.iter().map(|&(_, w)| self.weights.get(w)).union();
+                // Many classes in all go through one multi-way union: or-ing the members
+                // in one at a time re-merged an ever longer set (a third of determinize's
+                // profile samples on the 16 Kubernetes schemas of the p99 band). Few are
+                // or-ed in turn, as the multi-way union spends a bitmap container on
+                // each of their containers (see `SORTED_UNION_MAX`).
+                let sets = key.iter().map(|&(_, w)| self.weights.get(w));
+                let total: u64 = sets.clone().map(RoaringBitmap::len).sum();
+                let f = if total <= super::dwa_build::SORTED_UNION_MAX {
+                    let mut f = RoaringBitmap::new();
+                    for w in sets {
+                        f |= w;
+                    }
+                    f
+                } else {
+                    sets.union()
+                };
                 self.weights.intern(&f)
             }
         };
