@@ -628,8 +628,9 @@ impl<'t> Walks<'t> {
             let k = self.pair_classes[usize::from(b)].map_or(n.index(), |c| c[n.index()] as usize);
             let w = usize::from(b) * self.key_words + k / 64;
             let below = self.met[w] & ((1u64 << (k % 64)) - 1);
-            // Every pair a position enters was met when planning the walks.
-            debug_assert!(self.met[w] >> (k % 64) & 1 == 1, "pair never met");
+            // Every pair a position enters was met when planning the walks; a position
+            // they were not planned for must not read another pair's walks.
+            assert!(self.met[w] >> (k % 64) & 1 == 1, "pair never met");
             self.pair_of_rank[(self.met_before[w] + below.count_ones()) as usize]
         })
     }
