@@ -1478,17 +1478,20 @@ pub fn lexer_half(
     let mut own_tables = TableInterner::default();
     let mut own_local: Vec<u32> = Vec::with_capacity(built.len());
     for chunk in built.chunks(CLASSIFY_CHUNK) {
-        let classified: Vec<(Shape, ClassAtoms)> = chunk
+        let interner = &own_tables;
+        let classified: Vec<(Shape, ClassAtoms, u64)> = chunk
             .par_iter()
             .map(|&p| {
                 let c = classify(atoms.trie(lexer, &walks, p));
-                (c.shape, ClassAtoms::new(&c.tokens))
+                let table = ClassAtoms::new(&c.tokens);
+                let h = interner.hash(&table);
+                (c.shape, table, h)
             })
             .collect();
-        for (shape, table) in classified {
+        for (shape, table, h) in classified {
             let n = shape_ids.len() as u32;
             trie_shape.push(*shape_ids.entry(shape).or_insert(n));
-            own_local.push(own_tables.intern(table));
+            own_local.push(own_tables.intern_hashed(table, h));
         }
     }
     let mut by_id: Vec<(u32, Shape)> = shape_ids.into_iter().map(|(s, i)| (i, s)).collect();
@@ -1709,29 +1712,45 @@ pub fn finish_dwa(
 #[derive(Default)]
 struct TableInterner {
     list: Vec<ClassAtoms>,
+    /// Each listed table's hash: growing the index rehashes from these, not the tables
+    /// (thousands of atoms each).
+    hashes: Vec<u64>,
     /// Ids into `list`, by the table's hash.
     index: hashbrown::HashTable<u32>,
     hasher: hashbrown::DefaultHashBuilder,
 }
 
 impl TableInterner {
-    fn intern(&mut self, t: ClassAtoms) -> u32 {
+    /// The hash [`TableInterner::intern_hashed`] wants for `t` (callers may compute it on
+    /// other threads: interning is serial, hashing a large schema's tables is not cheap).
+    fn hash(&self, t: &ClassAtoms) -> u64 {
         use std::hash::BuildHasher;
+        self.hasher.hash_one(t)
+    }
+
+    fn intern(&mut self, t: ClassAtoms) -> u32 {
+        let h = self.hash(&t);
+        self.intern_hashed(t, h)
+    }
+
+    /// Interns `t`, whose [`TableInterner::hash`] is `h`.
+    fn intern_hashed(&mut self, t: ClassAtoms, h: u64) -> u32 {
         let Self {
             list,
+            hashes,
             index,
-            hasher,
+            ..
         } = self;
-        let h = hasher.hash_one(&t);
         match index.entry(
             h,
-            |&i| list[i as usize] == t,
-            |&i| hasher.hash_one(&list[i as usize]),
+            |&i| hashes[i as usize] == h && list[i as usize] == t,
+            |&i| hashes[i as usize],
         ) {
             hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
             hashbrown::hash_table::Entry::Vacant(e) => {
                 let id = list.len() as u32;
                 list.push(t);
+                hashes.push(h);
                 e.insert(id);
                 id
             }
