@@ -7,8 +7,17 @@
 //! each member, so the walk needs only `R` and the state: one work item per stack path
 //! instead of one per waiting effect. Member weights are normalized (decided classes
 //! subtracted, empty members dropped) so equal situations meet in one state.
+//!
+//! States are built breadth first, level by level: a level's states are *planned* in
+//! parallel (every set operation, reading only the states and sets made before the level)
+//! and then made in queue order, one at a time (interning, new states, edges), so ids are
+//! those of a serial build whatever the thread count. Only the sets edges and states keep
+//! are interned; intersections along the way stay out of the automaton's weights.
+
+use std::sync::{Arc, Mutex};
 
 use hashbrown::HashMap;
+use rayon::prelude::*;
 use roaring::{MultiOps, RoaringBitmap};
 
 use super::error::GrammarError;
@@ -50,10 +59,54 @@ pub(super) struct Det {
 
 type Members = Vec<(DwaStateId, WeightId)>;
 
-/// Riders accumulated for one effect: kept as an interned id while there is one
-/// contribution, so the common case needs no set operation and no re-interning.
+/// Fewest states of one breadth-first level planned in parallel: below it, waking the
+/// other thread costs more than the plans it takes over.
+const PLAN_PARALLEL_MIN: usize = 64;
+
+/// A set as a plan holds it: interned already, or made by the plan (interned when the plan
+/// is applied). Made sets are shared, as the memo of intersections hands them out again.
+#[derive(Clone)]
+enum Set {
+    Id(WeightId),
+    Made(Arc<RoaringBitmap>),
+}
+
+impl Set {
+    fn get<'a>(&'a self, weights: &'a WeightTable) -> &'a RoaringBitmap {
+        match self {
+            Set::Id(w) => weights.get(*w),
+            Set::Made(b) => b,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Set::Id(w) => *w == WeightId::new(0),
+            Set::Made(b) => b.is_empty(),
+        }
+    }
+
+    /// `b` by its id when the table has it (so later steps can compare by id).
+    fn known(weights: &WeightTable, b: RoaringBitmap) -> Set {
+        match weights.find(&b) {
+            Some(w) => Set::Id(w),
+            None => Set::Made(Arc::new(b)),
+        }
+    }
+
+    fn same(&self, other: &Set) -> bool {
+        match (self, other) {
+            (Set::Id(a), Set::Id(b)) => a == b,
+            (Set::Made(a), Set::Made(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+/// Riders accumulated for one effect: kept as they came while there is one contribution,
+/// so the common case needs no set operation.
 enum Acc {
-    One(WeightId),
+    One(Set),
     Many(RoaringBitmap),
 }
 
@@ -61,23 +114,48 @@ enum Acc {
 struct Accs(HashMap<DwaStateId, Acc>);
 
 impl Accs {
-    fn add(&mut self, weights: &WeightTable, s: DwaStateId, w: WeightId) {
+    fn add(&mut self, weights: &WeightTable, s: DwaStateId, w: Set) {
         match self.0.get_mut(&s) {
             None => {
                 self.0.insert(s, Acc::One(w));
             }
-            Some(Acc::One(v)) if *v == w => {}
+            Some(Acc::One(v)) if v.same(&w) => {}
             Some(acc) => {
-                let mut b = match acc {
-                    Acc::One(v) => weights.get(*v).clone(),
-                    Acc::Many(b) => std::mem::take(b),
+                let mut b = match std::mem::replace(acc, Acc::Many(RoaringBitmap::new())) {
+                    Acc::One(v) => v.get(weights).clone(),
+                    Acc::Many(b) => b,
                 };
-                b |= weights.get(w);
+                b |= w.get(weights);
                 *acc = Acc::Many(b);
             }
         }
     }
 }
+
+/// A deterministic edge as planned from read-only data: its decided classes and the
+/// effects it wakes, their riders reduced by `decided` (sorted by effect, none empty).
+struct EdgePlan {
+    decided: Set,
+    members: Vec<(DwaStateId, Set)>,
+    /// The members' union, when they are several and may make a new state.
+    filter: Option<Set>,
+}
+
+/// A state's transitions as planned: per id read, the edge, and the default edge when
+/// some member pops any id.
+enum StatePlan {
+    /// An effect with all its riders, past the budget: built from its NFA edges as they
+    /// are, which needs no set operation (left to [`Builder::apply`]).
+    Singleton,
+    Full {
+        trans: Vec<(LrStateId, EdgePlan)>,
+        default: Option<EdgePlan>,
+    },
+}
+
+/// Intersections made while planning, by their operands' ids (`a ≤ b`): each thread keeps
+/// its own, across levels.
+type AndMemo = HashMap<(WeightId, WeightId), Set>;
 
 struct Builder {
     nfa_skip: Vec<Option<DwaStateId>>,
@@ -103,39 +181,124 @@ struct Builder {
     max_states: usize,
 }
 
+/// The union of `sets`: few classes are or-ed in turn, many go through one multi-way
+/// union. Or-ing many in one at a time re-merged an ever longer set (a third of
+/// determinize's profile samples on the 16 Kubernetes schemas of the p99 band); the
+/// multi-way union spends a bitmap container on each of few sets' containers (see
+/// `SORTED_UNION_MAX`).
+fn union_of<'a>(sets: impl Iterator<Item = &'a RoaringBitmap> + Clone) -> RoaringBitmap {
+    let total: u64 = sets.clone().map(RoaringBitmap::len).sum();
+    if total <= super::dwa_build::SORTED_UNION_MAX {
+        let mut f = RoaringBitmap::new();
+        for w in sets {
+            f |= w;
+        }
+        f
+    } else {
+        sets.union()
+    }
+}
+
 impl Builder {
-    /// The deterministic edge for `decided` and waking `members` (riders not yet reduced
-    /// by `decided`).
-    fn edge(&mut self, decided: &RoaringBitmap, members: Accs) -> Result<u32, GrammarError> {
-        let mut key: Members = Vec::with_capacity(members.0.len());
+    /// `a ∩ b`, from the memo or made (and remembered).
+    fn and(&self, memo: &mut AndMemo, a: WeightId, b: WeightId) -> Set {
+        let key = if a <= b { (a, b) } else { (b, a) };
+        if let Some(w) = memo.get(&key) {
+            return w.clone();
+        }
+        let w = self.weights.get(a) & self.weights.get(b);
+        let w = if w.is_empty() {
+            Set::Id(WeightId::new(0))
+        } else {
+            Set::Made(Arc::new(w))
+        };
+        memo.insert(key, w.clone());
+        w
+    }
+
+    /// Plans the edge for `decided` and waking `members` (riders not yet reduced by
+    /// `decided`); `past_budget`: no new state of several members will be made.
+    fn plan_edge(&self, decided: RoaringBitmap, members: Accs, past_budget: bool) -> EdgePlan {
+        let weights = &self.weights;
         let undecided = decided.is_empty();
-        // In state order: weights are interned as they come, and their ids must not
-        // depend on hash order (artifacts are reproducible byte for byte).
         let mut members: Vec<(DwaStateId, Acc)> = members.0.into_iter().collect();
         members.sort_by_key(|(s, _)| *s);
+        let mut key: Vec<(DwaStateId, Set)> = Vec::with_capacity(members.len());
         for (s, acc) in members {
             let w = match acc {
-                Acc::One(w) if undecided => w,
-                Acc::One(w) => self.weights.intern(&(self.weights.get(w) - decided)),
+                Acc::One(w) if undecided => match w {
+                    Set::Made(b) => Set::known(weights, Arc::unwrap_or_clone(b)),
+                    w => w,
+                },
+                Acc::One(w) => Set::known(weights, w.get(weights) - &decided),
                 Acc::Many(mut b) => {
-                    b -= decided;
-                    self.weights.intern(&b)
+                    b -= &decided;
+                    Set::known(weights, b)
                 }
             };
-            if w != WeightId::new(0) {
+            if !w.is_empty() {
                 key.push((s, w));
             }
         }
-        if key.is_empty() && decided.is_empty() {
+        // A state of several members needs its filter only if it is new: known keys are
+        // looked up, the rest get theirs made here, on the planning threads.
+        let filter = (key.len() > 1 && !past_budget)
+            .then(|| {
+                let ids: Option<Members> = key
+                    .iter()
+                    .map(|(s, w)| match w {
+                        Set::Id(w) => Some((*s, *w)),
+                        Set::Made(_) => None,
+                    })
+                    .collect();
+                if ids.is_some_and(|ids| self.index.contains_key(&ids)) {
+                    return None;
+                }
+                let f = union_of(key.iter().map(|(_, w)| w.get(weights)));
+                Some(Set::known(weights, f))
+            })
+            .flatten();
+        let decided = if undecided {
+            Set::Id(WeightId::new(0))
+        } else {
+            Set::known(weights, decided)
+        };
+        EdgePlan {
+            decided,
+            members: key,
+            filter,
+        }
+    }
+
+    /// The id of a planned set, interning it if it is new.
+    fn intern(&mut self, w: Set) -> WeightId {
+        match w {
+            Set::Id(w) => w,
+            Set::Made(b) => self.weights.intern(&b),
+        }
+    }
+
+    /// The deterministic edge of a plan (states and sets made in plan order, so that ids
+    /// do not depend on the thread count).
+    fn apply_edge(&mut self, plan: EdgePlan) -> Result<u32, GrammarError> {
+        let EdgePlan {
+            decided,
+            members,
+            filter,
+        } = plan;
+        if members.is_empty() && decided.is_empty() {
             return Ok(NO_EDGE);
         }
-        key.sort();
+        let key: Members = members
+            .into_iter()
+            .map(|(s, w)| (s, self.intern(w)))
+            .collect();
         let targets: Vec<(DwaStateId, WeightId)> = if key.is_empty() {
             Vec::new()
         } else if let Some(&s) = self.index.get(&key) {
             vec![(s, self.filters[s.index()])]
         } else if self.states.len() < self.budget || key.len() == 1 {
-            let s = self.state_for(key)?;
+            let s = self.state_for(key, filter)?;
             vec![(s, self.filters[s.index()])]
         } else {
             let mut t = Vec::with_capacity(key.len());
@@ -144,7 +307,7 @@ impl Builder {
             }
             t
         };
-        let d = self.weights.intern(decided);
+        let d = self.intern(decided);
         Ok(self.intern_edge(d, targets))
     }
 
@@ -166,10 +329,12 @@ impl Builder {
 
     /// The state of effect `e` alone, with all its riders.
     fn singleton(&mut self, e: DwaStateId) -> Result<DwaStateId, GrammarError> {
-        self.state_for(vec![(e, self.nfa_riders[e.index()])])
+        self.state_for(vec![(e, self.nfa_riders[e.index()])], None)
     }
 
-    fn state_for(&mut self, key: Members) -> Result<DwaStateId, GrammarError> {
+    /// The state of `key`, made if new; `filter` is its members' union when the plan made
+    /// it (several members).
+    fn state_for(&mut self, key: Members, filter: Option<Set>) -> Result<DwaStateId, GrammarError> {
         if let Some(&s) = self.index.get(&key) {
             return Ok(s);
         }
@@ -187,25 +352,11 @@ impl Builder {
         });
         // What may still be decided in this state: the union of its members' riders,
         // computed once per state (edges into it reuse it).
-        let filter = match key[..] {
-            [(_, w)] => w,
-            _ => {
-                // Many classes in all go through one multi-way union: or-ing the members
-                // in one at a time re-merged an ever longer set (a third of determinize's
-                // profile samples on the 16 Kubernetes schemas of the p99 band). Few are
-                // or-ed in turn, as the multi-way union spends a bitmap container on
-                // each of their containers (see `SORTED_UNION_MAX`).
-                let sets = key.iter().map(|&(_, w)| self.weights.get(w));
-                let total: u64 = sets.clone().map(RoaringBitmap::len).sum();
-                let f = if total <= super::dwa_build::SORTED_UNION_MAX {
-                    let mut f = RoaringBitmap::new();
-                    for w in sets {
-                        f |= w;
-                    }
-                    f
-                } else {
-                    sets.union()
-                };
+        let filter = match (&key[..], filter) {
+            ([(_, w)], _) => *w,
+            (_, Some(f)) => self.intern(f),
+            (_, None) => {
+                let f = union_of(key.iter().map(|&(_, w)| self.weights.get(w)));
                 self.weights.intern(&f)
             }
         };
@@ -217,15 +368,15 @@ impl Builder {
     }
 
     /// Adds the effects NFA edge `e` wakes, with their riders (∩ `rider`).
-    fn wake(&mut self, e: u32, rider: Option<WeightId>, into: &mut Accs) {
+    fn wake(&self, memo: &mut AndMemo, e: u32, rider: Option<WeightId>, into: &mut Accs) {
         let NfaEdge { targets, .. } = self.nfa_edges[e as usize];
         for i in targets.0..targets.1 {
             let (t, w) = self.nfa_targets[i as usize];
             let w = match rider {
-                Some(r) => self.weights.and(r, w),
-                None => w,
+                Some(r) => self.and(memo, r, w),
+                None => Set::Id(w),
             };
-            if w != WeightId::new(0) {
+            if !w.is_empty() {
                 into.add(&self.weights, t, w);
             }
         }
@@ -245,75 +396,106 @@ impl Builder {
         Ok(self.intern_edge(decided, t))
     }
 
-    fn build(&mut self, id: DwaStateId) -> Result<(), GrammarError> {
-        let key = self.keys[id.index()].clone();
-        if let [(m, w)] = key[..] {
-            if w == self.nfa_riders[m.index()] && self.states.len() >= self.budget {
-                // An effect with all its riders: its NFA edges, as they are (their
-                // weights are within the riders).
-                let (trans, default) = match self.nfa_skip[m.index()] {
-                    Some(next) => (
-                        Vec::new(),
-                        self.singleton_edge(WeightId::new(0), &[(next, w)])?,
-                    ),
-                    None => {
-                        let mut trans = Vec::new();
-                        for i in 0..self.nfa_trans[m.index()].len() {
-                            let (y, e) = self.nfa_trans[m.index()][i];
-                            let NfaEdge { decided, targets } = self.nfa_edges[e as usize];
-                            let ts =
-                                self.nfa_targets[targets.0 as usize..targets.1 as usize].to_vec();
-                            trans.push((y, self.singleton_edge(decided, &ts)?));
-                        }
-                        (trans, NO_EDGE)
-                    }
-                };
-                self.states[id.index()] = DwaState { trans, default };
-                return Ok(());
-            }
+    /// Whether state `id` is an effect alone with all its riders.
+    fn is_singleton(&self, id: DwaStateId) -> bool {
+        match self.keys[id.index()][..] {
+            [(m, w)] => w == self.nfa_riders[m.index()],
+            _ => false,
         }
+    }
+
+    /// Plans state `id`'s transitions: every set operation they need, on read-only data.
+    /// `past_budget`: the states made before its level reach the budget.
+    fn plan(&self, memo: &mut AndMemo, id: DwaStateId, past_budget: bool) -> StatePlan {
+        if past_budget && self.is_singleton(id) {
+            return StatePlan::Singleton;
+        }
+        let key = &self.keys[id.index()];
         // Per id: (decided, woken), filled member by member.
         let mut per_y: std::collections::BTreeMap<LrStateId, (RoaringBitmap, Accs)> =
             Default::default();
         let mut skips: Vec<(DwaStateId, WeightId)> = Vec::new();
-        for &(m, w) in &key {
+        for &(m, w) in key {
             if let Some(next) = self.nfa_skip[m.index()] {
                 skips.push((next, w));
                 continue;
             }
-            for i in 0..self.nfa_trans[m.index()].len() {
-                let (y, e) = self.nfa_trans[m.index()][i];
-                let dec = self.weights.and(w, self.nfa_edges[e as usize].decided);
+            for &(y, e) in &self.nfa_trans[m.index()] {
+                let dec = self.and(memo, w, self.nfa_edges[e as usize].decided);
                 let slot = per_y.entry(y).or_default();
-                if dec != WeightId::new(0) {
-                    slot.0 |= self.weights.get(dec);
+                if !dec.is_empty() {
+                    slot.0 |= dec.get(&self.weights);
                 }
-                let mut acc = std::mem::take(&mut slot.1);
-                self.wake(e, Some(w), &mut acc);
-                per_y.get_mut(&y).expect("just inserted").1 = acc;
+                self.wake(memo, e, Some(w), &mut slot.1);
             }
         }
-        let mut trans = Vec::with_capacity(per_y.len());
-        for (y, (decided, mut acc)) in per_y {
-            for &(next, w) in &skips {
-                acc.add(&self.weights, next, w);
-            }
-            let e = self.edge(&decided, acc)?;
-            // With a default, a dead id needs an explicit entry.
-            if e != NO_EDGE || !skips.is_empty() {
-                trans.push((y, e));
-            }
-        }
-        let mut default = NO_EDGE;
-        if !skips.is_empty() {
+        let trans = per_y
+            .into_iter()
+            .map(|(y, (decided, mut acc))| {
+                for &(next, w) in &skips {
+                    acc.add(&self.weights, next, Set::Id(w));
+                }
+                (y, self.plan_edge(decided, acc, past_budget))
+            })
+            .collect();
+        let default = (!skips.is_empty()).then(|| {
             let mut acc = Accs::default();
             for &(next, w) in &skips {
-                acc.add(&self.weights, next, w);
+                acc.add(&self.weights, next, Set::Id(w));
             }
-            default = self.edge(&RoaringBitmap::new(), acc)?;
-            // Ids equal to the default need no entry of their own.
-            trans.retain(|&(_, e)| e != default);
+            self.plan_edge(RoaringBitmap::new(), acc, past_budget)
+        });
+        StatePlan::Full { trans, default }
+    }
+
+    /// Builds state `id` from its plan.
+    fn apply(&mut self, id: DwaStateId, plan: StatePlan) -> Result<(), GrammarError> {
+        let (trans, default) = match plan {
+            StatePlan::Singleton => return self.build_singleton(id),
+            StatePlan::Full { trans, default } => (trans, default),
+        };
+        let has_default = default.is_some();
+        let mut out = Vec::with_capacity(trans.len());
+        for (y, plan) in trans {
+            let e = self.apply_edge(plan)?;
+            // With a default, a dead id needs an explicit entry.
+            if e != NO_EDGE || has_default {
+                out.push((y, e));
+            }
         }
+        let mut default_edge = NO_EDGE;
+        if let Some(plan) = default {
+            default_edge = self.apply_edge(plan)?;
+            // Ids equal to the default need no entry of their own.
+            out.retain(|&(_, e)| e != default_edge);
+        }
+        self.states[id.index()] = DwaState {
+            trans: out,
+            default: default_edge,
+        };
+        Ok(())
+    }
+
+    /// Builds state `id`, an effect with all its riders, past the budget: its NFA edges,
+    /// as they are (their weights are within the riders). Exact, as a full build is.
+    fn build_singleton(&mut self, id: DwaStateId) -> Result<(), GrammarError> {
+        let (m, w) = self.keys[id.index()][0];
+        let (trans, default) = match self.nfa_skip[m.index()] {
+            Some(next) => (
+                Vec::new(),
+                self.singleton_edge(WeightId::new(0), &[(next, w)])?,
+            ),
+            None => {
+                let mut trans = Vec::new();
+                for i in 0..self.nfa_trans[m.index()].len() {
+                    let (y, e) = self.nfa_trans[m.index()][i];
+                    let NfaEdge { decided, targets } = self.nfa_edges[e as usize];
+                    let ts = self.nfa_targets[targets.0 as usize..targets.1 as usize].to_vec();
+                    trans.push((y, self.singleton_edge(decided, &ts)?));
+                }
+                (trans, NO_EDGE)
+            }
+        };
         self.states[id.index()] = DwaState { trans, default };
         Ok(())
     }
@@ -340,28 +522,72 @@ pub(super) fn determinize(nfa: Nfa, budget: usize, max_states: usize) -> Result<
         budget,
         max_states,
     };
-    let mut starts = Vec::with_capacity(nfa.starts.len());
-    // Stack tops that behave alike share their start edge: each is determinized once.
-    let mut start_of: HashMap<u32, u32> = HashMap::new();
+    // Stack tops that behave alike share their start edge: each is determinized once,
+    // planned on every thread, then made in order.
+    let mut distinct: Vec<u32> = Vec::new();
+    let mut start_of: HashMap<u32, usize> = HashMap::new();
     for &e in &nfa.starts {
-        if e == NO_EDGE {
-            starts.push(NO_EDGE);
-            continue;
+        if e != NO_EDGE && !start_of.contains_key(&e) {
+            start_of.insert(e, distinct.len());
+            distinct.push(e);
         }
-        if let Some(&d) = start_of.get(&e) {
-            starts.push(d);
-            continue;
-        }
+    }
+    let memos: Vec<Mutex<AndMemo>> = (0..rayon::current_num_threads())
+        .map(|_| Mutex::default())
+        .collect();
+    let plan_start = |&e: &u32| {
         let decided = b.weights.get(b.nfa_edges[e as usize].decided).clone();
         let mut members = Accs::default();
-        b.wake(e, None, &mut members);
-        let d = b.edge(&decided, members)?;
-        start_of.insert(e, d);
-        starts.push(d);
+        // Starts wake their effects with all riders: no intersection to remember.
+        b.wake(&mut AndMemo::new(), e, None, &mut members);
+        b.plan_edge(decided, members, b.states.len() >= b.budget)
+    };
+    let plans: Vec<EdgePlan> = if distinct.len() < PLAN_PARALLEL_MIN {
+        distinct.iter().map(plan_start).collect()
+    } else {
+        distinct
+            .par_iter()
+            .with_min_len(16)
+            .map(plan_start)
+            .collect()
+    };
+    let mut made = Vec::with_capacity(plans.len());
+    for plan in plans {
+        made.push(b.apply_edge(plan)?);
     }
-    // Breadth first, so the budget goes to the states nearest the stack top.
-    while let Some(s) = b.queue.pop_front() {
-        b.build(s)?;
+    let starts = nfa
+        .starts
+        .iter()
+        .map(|&e| {
+            if e == NO_EDGE {
+                NO_EDGE
+            } else {
+                made[start_of[&e]]
+            }
+        })
+        .collect();
+    // Breadth first, so the budget goes to the states nearest the stack top: level by
+    // level, each level's states planned in parallel (reading the states and sets made
+    // so far) and then built in queue order, as one at a time would.
+    while !b.queue.is_empty() {
+        let level: Vec<DwaStateId> = b.queue.drain(..).collect();
+        // Decided per level, so that a plan does not depend on how many states the
+        // level's earlier ones made.
+        let past_budget = b.states.len() >= b.budget;
+        let plan_one = |&s: &DwaStateId| {
+            let slot = rayon::current_thread_index().unwrap_or(0) % memos.len();
+            // A poisoned lock only means another plan panicked; the memo is still whole.
+            let mut memo = memos[slot].lock().unwrap_or_else(|e| e.into_inner());
+            b.plan(&mut memo, s, past_budget)
+        };
+        let plans: Vec<StatePlan> = if level.len() < PLAN_PARALLEL_MIN {
+            level.iter().map(plan_one).collect()
+        } else {
+            level.par_iter().with_min_len(16).map(plan_one).collect()
+        };
+        for (s, plan) in level.into_iter().zip(plans) {
+            b.apply(s, plan)?;
+        }
     }
     Ok(Det {
         weights: b.weights.into_sets(),

@@ -2,7 +2,7 @@
 
 use std::hash::BuildHasher;
 
-use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
+use hashbrown::{DefaultHashBuilder, HashTable};
 use roaring::RoaringBitmap;
 
 use crate::ids::WeightId;
@@ -15,7 +15,6 @@ pub struct WeightTable {
     /// value: no key is stored beside the set.
     index: HashTable<(u64, WeightId)>,
     hasher: DefaultHashBuilder,
-    and_memo: HashMap<(WeightId, WeightId), WeightId>,
 }
 
 impl Default for WeightTable {
@@ -24,7 +23,6 @@ impl Default for WeightTable {
             sets: Vec::new(),
             index: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
-            and_memo: HashMap::new(),
         };
         t.intern(&RoaringBitmap::new());
         t
@@ -51,6 +49,14 @@ impl WeightTable {
         id
     }
 
+    /// The id of `w` if it is interned.
+    pub fn find(&self, w: &RoaringBitmap) -> Option<WeightId> {
+        let h = self.fingerprint(w);
+        self.index
+            .find(h, |&(hh, id)| hh == h && self.sets[id.index()] == *w)
+            .map(|&(_, id)| id)
+    }
+
     /// A hash of `w` from its size and its smallest and largest few elements: sets are
     /// compared by value on a match, and hashing a whole set (8 KiB per dense container)
     /// cost more than its comparisons.
@@ -73,18 +79,6 @@ impl WeightTable {
     #[inline]
     pub fn get(&self, id: WeightId) -> &RoaringBitmap {
         &self.sets[id.index()]
-    }
-
-    /// The id of `a ∩ b` (memoized).
-    pub fn and(&mut self, a: WeightId, b: WeightId) -> WeightId {
-        let key = if a <= b { (a, b) } else { (b, a) };
-        if let Some(&w) = self.and_memo.get(&key) {
-            return w;
-        }
-        let w = self.get(a) & self.get(b);
-        let id = self.intern(&w);
-        self.and_memo.insert(key, id);
-        id
     }
 
     /// The number of distinct sets.

@@ -430,8 +430,10 @@ fn dwa_masks_equal_reference_masks() {
         let tiny = tiny_vocab(&case);
         // The tiny vocabulary is also checked with no deterministic merging at all (every
         // suspended effect its own state), the fallback large grammars use past the
-        // determinization budget.
+        // determinization budget, and with a budget of a few states, passed partway
+        // through a breadth-first level (states planned before it are built as after it).
         let builds = std::iter::once((&tiny, 0usize))
+            .chain(std::iter::once((&tiny, 5)))
             .chain(std::iter::once((&tiny, usize::MAX)))
             .chain(big.iter().map(|v| (v, usize::MAX)));
         for (vi, (v, budget)) in builds.enumerate() {
@@ -446,9 +448,9 @@ fn dwa_masks_equal_reference_masks() {
             for (di, doc) in case.accept.iter().enumerate() {
                 for (how, ids) in segmentations(v, doc)
                     .into_iter()
-                    .take(if vi < 2 { 4 } else { 2 })
+                    .take(if vi < 3 { 4 } else { 2 })
                 {
-                    let every = if vi < 2 { 1 } else { (ids.len() / 4).max(1) };
+                    let every = if vi < 3 { 1 } else { (ids.len() / 4).max(1) };
                     let mut m = Matcher::new(case.tables.clone(), dwa.clone());
                     let mut p = case.reference.empty();
                     // A walk cache that answers from the first entry below the heads,
