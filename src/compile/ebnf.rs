@@ -10,6 +10,8 @@
 //! [`MAX_ALTERNATIVES`] gets its widest parts factored into helper nonterminals instead.
 //! None of this changes the language.
 
+use std::hash::BuildHasher;
+
 use hashbrown::HashMap;
 
 use super::error::{GrammarError, Span};
@@ -61,12 +63,44 @@ impl Ebnf {
 pub struct BnfBuilder {
     nonterminals: Vec<Nonterminal>,
     productions: Vec<Production>,
-    seen: hashbrown::HashSet<(NonterminalId, Vec<Symbol>)>,
+    /// Indices into `productions` by the hash of their `(lhs, rhs)`: a repeat is found
+    /// without a second copy of every right-hand side.
+    seen: hashbrown::HashTable<u32>,
+    hasher: hashbrown::DefaultHashBuilder,
     helpers: HashMap<(&'static str, Ebnf), NonterminalId>,
     symbols: usize,
 }
 
 type Alts = Vec<Vec<Symbol>>;
+
+/// Alternatives without repeats, in order of first appearance. Few are compared in turn;
+/// past [`DISTINCT_SCAN`] a hash set takes over, since an alternation of thousands of
+/// items (a schema's enum or key list) made the pairwise scan quadratic.
+#[derive(Default)]
+struct Distinct(Alts, Option<hashbrown::HashSet<Vec<Symbol>>>);
+
+/// Most alternatives [`Distinct`] scans for a repeat.
+const DISTINCT_SCAN: usize = 16;
+
+impl Distinct {
+    fn push(&mut self, a: Vec<Symbol>) {
+        let Distinct(out, set) = self;
+        match set {
+            Some(set) => {
+                if set.insert(a.clone()) {
+                    out.push(a);
+                }
+            }
+            None if out.contains(&a) => {}
+            None => {
+                out.push(a);
+                if out.len() > DISTINCT_SCAN {
+                    *set = Some(out.iter().cloned().collect());
+                }
+            }
+        }
+    }
+}
 
 impl BnfBuilder {
     /// Starts with the named nonterminals of the grammar (ids already handed out).
@@ -75,6 +109,7 @@ impl BnfBuilder {
             nonterminals,
             productions: Vec::new(),
             seen: Default::default(),
+            hasher: Default::default(),
             helpers: HashMap::new(),
             symbols: 0,
         }
@@ -109,7 +144,13 @@ impl BnfBuilder {
         priority: i32,
         span: Span,
     ) -> Result<(), GrammarError> {
-        if !self.seen.insert((lhs, rhs.clone())) {
+        let h = self.hasher.hash_one((lhs, &rhs));
+        let prods = &self.productions;
+        let same = |&i: &u32| {
+            let p = &prods[i as usize];
+            p.lhs == lhs && p.rhs == rhs
+        };
+        if self.seen.find(h, same).is_some() {
             return Ok(());
         }
         self.symbols += rhs.len() + 1;
@@ -120,6 +161,11 @@ impl BnfBuilder {
                 limit: MAX_SYMBOLS,
             });
         }
+        let (prods, hasher) = (&self.productions, &self.hasher);
+        self.seen.insert_unique(h, prods.len() as u32, |&i| {
+            let p = &prods[i as usize];
+            hasher.hash_one((p.lhs, &p.rhs))
+        });
         self.productions.push(Production { lhs, rhs, priority });
         Ok(())
     }
@@ -174,14 +220,13 @@ impl BnfBuilder {
         match e {
             Ebnf::Sym(s) => Ok(vec![vec![*s]]),
             Ebnf::Alt(items) => {
-                let mut out: Alts = Vec::new();
+                let mut out = Distinct::default();
                 for it in items {
                     for a in self.alternatives(it, parent, span)? {
-                        if !out.contains(&a) {
-                            out.push(a);
-                        }
+                        out.push(a);
                     }
                 }
+                let out = out.0;
                 if out.len() > MAX_ALTERNATIVES * MAX_ALTERNATIVES {
                     return Err(GrammarError::TooLarge {
                         span,
@@ -248,13 +293,12 @@ impl BnfBuilder {
                     }
                 }
                 if min == 0 && max == Some(1) {
-                    let mut out = vec![Vec::new()];
+                    let mut out = Distinct::default();
+                    out.push(Vec::new());
                     for a in self.alternatives(inner, parent, span)? {
-                        if !out.contains(&a) {
-                            out.push(a);
-                        }
+                        out.push(a);
                     }
-                    return Ok(out);
+                    return Ok(out.0);
                 }
                 // A repeated item that can be empty would make the helper rules cyclic
                 // (P → P x with x ⇒ ε); (x | ε){m,n} is the same language as x{0,n}.
