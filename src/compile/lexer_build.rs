@@ -126,6 +126,139 @@ fn literal_dfa(lit: &[u8]) -> TermDfa {
     TermDfa::pruned(classes, stride, trans, complete)
 }
 
+/// Most states [`repeat_dfa`] builds; larger repetitions go to regex-automata, whose
+/// limits then report them.
+const MAX_REPEAT_STATES: usize = 1 << 17;
+
+/// The DFA of `prefix (unit){min,max} suffix` when the pattern has that shape (a
+/// bounded-length JSON string: a quote, a character repeated, a quote), built by
+/// layering the unit's DFA once per count: `None` when it does not, or when layering
+/// would be inexact (see below).
+///
+/// Why: regex-automata determinizes such a pattern from its NFA, and `maxLength: 255`
+/// beside a pattern (unrolled, since counting it is inexact or costs more) was a
+/// 13,266-state build of 40 ms per schema, with the other terminals' builds waiting on
+/// it. Layering costs a row per state.
+///
+/// Exact when the unit's language is prefix-free (no complete unit state continues, and
+/// the empty word is no unit): a word then splits into units one way only, read left to
+/// right, so the layer of a state is the count of units read. The suffix must not start
+/// with a byte a unit starts with, so that a layer's boundary state takes it without a
+/// choice. Then the pattern matches only once its suffix is read, and nothing can follow:
+/// leftmost-first drops no thread that could still match, and the layered DFA is
+/// regex-automata's.
+fn repeat_dfa(t: &Terminal, hir: &regex_syntax::hir::Hir) -> Option<TermDfa> {
+    use regex_syntax::hir::HirKind;
+    let HirKind::Concat(items) = hir.kind() else {
+        return None;
+    };
+    let literal = |h: &regex_syntax::hir::Hir| match h.kind() {
+        HirKind::Literal(l) => Some(l.0.to_vec()),
+        _ => None,
+    };
+    let (prefix, rep, suffix) = match items.as_slice() {
+        [p, r, s] => (literal(p)?, r, literal(s)?),
+        [r, s] => (Vec::new(), r, literal(s)?),
+        _ => return None,
+    };
+    let HirKind::Repetition(rep) = rep.kind() else {
+        return None;
+    };
+    if !rep.greedy || rep.max.is_some_and(|max| max < rep.min) {
+        return None;
+    }
+    // The unit's whole language: under leftmost-first, a unit such as `a|ab` stops at
+    // `a` on its own, though the pattern around it goes on to read `ab` as one unit.
+    let unit = automaton_dfa_as(t, &rep.sub.to_string(), MatchKind::All).ok()?;
+    let u0 = unit.start;
+    if u0 == NONE || unit.complete[u0 as usize] {
+        return None;
+    }
+    let row = |q: u32| &unit.trans[q as usize * unit.stride..][..unit.stride];
+    let nu = unit.complete.len();
+    if (0..nu as u32).any(|q| unit.complete[q as usize] && row(q).iter().any(|&n| n != NONE)) {
+        return None;
+    }
+    if row(u0)[unit.classes[suffix[0] as usize] as usize] != NONE {
+        return None;
+    }
+    // Byte classes: the unit's, with each literal byte apart; numbered in byte order of
+    // their first byte, as `automaton_dfa`'s are.
+    let mut literal_byte = [false; 256];
+    for &b in prefix.iter().chain(&suffix) {
+        literal_byte[b as usize] = true;
+    }
+    let mut class_of: HashMap<(u8, u16), u8> = HashMap::new();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let key = (
+            unit.classes[b as usize],
+            if literal_byte[b as usize] {
+                u16::from(b)
+            } else {
+                256
+            },
+        );
+        let next = class_of.len() as u8;
+        classes[b as usize] = *class_of.entry(key).or_insert_with(|| {
+            reps.push(b);
+            next
+        });
+    }
+    let stride = reps.len();
+    // States: the prefix's (read i < |prefix| bytes), then per layer k (k units read,
+    // k ≤ top) the unit's incomplete states (its start first: the layer's boundary),
+    // then the suffix's (read j ≥ 1 bytes; the last complete).
+    let mut slot = vec![u32::MAX; nu];
+    let mut open: Vec<u32> = vec![u0];
+    open.extend((0..nu as u32).filter(|&q| q != u0 && !unit.complete[q as usize]));
+    for (i, &q) in open.iter().enumerate() {
+        slot[q as usize] = i as u32;
+    }
+    let width = open.len();
+    let top = rep.max.unwrap_or(rep.min) as usize;
+    let layers_at = prefix.len();
+    let suffix_at = layers_at + (top + 1) * width;
+    let total = suffix_at + suffix.len();
+    if total > MAX_REPEAT_STATES {
+        return None;
+    }
+    let mut trans = vec![NONE; total * stride];
+    for (i, &b) in prefix.iter().enumerate() {
+        trans[i * stride + classes[b as usize] as usize] = i as u32 + 1;
+    }
+    for k in 0..=top {
+        // After a unit: the next layer's boundary, or this one's when unbounded.
+        let after = if k < top {
+            Some(k + 1)
+        } else {
+            rep.max.is_none().then_some(k)
+        };
+        for (i, &q) in open.iter().enumerate() {
+            let s = layers_at + k * width + i;
+            for (c, &b) in reps.iter().enumerate() {
+                let n = row(q)[unit.classes[b as usize] as usize];
+                trans[s * stride + c] = if n == NONE {
+                    NONE
+                } else if unit.complete[n as usize] {
+                    after.map_or(NONE, |k2| (layers_at + k2 * width) as u32)
+                } else {
+                    (layers_at + k * width + slot[n as usize] as usize) as u32
+                };
+            }
+            if i == 0 && k >= rep.min as usize {
+                trans[s * stride + classes[suffix[0] as usize] as usize] = suffix_at as u32;
+            }
+        }
+    }
+    for (j, &b) in suffix.iter().enumerate().skip(1) {
+        trans[(suffix_at + j - 1) * stride + classes[b as usize] as usize] = (suffix_at + j) as u32;
+    }
+    let complete = (0..total).map(|s| s == total - 1).collect();
+    Some(TermDfa::pruned(classes, stride, trans, complete))
+}
+
 /// A terminal's DFA: its regex's, intersected with each of its `also` patterns' and
 /// minus each of its `except` patterns'.
 fn term_dfa(t: &Terminal) -> Result<TermDfa, GrammarError> {
@@ -341,16 +474,26 @@ fn regex_dfa(t: &Terminal, regex: &str, main: bool) -> Result<TermDfa, GrammarEr
             return Ok(literal_dfa(&lit.0));
         }
     }
+    if let Some(d) = repeat_dfa(t, &hir) {
+        return Ok(d);
+    }
     automaton_dfa(t, regex)
 }
 
-/// A pattern's DFA, determinized by regex-automata (see [`regex_dfa`]).
+/// A pattern's DFA, determinized by regex-automata (see [`regex_dfa`]), with the
+/// terminals' leftmost-first semantics (a lazy quantifier ends at the earliest match).
 fn automaton_dfa(t: &Terminal, regex: &str) -> Result<TermDfa, GrammarError> {
+    automaton_dfa_as(t, regex, MatchKind::LeftmostFirst)
+}
+
+/// [`automaton_dfa`] with the match semantics `kind` (`All`: the pattern's whole
+/// language, no thread dropped once one matches).
+fn automaton_dfa_as(t: &Terminal, regex: &str, kind: MatchKind) -> Result<TermDfa, GrammarError> {
     let dfa = dense::Builder::new()
         .configure(
             dense::DFA::config()
                 .start_kind(StartKind::Anchored)
-                .match_kind(MatchKind::LeftmostFirst)
+                .match_kind(kind)
                 .minimize(false)
                 .dfa_size_limit(Some(TERMINAL_DFA_LIMIT))
                 .determinize_size_limit(Some(TERMINAL_DFA_LIMIT)),
@@ -1447,6 +1590,85 @@ mod tests {
         // Empty intersection: no start.
         let e = term_dfa(&terminal("a+", &["b+"])).unwrap();
         assert_eq!(e.start, NONE);
+    }
+
+    /// Bounded repetitions built by layering accept exactly what regex-automata's DFA of
+    /// the same pattern accepts, prefix by prefix, on every word up to five bytes over the
+    /// patterns' bytes and one other; shapes layering cannot build exactly are left to
+    /// regex-automata.
+    #[test]
+    fn layered_repetitions_agree_with_regex_automata() {
+        // A JSON string of at most three characters, as the JSON Schema front end spells
+        // it, and smaller cases: no prefix, unbounded, multi-byte units, a long suffix.
+        let json_char = r#"(?:[ !\#-\[\]-\x{10FFFF}]|\\["\\/bfnrt]|\\u[0-9A-Fa-f]{4})"#;
+        let layered = [
+            format!(r#""{json_char}{{0,3}}""#),
+            format!(r#""{json_char}{{2,}}""#),
+            "a(?:bc|d){2,4}e".to_string(),
+            "(?:[a-c]|xy){1,}z".to_string(),
+            "(?:ab){0,2}c".to_string(),
+            "x(?:é|a){0,2}yz".to_string(),
+            "(?:a){3}b".to_string(),
+        ];
+        let inexact = [
+            "x(?:a|ab){0,3}y", // not prefix-free
+            "(?:a){0,3}a",     // the suffix starts a unit
+            "x(?:a){0,3}?y",   // lazy
+            "x(?:a*){0,3}y",   // the empty word is a unit
+        ];
+        for re in layered.iter().map(String::as_str).chain(inexact) {
+            let t = terminal(re, &[]);
+            let hir = check_regex(&t, re, true).unwrap();
+            let direct = repeat_dfa(&t, &hir);
+            assert_eq!(direct.is_some(), !inexact.contains(&re), "{re}: layered?");
+            let Some(direct) = direct else { continue };
+            let general = automaton_dfa(&t, re).unwrap();
+            let mut alphabet: Vec<u8> = re
+                .bytes()
+                .filter(|b| !b"(?:){},|*+[]".contains(b))
+                .collect();
+            alphabet.extend([0x01, b'0', b'u']);
+            alphabet.sort();
+            alphabet.dedup();
+            let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+            let mut last: Vec<Vec<u8>> = vec![Vec::new()];
+            for _ in 0..5 {
+                last = last
+                    .iter()
+                    .flat_map(|w| {
+                        alphabet.iter().map(move |&b| {
+                            let mut v = w.clone();
+                            v.push(b);
+                            v
+                        })
+                    })
+                    .collect();
+                words.extend(last.iter().cloned());
+            }
+            // Longer words in the language and one past it.
+            for w in [
+                &br#""\u00aF\"x""#[..],
+                br#""\u00aF\"xy""#,
+                "\"\\u00aF\u{e9}\\n\"".as_bytes(),
+                b"abcdbcde",
+                b"abcdbcdbcde",
+                b"xyxyabcz",
+                b"ababc",
+                b"abababc",
+                "xéaéyz".as_bytes(),
+                b"aaab",
+                b"aaaab",
+            ] {
+                words.push(w.to_vec());
+            }
+            let mut accepted = 0;
+            for w in &words {
+                let got = prefixes(&direct, w);
+                assert_eq!(got, prefixes(&general, w), "{re} on {w:?}");
+                accepted += usize::from(got.last().is_some_and(|p| p.1));
+            }
+            assert!(accepted > 0, "{re}: some word is accepted");
+        }
     }
 
     /// Patterns shared between terminals are built once and give each terminal the DFA
