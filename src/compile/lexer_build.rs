@@ -1594,8 +1594,8 @@ mod tests {
 
     /// Bounded repetitions built by layering accept exactly what regex-automata's DFA of
     /// the same pattern accepts, prefix by prefix, on every word up to five bytes over the
-    /// patterns' bytes and one other; shapes layering cannot build exactly are left to
-    /// regex-automata.
+    /// patterns' bytes and three others (and on longer words in and just past each
+    /// language); shapes layering cannot build exactly are left to regex-automata.
     #[test]
     fn layered_repetitions_agree_with_regex_automata() {
         // A JSON string of at most three characters, as the JSON Schema front end spells
