@@ -126,10 +126,6 @@ fn literal_dfa(lit: &[u8]) -> TermDfa {
     TermDfa::pruned(classes, stride, trans, complete)
 }
 
-/// Most states [`repeat_dfa`] builds; larger repetitions go to regex-automata, whose
-/// limits then report them.
-const MAX_REPEAT_STATES: usize = 1 << 17;
-
 /// The DFA of `prefix (unit){min,max} suffix` when the pattern has that shape (a
 /// bounded-length JSON string: a quote, a character repeated, a quote), built by
 /// layering the unit's DFA once per count: `None` when it does not, or when layering
@@ -221,7 +217,9 @@ fn repeat_dfa(t: &Terminal, hir: &regex_syntax::hir::Hir) -> Option<TermDfa> {
     let layers_at = prefix.len();
     let suffix_at = layers_at + (top + 1) * width;
     let total = suffix_at + suffix.len();
-    if total > MAX_REPEAT_STATES {
+    // Bounded as regex-automata's builds are; a larger one is left to regex-automata,
+    // whose limits then report it.
+    if total.saturating_mul(stride).saturating_mul(4) > TERMINAL_DFA_LIMIT {
         return None;
     }
     let mut trans = vec![NONE; total * stride];
