@@ -628,22 +628,70 @@ pub fn build_lexer(g: &Grammar) -> Result<LexerDfa, GrammarError> {
 /// A combined-automaton state under construction: every plain terminal's state (and each
 /// counted terminal's, before `open` and after `close`), sorted by terminal, plus where
 /// the counted terminals are inside their units.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Key {
     plain: Vec<(u32, u32)>,
     count: Option<CountPos>,
 }
 
-/// A [`Key`] borrowed (hashes as the `Key` it equals), to look states up without building one.
-#[derive(Hash)]
+/// A [`Key`] borrowed: what states are hashed and looked up by, without building a key.
+#[derive(Hash, Clone, Copy)]
 struct KeyRef<'a> {
     plain: &'a [(u32, u32)],
     count: Option<CountPos>,
 }
 
-impl hashbrown::Equivalent<Key> for KeyRef<'_> {
-    fn equivalent(&self, key: &Key) -> bool {
+impl KeyRef<'_> {
+    fn is(&self, key: &Key) -> bool {
         self.plain == key.plain.as_slice() && self.count == key.count
+    }
+}
+
+/// The subset construction's states by key: ids hashed by their key, each id's hash kept
+/// beside it. Why not a `HashMap<Key, u32>`: that held every key twice (a clone beside
+/// [`SubsetBuilder::keys`]), and each of its growths hashed every key vector again, a
+/// tenth of a large counted lexer's build (93K states of key vectors dozens long).
+#[derive(Default)]
+struct StateIndex {
+    table: hashbrown::HashTable<(u64, u32)>,
+    hasher: hashbrown::DefaultHashBuilder,
+}
+
+impl StateIndex {
+    fn hash(&self, k: KeyRef<'_>) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one(k)
+    }
+
+    /// The id of the state with key `k`, if any (`keys` by id).
+    fn get(&self, keys: &[Key], k: KeyRef<'_>) -> Option<u32> {
+        let h = self.hash(k);
+        self.table
+            .find(h, |&(hh, id)| hh == h && k.is(&keys[id as usize]))
+            .map(|&(_, id)| id)
+    }
+
+    /// Records `id` under key `k`, which no state has yet.
+    fn insert(&mut self, k: KeyRef<'_>, id: u32) {
+        let h = self.hash(k);
+        self.table.insert_unique(h, (h, id), |&(hh, _)| hh);
+    }
+
+    /// Forgets `id`, whose key is `k`.
+    fn remove(&mut self, k: KeyRef<'_>, id: u32) {
+        let h = self.hash(k);
+        if let Ok(e) = self.table.find_entry(h, |&(_, x)| x == id) {
+            e.remove();
+        }
+    }
+}
+
+impl Key {
+    fn as_ref(&self) -> KeyRef<'_> {
+        KeyRef {
+            plain: &self.plain,
+            count: self.count,
+        }
     }
 }
 
@@ -717,7 +765,7 @@ fn subset_construction(
         counting: counting.as_ref(),
         stride,
         reps: &reps,
-        index: HashMap::new(),
+        index: StateIndex::default(),
         keys: Vec::new(),
         trans: Vec::new(),
         emits: Vec::new(),
@@ -815,7 +863,7 @@ struct SubsetBuilder<'a> {
     stride: usize,
     /// One byte per class, in class order.
     reps: &'a [u8],
-    index: HashMap<Key, u32>,
+    index: StateIndex,
     keys: Vec<Key>,
     /// Rows of `stride` entries, one per state (filled when the state is processed).
     trans: Vec<u32>,
@@ -848,7 +896,7 @@ impl SubsetBuilder<'_> {
             });
         }
         let id = self.keys.len() as u32;
-        self.index.insert(key.clone(), id);
+        self.index.insert(key.as_ref(), id);
         self.emits.push(self.complete(&key));
         self.keys.push(key);
         self.trans.extend(std::iter::repeat_n(0, self.stride));
@@ -943,10 +991,13 @@ impl SubsetBuilder<'_> {
                 0
             } else if last.2 != u32::MAX && count == last.1 && stepped == last.0 {
                 last.2
-            } else if let Some(&id) = self.index.get(&KeyRef {
-                plain: &stepped,
-                count,
-            }) {
+            } else if let Some(id) = self.index.get(
+                &self.keys,
+                KeyRef {
+                    plain: &stepped,
+                    count,
+                },
+            ) {
                 id
             } else {
                 let next = Key {
@@ -1001,7 +1052,7 @@ impl SubsetBuilder<'_> {
                     plain: &self.keys[s as usize].plain,
                     count: Some(CountPos { u: p.u, c: p.c - 1 }),
                 };
-                let Some(&s0) = self.index.get(&below) else {
+                let Some(s0) = self.index.get(&self.keys, below) else {
                     return Ok(false);
                 };
                 self.link(s0, s);
@@ -1026,12 +1077,15 @@ impl SubsetBuilder<'_> {
                     Some(_) if self.up[t0 as usize] != NO_LINK => self.up[t0 as usize],
                     Some(q) => {
                         let up = Some(CountPos { u: q.u, c: q.c + 1 });
-                        let found = self.index.get(&KeyRef {
-                            plain: &self.keys[t0 as usize].plain,
-                            count: up,
-                        });
+                        let found = self.index.get(
+                            &self.keys,
+                            KeyRef {
+                                plain: &self.keys[t0 as usize].plain,
+                                count: up,
+                            },
+                        );
                         let t = match found {
-                            Some(&id) => id,
+                            Some(id) => id,
                             None => {
                                 let plain = self.keys[t0 as usize].plain.clone();
                                 let id = self.add(Key { plain, count: up })?;
@@ -1106,8 +1160,7 @@ impl SubsetBuilder<'_> {
         let mut to_template: HashMap<u32, u32> = HashMap::new();
         let mut exits = Vec::with_capacity(starts.len());
         for ((plain, x), (_, e)) in starts.into_iter().zip(pending) {
-            let old = self.keys[e as usize].clone();
-            self.index.remove(&old);
+            self.index.remove(self.keys[e as usize].as_ref(), e);
             self.unlink(e);
             let key = Key {
                 plain,
@@ -1116,7 +1169,7 @@ impl SubsetBuilder<'_> {
                     c: exit_count,
                 }),
             };
-            self.index.insert(key.clone(), e);
+            self.index.insert(key.as_ref(), e);
             self.keys[e as usize] = key;
             layers.entry(exit_count).or_default().push(e);
             to_template.insert(e, x);
