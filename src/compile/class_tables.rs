@@ -17,6 +17,7 @@ use smallvec::SmallVec;
 use super::token_atoms::NO_ATOM;
 use crate::dwa::word_pool::WordPool;
 use crate::dwa::ClassTokens;
+use crate::rng::SplitMix64;
 
 /// Class → atom table of one start position (build time).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -181,14 +182,21 @@ pub fn freeze(
                         &[a] => *single[a as usize].get_or_insert_with(|| pool.push(atom_slice(a))),
                         set => *merged.entry(set).or_insert_with(|| {
                             let slot = (c as u32, t.num_classes() as u32);
-                            if let Some(r) =
-                                patch.try_patch(set, slot, &atom_slice, &mut merge, &mut pool)
-                            {
-                                return r;
-                            }
+                            let sketch = match patch.try_patch(
+                                set,
+                                slot,
+                                &atom_slice,
+                                &mut merge,
+                                &mut pool,
+                            ) {
+                                Patch::Patched(r) => return r,
+                                Patch::Whole(sketch) => sketch,
+                            };
                             let words = merge.words_of(set, &atom_slice);
                             let r = pool.push(words);
-                            patch.offer(set, slot, words, r);
+                            if let Some(sketch) = &sketch {
+                                patch.offer(set, sketch, slot, words, r);
+                            }
                             r
                         }),
                     })
@@ -211,7 +219,8 @@ pub fn freeze(
 /// an earlier table with as many classes, tens of tables back (that class of the tables
 /// between was patched on it), and not always the latest such. So the candidates are
 /// the latest few bases in the same slot (class number, table's class count), in the
-/// same class number, and the latest bases holding the set's first and middle atoms.
+/// same class number, the latest bases holding the set's first and middle atoms, and the
+/// latest few sharing a band of the set's [`Sketch`].
 struct Patcher<'t> {
     /// The sets stored whole that may be patched: atoms and dense range.
     bases: Vec<(&'t [u32], (u32, u32))>,
@@ -220,6 +229,67 @@ struct Patcher<'t> {
     /// The latest bases per slot, and per class number (up to [`PATCH_RECENT`]).
     by_slot: HashMap<(u32, u32), SmallVec<[u32; PATCH_RECENT]>>,
     by_class: HashMap<u32, SmallVec<[u32; PATCH_RECENT]>>,
+    /// The latest bases per band of their sketch (band number, band value).
+    by_band: HashMap<(u8, u64), SmallVec<[u32; PATCH_RECENT]>>,
+    /// Each atom's hash, for sketches (hashed once: a large schema's sketches read
+    /// millions of atoms).
+    atom_hash: Vec<u64>,
+}
+
+/// Minhashes per band of a [`Sketch`]: a band is shared by sets whose atoms agree in
+/// proportion `j` with probability about `j^2`, so near-copies (`j` > 0.99) share all
+/// of them and sets a third apart rarely one.
+const SKETCH_ROWS: usize = 2;
+
+/// Bands of a [`Sketch`].
+const SKETCH_BANDS: usize = 4;
+
+/// Bins of a [`Sketch`], a power of two: a hash's top bits pick its bin.
+const SKETCH_BINS: usize = SKETCH_BANDS * SKETCH_ROWS;
+const _: () = assert!(SKETCH_BINS.is_power_of_two() && SKETCH_BINS > 1);
+
+/// What [`Patcher::try_patch`] made of a set.
+enum Patch {
+    /// Stored as patches on a base, at this range.
+    Patched((u32, u32)),
+    /// To be stored whole, with its sketch when it is large enough to be a base (`None`:
+    /// its atoms' words add up to less than [`PATCH_MIN_WORDS`]).
+    Whole(Option<Sketch>),
+}
+
+/// A minhash sketch of a large atom set, to find a close base among thousands.
+///
+/// Why: the other candidates miss most near-copies when sets of two or three families
+/// alternate (keys and values of one object): o55334 stored 1,838 sets of over 3,000
+/// words whole, with a base within 1% of most of them among the earlier ones, and its
+/// pool was 60 MB. One hash per atom, split into [`SKETCH_BINS`] bins by hash
+/// (one-permutation minhash), each bin's least hash kept; a fixed hash ([`SplitMix64`])
+/// so the pool does not depend on the process.
+struct Sketch([u64; SKETCH_BANDS]);
+
+impl Sketch {
+    /// The sketch of `set`, given each atom's hash.
+    fn of(set: &[u32], atom_hash: &[u64]) -> Self {
+        const SHIFT: u32 = 64 - SKETCH_BINS.trailing_zeros();
+        let mut mins = [u64::MAX; SKETCH_BINS];
+        for &a in set {
+            let h = atom_hash[a as usize];
+            let bin = (h >> SHIFT) as usize;
+            mins[bin] = mins[bin].min(h);
+        }
+        let mut bands = [0u64; SKETCH_BANDS];
+        for (band, rows) in bands.iter_mut().zip(mins.chunks(SKETCH_ROWS)) {
+            *band = rows
+                .iter()
+                .fold(0u64, |acc, &m| SplitMix64::new(acc ^ m).next_u64());
+        }
+        Self(bands)
+    }
+
+    /// The index keys of the sketch's bands.
+    fn keys(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
+        self.0.iter().enumerate().map(|(i, &v)| (i as u8, v))
+    }
 }
 
 /// Sets whose tokens fill fewer words than this are stored whole: patching cannot save
@@ -240,12 +310,16 @@ impl<'t> Patcher<'t> {
             owner: vec![u32::MAX; num_atoms],
             by_slot: HashMap::new(),
             by_class: HashMap::new(),
+            by_band: HashMap::new(),
+            atom_hash: (0..num_atoms as u64)
+                .map(|a| SplitMix64::new(a).next_u64())
+                .collect(),
         }
     }
 
     /// `set` as patches on a base, when one is close enough to it (see
-    /// [`PATCH_MAX_SHARE`]); `None` to store it whole. `merge`'s scratch is used and left
-    /// clean.
+    /// [`PATCH_MAX_SHARE`]); else [`Patch::Whole`] to store it whole. `merge`'s scratch
+    /// is used and left clean.
     fn try_patch<'a>(
         &mut self,
         set: &'t [u32],
@@ -253,23 +327,16 @@ impl<'t> Patcher<'t> {
         atom_slice: &impl Fn(u32) -> &'a [(u32, u32)],
         merge: &mut Merger<'t>,
         pool: &mut WordPool,
-    ) -> Option<(u32, u32)> {
+    ) -> Patch {
         let plain: usize = set.iter().map(|&a| atom_slice(a).len()).sum();
         if plain < PATCH_MIN_WORDS {
-            return None;
+            return Patch::Whole(None);
         }
         let mut best: Option<(usize, u32, Vec<u32>, Vec<u32>)> = None;
-        let mut tried: SmallVec<[u32; 2 * PATCH_RECENT + 2]> = SmallVec::new();
-        let none = SmallVec::new();
-        let candidates = (self.by_slot.get(&slot).unwrap_or(&none).iter())
-            .chain(self.by_class.get(&slot.0).unwrap_or(&none))
-            .chain([
-                &self.owner[set[0] as usize],
-                &self.owner[set[set.len() / 2] as usize],
-            ]);
-        for &b in candidates {
+        let mut tried: SmallVec<[u32; 64]> = SmallVec::new();
+        let mut consider = |b: u32, best: &mut Option<(usize, u32, Vec<u32>, Vec<u32>)>| {
             if b == u32::MAX || tried.contains(&b) {
-                continue;
+                return;
             }
             tried.push(b);
             let (base, range) = self.bases[b as usize];
@@ -279,10 +346,34 @@ impl<'t> Patcher<'t> {
             if let Some((bound, lacks, adds)) =
                 differences(base, set, |a| atom_slice(a).len(), limit)
             {
-                best = Some((bound, b, lacks, adds));
+                *best = Some((bound, b, lacks, adds));
             }
+        };
+        let none = SmallVec::new();
+        let recent = (self.by_slot.get(&slot).unwrap_or(&none).iter())
+            .chain(self.by_class.get(&slot.0).unwrap_or(&none))
+            .chain([
+                &self.owner[set[0] as usize],
+                &self.owner[set[set.len() / 2] as usize],
+            ]);
+        for &b in recent {
+            consider(b, &mut best);
         }
-        let (bound, b, lacks, adds) = best?;
+        // The sketch only when those fail: hashing a set's atoms cost more than trying
+        // them (thousands of atoms in some schemas' sets).
+        let mut sketch = None;
+        if best.is_none() {
+            let s = Sketch::of(set, &self.atom_hash);
+            for k in s.keys() {
+                for &b in self.by_band.get(&k).unwrap_or(&none) {
+                    consider(b, &mut best);
+                }
+            }
+            sketch = Some(s);
+        }
+        let Some((bound, b, lacks, adds)) = best else {
+            return Patch::Whole(sketch);
+        };
         let range = self.bases[b as usize].1;
         // Each word the two differ in starts from the base's value; atoms are disjoint
         // token sets, so clearing what `set` lacks and setting what it adds is exact.
@@ -312,26 +403,35 @@ impl<'t> Patcher<'t> {
                 patches.push((w as u32, std::mem::take(&mut merge.acc[w])));
             }
         }
-        Some(pool.push_patched(range, &patches))
+        Patch::Patched(pool.push_patched(range, &patches))
     }
 
     /// Makes `set`, just stored whole as `words` at `range`, a base if it is large and
-    /// dense.
-    fn offer(&mut self, set: &'t [u32], slot: (u32, u32), words: &[(u32, u32)], range: (u32, u32)) {
+    /// dense; `sketch` is the one [`Patcher::try_patch`] gave.
+    fn offer(
+        &mut self,
+        set: &'t [u32],
+        sketch: &Sketch,
+        slot: (u32, u32),
+        words: &[(u32, u32)],
+        range: (u32, u32),
+    ) {
         if set.len() < BASE_MIN_ATOMS || !WordPool::is_dense(range) || words.len() < PATCH_MIN_WORDS
         {
             return;
         }
         let b = self.bases.len() as u32;
         self.bases.push((set, range));
-        for recent in [
-            self.by_slot.entry(slot).or_default(),
-            self.by_class.entry(slot.0).or_default(),
-        ] {
+        let remember = |recent: &mut SmallVec<[u32; PATCH_RECENT]>| {
             if recent.len() == PATCH_RECENT {
                 recent.remove(0);
             }
             recent.push(b);
+        };
+        remember(self.by_slot.entry(slot).or_default());
+        remember(self.by_class.entry(slot.0).or_default());
+        for k in sketch.keys() {
+            remember(self.by_band.entry(k).or_default());
         }
         for &a in set {
             self.owner[a as usize] = b;
@@ -622,6 +722,49 @@ mod tests {
         assert!(
             patched >= patched_at_least,
             "{num_atoms} atoms: {patched} classes stored as patches"
+        );
+    }
+
+    #[test]
+    fn near_copies_found_among_interleaved_families_by_sketch() {
+        // Large classes of twelve far-apart families in turn, each a few atoms from its
+        // family's last one: the recent bases by slot, class and atom owner are all of
+        // other families, so only the sketch finds the close base. Each class must hold
+        // exactly its atoms' tokens, and most after the first round be patches.
+        let mut rng = SplitMix64::new(23);
+        let (vocab_len, num_atoms, families) = (60_000usize, 2_000usize, 12usize);
+        let atom_of_token: Vec<u32> = (0..vocab_len)
+            .map(|_| rng.below(num_atoms) as u32)
+            .collect();
+        let mut sets: Vec<RoaringBitmap> = (0..families)
+            .map(|_| (0..num_atoms as u32).filter(|_| rng.below(3) < 2).collect())
+            .collect();
+        let rounds = 6;
+        let tables: Vec<(u32, ClassAtoms)> = (0..families * rounds)
+            .map(|i| {
+                let set = &mut sets[i % families];
+                for _ in 0..1 + rng.below(3) {
+                    let a = rng.below(num_atoms) as u32;
+                    if !set.remove(a) {
+                        set.insert(a);
+                    }
+                }
+                (i as u32, ClassAtoms::new(std::slice::from_ref(set)))
+            })
+            .collect();
+        let (frozen, pool) = freeze_owned(&tables, &AtomWords::new(&atom_of_token, num_atoms));
+        let mut patched = 0;
+        for ((_, t), f) in tables.iter().zip(&frozen).skip(families) {
+            let want: Vec<u32> = (0..vocab_len as u32)
+                .filter(|&tok| t.class(0).contains(&atom_of_token[tok as usize]))
+                .collect();
+            assert_eq!(pool.words(f.ranges[0]), words_of(&want));
+            patched += usize::from(WordPool::is_patched(f.ranges[0]));
+        }
+        let later = families * (rounds - 1);
+        assert!(
+            patched * 4 >= later * 3,
+            "{patched} of {later} near-copies stored as patches"
         );
     }
 
