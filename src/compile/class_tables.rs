@@ -236,9 +236,10 @@ struct Patcher<'t> {
     atom_hash: Vec<u64>,
 }
 
-/// Minhashes per band of a [`Sketch`]: a band is shared by sets whose atoms agree in
-/// proportion `j` with probability about `j^2`, so near-copies (`j` > 0.99) share all
-/// of them and sets a third apart rarely one.
+/// Minhashes per band of a [`Sketch`]: two sets whose atoms agree in proportion `j`
+/// (Jaccard) share a band with probability about `j^2`, so near-copies (`j` > 0.99)
+/// share every band, and a set a third apart shares each with probability under a half
+/// (each band's bucket keeps only its latest bases, so far sets crowd it out less).
 const SKETCH_ROWS: usize = 2;
 
 /// Bands of a [`Sketch`].
@@ -259,9 +260,9 @@ enum Patch {
 
 /// A minhash sketch of a large atom set, to find a close base among thousands.
 ///
-/// Why: the other candidates miss most near-copies when sets of two or three families
-/// alternate (keys and values of one object): o55334 stored 1,838 sets of over 3,000
-/// words whole, with a base within 1% of most of them among the earlier ones, and its
+/// Why: the other candidates miss near-copies when large sets of several far-apart
+/// families alternate: o55334 stored 1,838 sets of over 3,000 words whole, though for
+/// more than half of them an earlier base differed in under 1% of its words, and its
 /// pool was 60 MB. One hash per atom, split into [`SKETCH_BINS`] bins by hash
 /// (one-permutation minhash), each bin's least hash kept; a fixed hash ([`SplitMix64`])
 /// so the pool does not depend on the process.
