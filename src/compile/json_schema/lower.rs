@@ -29,8 +29,8 @@ use super::resolve::{
     ASSERTIONS,
 };
 use super::string::{
-    any_char, char_len, literal_regex, parse_pattern, parse_value_regex, quoted_regex, spell,
-    split_pattern, PatternSplit, ValueMatcher, ANY_STRING,
+    any_char, char_len, has_bounded_repetition, literal_regex, parse_pattern, parse_value_regex,
+    quoted_regex, spell, split_pattern, PatternSplit, ValueMatcher, ANY_STRING,
 };
 use super::{Dropped, LoweredSchema, SchemaError, SchemaOptions};
 use crate::compile::ebnf::{BnfBuilder, Ebnf};
@@ -61,6 +61,16 @@ pub const COUNTED_LENGTH_FROM: u64 = 32;
 /// and the counted pattern's layers cost more than unrolling (a `minLength: 100` beside
 /// three patterns took twice as long counted).
 pub const COUNTED_FROM: u64 = 256;
+/// [`COUNTED_FROM`] for patterns, formats and `not`s with no bounded repetition of
+/// their own (`\S+@\S+`, `email`). Unrolled, such a pattern times every length is a
+/// product regex-automata builds state by state (`maxLength: 255` beside an email
+/// pattern: 49,786 states, 77 ms in o50681), where counting builds the pattern once.
+/// Patterns that count characters themselves are what made counting dearer: the
+/// `minLength: 100` above (`((c1d3g3).{4,8}){6}` among them) took 1.7 s counted from 64
+/// characters, 0.6 s unrolled. Why is a guess: the pattern's counter moves with the
+/// length's, so their unrolled product stays small. Below 128, counting gained nothing
+/// measurable on MaskBench's short bounds.
+pub const COUNTED_FREE_PATTERN_FROM: u64 = 128;
 /// Longest string length compiled as a counted terminal (a length with no other string
 /// constraint beside it): the lexer keeps a few hundred layers per bound and numbers the
 /// rest, so this only bounds the id space.
@@ -1316,6 +1326,12 @@ impl<'a> Lowerer<'a> {
             } else {
                 "minLength"
             };
+            // Beside other constraints, a length is counted from `COUNTED_FROM`, or from
+            // `COUNTED_FREE_PATTERN_FROM` when none of them counts characters itself.
+            let counts_beside = longest >= COUNTED_FROM
+                || longest >= COUNTED_FREE_PATTERN_FROM
+                    && !parts.iter().any(|(_, h)| has_bounded_repetition(h))
+                    && !except.iter().any(has_bounded_repetition);
             if longest > MAX_LEXER_COUNT {
                 self.refuse(
                     kw,
@@ -1326,7 +1342,7 @@ impl<'a> Lowerer<'a> {
                 // The length is the only constraint: the lexer counts characters instead
                 // of unrolling them (`ir::Counted`).
                 return Ok(self.counted_string(lo as u32, max.map(|x| x as u32), pointer));
-            } else if let Some(e) = (longest >= COUNTED_FROM)
+            } else if let Some(e) = counts_beside
                 .then(|| self.counted_pattern(&parts, except, lo as u32, max, pointer))
                 .transpose()?
                 .flatten()
@@ -3034,6 +3050,34 @@ mod tests {
         let mut other = object("one");
         other["properties"]["k"]["minimum"] = serde_json::json!(4);
         assert!(schema(object("one"), other).nonterminals.len() > same.nonterminals.len());
+    }
+
+    /// Lengths from `COUNTED_FREE_PATTERN_FROM` beside a pattern or format with no
+    /// bounded repetition are counted; beside one that counts characters itself they are
+    /// unrolled until `COUNTED_FROM`; shorter ones always are.
+    #[test]
+    fn lengths_beside_free_patterns_are_counted_from_their_own_bound() {
+        use super::{COUNTED_FREE_PATTERN_FROM as FREE, COUNTED_FROM};
+        let counted = |extra: Value, max: u64| {
+            let mut s = serde_json::json!({"type": "string", "maxLength": max});
+            for (k, v) in extra.as_object().expect("an object") {
+                s[k] = v.clone();
+            }
+            let g = compile_value(&s, &SchemaOptions::default())
+                .expect("compiles")
+                .grammar;
+            g.terminals.iter().any(|t| t.counted.is_some())
+        };
+        let email = serde_json::json!({"format": "email"});
+        let free = serde_json::json!({"pattern": "^\\S+@\\S+$"});
+        // `[a-z]+` spelled with a bound: still exact to count, but it counts by itself.
+        let bounded = serde_json::json!({"pattern": "^(?:[a-z]{1,3})+$"});
+        assert!(counted(email.clone(), FREE));
+        assert!(counted(free.clone(), FREE));
+        assert!(!counted(email, FREE - 1));
+        assert!(!counted(free, FREE - 1));
+        assert!(!counted(bounded.clone(), COUNTED_FROM - 1));
+        assert!(counted(bounded, COUNTED_FROM));
     }
 
     #[test]

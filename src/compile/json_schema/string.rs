@@ -295,6 +295,17 @@ pub fn char_len(h: &Hir) -> (u32, Option<u32>) {
     }
 }
 
+/// Whether `h` repeats something a bounded number of times other than as an option
+/// (`x{4}`, `x{2,8}`, not `x?`): such a pattern counts characters itself.
+pub fn has_bounded_repetition(h: &Hir) -> bool {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) | HirKind::Literal(_) | HirKind::Class(_) => false,
+        HirKind::Repetition(r) => r.max.is_some_and(|m| m > 1) || has_bounded_repetition(&r.sub),
+        HirKind::Capture(c) => has_bounded_repetition(&c.sub),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(has_bounded_repetition),
+    }
+}
+
 /// Rewrites ECMA-262 pattern syntax into `regex-syntax` syntax with the same meaning:
 /// ASCII `\d \w \s`-style classes, `.` without line terminators, `[` literal inside a
 /// class, `{` literal unless it starts a quantifier. Look-around and back-references
@@ -830,6 +841,17 @@ mod tests {
 
     fn full(re: &str) -> Regex {
         Regex::new(&format!("^(?:{re})$")).unwrap()
+    }
+
+    #[test]
+    fn bounded_repetitions_are_found_at_any_depth() {
+        let bounded = |p: &str| has_bounded_repetition(&regex_syntax::parse(p).unwrap());
+        for p in ["a{4}", "a{2,8}", "(?:x|(?:ab){0,3})+", "[0-9]{4}-[0-9]{2}"] {
+            assert!(bounded(p), "{p}");
+        }
+        for p in ["a?", "a+", r"\S+@\S+", "(?:ab)*c?", "a{2,}", "a{1}"] {
+            assert!(!bounded(p), "{p}");
+        }
     }
 
     #[test]
