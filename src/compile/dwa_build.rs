@@ -1473,30 +1473,46 @@ pub fn lexer_half(
     // list thousands of atoms, and holding every table until all were made cost hundreds
     // of MB, faulted in fresh (o48425: 12,200 positions, 66M atom entries).
     const CLASSIFY_CHUNK: usize = 512;
-    let mut shape_ids: HashMap<Shape, u32> = HashMap::new();
+    // Shapes are hashed on the classifying threads and interned in order here (hashing
+    // them on this one thread was a tenth of its serial time in a large lexer half).
+    let shape_hasher = hashbrown::DefaultHashBuilder::default();
+    let mut shapes: Vec<Shape> = Vec::new();
+    let mut shape_hashes: Vec<u64> = Vec::new();
+    let mut shape_index: hashbrown::HashTable<u32> = hashbrown::HashTable::new();
     let mut trie_shape: Vec<u32> = Vec::with_capacity(built.len());
     let mut own_tables = TableInterner::default();
     let mut own_local: Vec<u32> = Vec::with_capacity(built.len());
     for chunk in built.chunks(CLASSIFY_CHUNK) {
         let interner = &own_tables;
-        let classified: Vec<(Shape, ClassAtoms, u64)> = chunk
+        let classified: Vec<(Shape, u64, ClassAtoms, u64)> = chunk
             .par_iter()
             .map(|&p| {
                 let c = classify(atoms.trie(lexer, &walks, p));
                 let table = ClassAtoms::new(&c.tokens);
                 let h = interner.hash(&table);
-                (c.shape, table, h)
+                let sh = std::hash::BuildHasher::hash_one(&shape_hasher, &c.shape);
+                (c.shape, sh, table, h)
             })
             .collect();
-        for (shape, table, h) in classified {
-            let n = shape_ids.len() as u32;
-            trie_shape.push(*shape_ids.entry(shape).or_insert(n));
+        for (shape, sh, table, h) in classified {
+            let id = match shape_index.entry(
+                sh,
+                |&i| shape_hashes[i as usize] == sh && shapes[i as usize] == shape,
+                |&i| shape_hashes[i as usize],
+            ) {
+                hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+                hashbrown::hash_table::Entry::Vacant(e) => {
+                    let id = shapes.len() as u32;
+                    shapes.push(shape);
+                    shape_hashes.push(sh);
+                    e.insert(id);
+                    id
+                }
+            };
+            trie_shape.push(id);
             own_local.push(own_tables.intern_hashed(table, h));
         }
     }
-    let mut by_id: Vec<(u32, Shape)> = shape_ids.into_iter().map(|(s, i)| (i, s)).collect();
-    by_id.sort_unstable_by_key(|&(i, _)| i);
-    let shapes: Vec<Shape> = by_id.into_iter().map(|(_, s)| s).collect();
     Ok(LexerHalf {
         emits,
         own_trie,

@@ -480,6 +480,16 @@ pub fn build_tries_with<T: Send>(
         .collect()
 }
 
+/// One first byte's share of [`Walks::new`], numbered within the byte.
+struct ByteWalks {
+    /// The byte's pairs (in the order met) by rank of their key.
+    rank_to_pair: Vec<u32>,
+    /// The byte's walks: keys `(byte, bucket, class)` in order, each with its entered state.
+    keys: Vec<((u8, u8, u32), LexStateId)>,
+    /// Per pair, its walks.
+    pair_walks: Vec<Vec<u32>>,
+}
+
 /// The walks a set of start positions needs: each part of the vocabulary (first byte ×
 /// length bucket, [`TokenParts`]) is to be walked once per class of states positions enter
 /// it in (see [`build_tries_shared`]); a position's trie is the graft of its walks.
@@ -532,72 +542,94 @@ impl<'t> Walks<'t> {
         let key = |b: u8, n: LexStateId| -> u32 {
             pair_classes[usize::from(b)].map_or(n.as_u32(), |c| c[n.index()])
         };
-        // Pairs met so far, a bit per (byte, key), 32 bytes per lexer state (keys are
-        // below the state count): a hash lookup for each position and byte cost a sixth
-        // of this step.
+        // The key a part is walked under: the entered state's class at the part's depth.
+        let key_of = |b: u8, i: usize, n: LexStateId| -> (u8, u8, u32) {
+            let k = share.map_or(n.as_u32(), |s| s.classes[i][n.index()]);
+            (b, i as u8, k)
+        };
+        // Pairs met, a bit per (byte, key), 32 bytes per lexer state (keys are below the
+        // state count): a hash lookup for each position and byte cost a sixth of this
+        // step. Every key, walk and pair is of one first byte, so bytes are planned in
+        // parallel (one thread over every position and byte was a tenth of a large
+        // schema's lexer half) and numbered in byte order, as one pass would.
         let words = lexer.num_states().div_ceil(64);
         let mut met = vec![0u64; 256 * words];
-        let mut pairs: Vec<(u8, LexStateId)> = Vec::new();
-        for &p in positions {
-            for b in 0..=255u8 {
-                if let Some(n) = after_first_byte(lexer, p, b) {
-                    let k = key(b, n) as usize;
-                    let (w, bit) = (usize::from(b) * words + k / 64, 1 << (k % 64));
-                    if met[w] & bit == 0 {
-                        met[w] |= bit;
-                        pairs.push((b, n));
+        let per_byte: Vec<ByteWalks> = met
+            .par_chunks_mut(words.max(1))
+            .take(256)
+            .enumerate()
+            .map(|(b, met)| {
+                let b = b as u8;
+                let mut pairs: Vec<LexStateId> = Vec::new();
+                for &p in positions {
+                    if let Some(n) = after_first_byte(lexer, p, b) {
+                        let k = key(b, n) as usize;
+                        let (w, bit) = (k / 64, 1 << (k % 64));
+                        if met[w] & bit == 0 {
+                            met[w] |= bit;
+                            pairs.push(n);
+                        }
                     }
                 }
-            }
-        }
+                let mut by_key: Vec<(u32, u32)> = pairs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| (key(b, n), i as u32))
+                    .collect();
+                by_key.sort_unstable();
+                let parts: Vec<usize> = (0..nb)
+                    .filter(|&i| !tokens.part_is_empty(usize::from(b) * nb + i))
+                    .collect();
+                let mut rep: HashMap<(u8, u8, u32), LexStateId> = HashMap::new();
+                for &n in &pairs {
+                    for &i in &parts {
+                        rep.entry(key_of(b, i, n)).or_insert(n);
+                    }
+                }
+                let mut keys: Vec<((u8, u8, u32), LexStateId)> = rep.into_iter().collect();
+                keys.sort_unstable();
+                let walk_of: HashMap<(u8, u8, u32), u32> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(w, &(k, _))| (k, w as u32))
+                    .collect();
+                // Walk ids local to the byte, made global below.
+                let pair_walks = pairs
+                    .iter()
+                    .map(|&n| {
+                        // Every part of every pair was keyed above.
+                        parts.iter().map(|&i| walk_of[&key_of(b, i, n)]).collect()
+                    })
+                    .collect();
+                ByteWalks {
+                    rank_to_pair: by_key.into_iter().map(|(_, i)| i).collect(),
+                    keys,
+                    pair_walks,
+                }
+            })
+            .collect();
         let mut met_before = Vec::with_capacity(met.len());
         let mut count = 0u32;
         for &w in &met {
             met_before.push(count);
             count += w.count_ones();
         }
-        let mut by_key: Vec<(usize, u32)> = pairs
-            .iter()
-            .enumerate()
-            .map(|(i, &(b, n))| (usize::from(b) * words * 64 + key(b, n) as usize, i as u32))
-            .collect();
-        by_key.sort_unstable();
-        let pair_of_rank = by_key.into_iter().map(|(_, i)| i).collect();
-        // The key a part is walked under: the entered state's class at the part's depth.
-        let key_of = |b: u8, i: usize, n: LexStateId| -> (u8, u8, u32) {
-            let k = share.map_or(n.as_u32(), |s| s.classes[i][n.index()]);
-            (b, i as u8, k)
-        };
-        let mut rep: HashMap<(u8, u8, u32), LexStateId> = HashMap::new();
-        for &(b, n) in &pairs {
-            for i in 0..nb {
-                if !tokens.part_is_empty(b as usize * nb + i) {
-                    rep.entry(key_of(b, i, n)).or_insert(n);
-                }
+        let mut pair_of_rank: Vec<u32> = Vec::with_capacity(count as usize);
+        let mut starts: Vec<LexStateId> = Vec::new();
+        let mut part_of: Vec<u32> = Vec::new();
+        let mut pair_walks: Vec<Vec<u32>> = Vec::with_capacity(count as usize);
+        for byte in per_byte {
+            let (first_pair, first_walk) = (pair_walks.len() as u32, starts.len() as u32);
+            pair_of_rank.extend(byte.rank_to_pair.iter().map(|&i| first_pair + i));
+            for ((b, i, _), n) in byte.keys {
+                starts.push(n);
+                part_of.push((usize::from(b) * nb + usize::from(i)) as u32);
             }
+            pair_walks.extend(byte.pair_walks.into_iter().map(|mut ws: Vec<u32>| {
+                ws.iter_mut().for_each(|w| *w += first_walk);
+                ws
+            }));
         }
-        let mut keys: Vec<((u8, u8, u32), LexStateId)> = rep.into_iter().collect();
-        keys.sort_unstable();
-        let starts = keys.iter().map(|&(_, n)| n).collect();
-        let part_of = keys
-            .iter()
-            .map(|&((b, i, _), _)| (b as usize * nb + i as usize) as u32)
-            .collect();
-        let walk_of: HashMap<(u8, u8, u32), u32> = keys
-            .iter()
-            .enumerate()
-            .map(|(w, &(k, _))| (k, w as u32))
-            .collect();
-        let pair_walks: Vec<Vec<u32>> = pairs
-            .iter()
-            .map(|&(b, n)| {
-                (0..nb)
-                    .filter(|&i| !tokens.part_is_empty(b as usize * nb + i))
-                    // Every part of every pair was keyed above.
-                    .map(|i| walk_of[&key_of(b, i, n)])
-                    .collect()
-            })
-            .collect();
         Self {
             tokens,
             part_of,
