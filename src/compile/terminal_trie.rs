@@ -667,6 +667,18 @@ impl<'t> Walks<'t> {
         })
     }
 
+    /// The ids of the pairs of first byte `b`: pairs are numbered byte by byte.
+    pub fn pairs_of_byte(&self, b: u8) -> std::ops::Range<u32> {
+        let w = usize::from(b) * self.key_words;
+        let start = self.met_before.get(w).copied().unwrap_or(0);
+        let end = self
+            .met_before
+            .get(w + self.key_words)
+            .copied()
+            .unwrap_or(self.pair_walks.len() as u32);
+        start..end
+    }
+
     /// The walks of a pair, one per nonempty length bucket of its byte, in bucket order.
     pub fn pair_walks(&self, pair: u32) -> &[u32] {
         &self.pair_walks[pair as usize]

@@ -181,15 +181,20 @@ pub fn atomize(
         .map(|b| {
             // Positions entering byte `b` in the same pair enter the same walk of every
             // part of `b` (one per nonempty part): group them once.
-            let mut group_of_pair: HashMap<Option<u32>, u32> = HashMap::new();
+            // By the pair's rank among the byte's pairs, the last slot for none (a hash
+            // map here, one lookup per position and byte, was most of this closure).
+            let pairs = walks.pairs_of_byte(b);
+            let none = (pairs.end - pairs.start) as usize;
+            let mut group_of_pair: Vec<u32> = vec![u32::MAX; none + 1];
             let mut pair_groups: Vec<(Option<u32>, Vec<u32>)> = Vec::new();
             for (p, &pos) in positions.iter().enumerate() {
                 let pair = walks.pair_at(lexer, pos, b);
-                let g = *group_of_pair.entry(pair).or_insert_with(|| {
+                let g = &mut group_of_pair[pair.map_or(none, |x| (x - pairs.start) as usize)];
+                if *g == u32::MAX {
+                    *g = pair_groups.len() as u32;
                     pair_groups.push((pair, Vec::new()));
-                    pair_groups.len() as u32 - 1
-                });
-                pair_groups[g as usize].1.push(p as u32);
+                }
+                pair_groups[*g as usize].1.push(p as u32);
             }
             if pair_groups.iter().all(|(pair, _)| pair.is_none()) {
                 // No position takes byte `b`.

@@ -302,6 +302,49 @@ fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
     }
 }
 
+/// Walk pairs are numbered byte by byte (`atomize` indexes a byte's pairs by rank): the
+/// pair a position enters with byte `b` lies in `pairs_of_byte(b)`, every pair of that
+/// range is entered by some position, and the bytes' ranges tile the ids in byte order
+/// (on [`walk_cases`]).
+#[test]
+fn walk_pairs_are_numbered_byte_by_byte() {
+    use stackmask::compile::terminal_trie::Walks;
+    let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
+    let tokens = gpt2.parts();
+    for c in walk_cases(&gpt2) {
+        let (name, lexer, share) = (c.name, &c.tables.lexer, &c.share);
+        let positions = start_positions(lexer);
+        let walks = Walks::new(lexer, tokens, &positions, Some(share));
+        let mut next = 0;
+        let mut bytes_with_pairs = 0;
+        for b in 0..=255u8 {
+            let range = walks.pairs_of_byte(b);
+            assert_eq!(range.start, next, "{name}: byte {b}");
+            let mut entered = vec![false; range.len()];
+            for &p in &positions {
+                if let Some(pair) = walks.pair_at(lexer, p, b) {
+                    assert!(
+                        range.contains(&pair),
+                        "{name}: byte {b}, pair {pair} of {range:?}"
+                    );
+                    entered[(pair - range.start) as usize] = true;
+                }
+            }
+            assert!(
+                entered.iter().all(|&e| e),
+                "{name}: byte {b}: a pair no position enters"
+            );
+            bytes_with_pairs += usize::from(!range.is_empty());
+            next = range.end;
+        }
+        assert_eq!(next as usize, walks.num_pairs(), "{name}");
+        assert!(
+            bytes_with_pairs > 1,
+            "{name}: {bytes_with_pairs} bytes with pairs"
+        );
+    }
+}
+
 /// Tries built over token atoms (`token_atoms`) hold, atom by atom, exactly the canonical
 /// outcomes of the token tries, from every start position including the inhibited
 /// boundaries (on [`walk_cases`]; in the schema most walks from key-literal states are
