@@ -1347,7 +1347,7 @@ pub struct LexerHalf {
     atoms: Atoms,
     shapes: Vec<Shape>,
     trie_shape: Vec<u32>,
-    own_tables: TableInterner,
+    own_tables: Interner<ClassAtoms>,
     own_local: Vec<u32>,
 }
 
@@ -1473,46 +1473,30 @@ pub fn lexer_half(
     // list thousands of atoms, and holding every table until all were made cost hundreds
     // of MB, faulted in fresh (o48425: 12,200 positions, 66M atom entries).
     const CLASSIFY_CHUNK: usize = 512;
-    // Shapes are hashed on the classifying threads and interned in order here (hashing
-    // them on this one thread was a tenth of its serial time in a large lexer half).
-    let shape_hasher = hashbrown::DefaultHashBuilder::default();
-    let mut shapes: Vec<Shape> = Vec::new();
-    let mut shape_hashes: Vec<u64> = Vec::new();
-    let mut shape_index: hashbrown::HashTable<u32> = hashbrown::HashTable::new();
+    // Shapes, like tables, are hashed on the classifying threads (hashed on the
+    // interning thread, they were 9% of the lexer half's own samples in a Github profile).
+    let mut shapes: Interner<Shape> = Interner::default();
     let mut trie_shape: Vec<u32> = Vec::with_capacity(built.len());
-    let mut own_tables = TableInterner::default();
+    let mut own_tables: Interner<ClassAtoms> = Interner::default();
     let mut own_local: Vec<u32> = Vec::with_capacity(built.len());
     for chunk in built.chunks(CLASSIFY_CHUNK) {
-        let interner = &own_tables;
+        let (table_interner, shape_interner) = (&own_tables, &shapes);
         let classified: Vec<(Shape, u64, ClassAtoms, u64)> = chunk
             .par_iter()
             .map(|&p| {
                 let c = classify(atoms.trie(lexer, &walks, p));
                 let table = ClassAtoms::new(&c.tokens);
-                let h = interner.hash(&table);
-                let sh = std::hash::BuildHasher::hash_one(&shape_hasher, &c.shape);
+                let h = table_interner.hash(&table);
+                let sh = shape_interner.hash(&c.shape);
                 (c.shape, sh, table, h)
             })
             .collect();
         for (shape, sh, table, h) in classified {
-            let id = match shape_index.entry(
-                sh,
-                |&i| shape_hashes[i as usize] == sh && shapes[i as usize] == shape,
-                |&i| shape_hashes[i as usize],
-            ) {
-                hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
-                hashbrown::hash_table::Entry::Vacant(e) => {
-                    let id = shapes.len() as u32;
-                    shapes.push(shape);
-                    shape_hashes.push(sh);
-                    e.insert(id);
-                    id
-                }
-            };
-            trie_shape.push(id);
+            trie_shape.push(shapes.intern_hashed(shape, sh));
             own_local.push(own_tables.intern_hashed(table, h));
         }
     }
+    let shapes = shapes.list;
     Ok(LexerHalf {
         emits,
         own_trie,
@@ -1724,33 +1708,45 @@ pub fn finish_dwa(
     Ok(dwa)
 }
 
-/// Class → atoms tables, each stored once, numbered in order of first appearance.
-#[derive(Default)]
-struct TableInterner {
-    list: Vec<ClassAtoms>,
-    /// Each listed table's hash: growing the index rehashes from these, not the tables
+/// Values each stored once, numbered in order of first appearance: class → atoms tables
+/// and trie shapes, whose hashes are computed on the threads that make them (hashing a
+/// large schema's tables and shapes is not cheap, and interning is serial).
+struct Interner<T> {
+    list: Vec<T>,
+    /// Each listed value's hash: growing the index rehashes from these, not the values
     /// (thousands of atoms each).
     hashes: Vec<u64>,
-    /// Ids into `list`, by the table's hash.
+    /// Ids into `list`, by the value's hash.
     index: hashbrown::HashTable<u32>,
     hasher: hashbrown::DefaultHashBuilder,
 }
 
-impl TableInterner {
-    /// The hash [`TableInterner::intern_hashed`] wants for `t` (callers may compute it on
-    /// other threads: interning is serial, hashing a large schema's tables is not cheap).
-    fn hash(&self, t: &ClassAtoms) -> u64 {
+impl<T> Default for Interner<T> {
+    fn default() -> Self {
+        Self {
+            list: Vec::new(),
+            hashes: Vec::new(),
+            index: hashbrown::HashTable::new(),
+            hasher: hashbrown::DefaultHashBuilder::default(),
+        }
+    }
+}
+
+impl<T: std::hash::Hash + Eq> Interner<T> {
+    /// The hash [`Interner::intern_hashed`] wants for `t` (callers may compute it on
+    /// other threads).
+    fn hash(&self, t: &T) -> u64 {
         use std::hash::BuildHasher;
         self.hasher.hash_one(t)
     }
 
-    fn intern(&mut self, t: ClassAtoms) -> u32 {
+    fn intern(&mut self, t: T) -> u32 {
         let h = self.hash(&t);
         self.intern_hashed(t, h)
     }
 
-    /// Interns `t`, whose [`TableInterner::hash`] is `h`.
-    fn intern_hashed(&mut self, t: ClassAtoms, h: u64) -> u32 {
+    /// Interns `t`, whose [`Interner::hash`] is `h`.
+    fn intern_hashed(&mut self, t: T, h: u64) -> u32 {
         let Self {
             list,
             hashes,
