@@ -27,7 +27,7 @@
 //! (final-weight subtraction), so walks stop early.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use hashbrown::{HashMap, HashSet};
 use rayon::prelude::*;
@@ -208,35 +208,113 @@ impl Piece<'_> {
     }
 }
 
-/// Smallest group of trie nodes whose final sets [`GroupUnions`] keeps united.
+/// Smallest group of sets that [`Merged`] keeps united.
 const GROUP_UNION_MIN: usize = 4;
 
-/// Unions of trie nodes' final sets, by node list and final group, shared by every
-/// start's explorer. A string position's hundreds of literals each end in a node of
-/// their own and are decided as one group; most starts meet the same groups (kb_1007:
-/// 11,729 groups decided, 1,871 distinct, 3.4M of the starts' 4.8M pieces), and
-/// uniting a group's pieces once, not once per start, spares the multi-way union
-/// most of its pieces. The union depends only on the key, so which thread makes it
-/// does not matter.
-#[derive(Default)]
-struct GroupUnions {
-    map: Mutex<HashMap<Vec<u32>, Arc<RoaringBitmap>>>,
+/// A group of sets from the emission trie (finals of one final group, or children by one
+/// emission), across the nodes of one rider group: the sets themselves, or, for a large
+/// group, their union, made on first use.
+struct SetGroup {
+    /// Which group: a final group's or an emission's index at the nodes' depth.
+    index: u32,
+    /// `(node, k)`: the `k`-th final or child of trie node `node`, in node order.
+    at: Vec<(u32, u32)>,
+    union: OnceLock<Arc<RoaringBitmap>>,
 }
 
-impl GroupUnions {
-    /// The union for `key`, made by `make` if no explorer made it yet.
-    fn get(&self, key: Vec<u32>, make: impl FnOnce() -> RoaringBitmap) -> Arc<RoaringBitmap> {
+/// The trie nodes a rider group holds, merged as [`Explorer::explore`] reads them:
+/// their finals by final group, their children by emission. A string position's
+/// hundreds of literals each end in a node of their own and ride on as one group, and
+/// most starts meet the same groups (kb_233: 7,245 groups of 16 nodes or more explored,
+/// 1,078 distinct, 2.0M node visits of which 0.3M distinct). Merged once, a group's
+/// emissions are consumed once per emission, not once per node, and each set group is
+/// united once, not once per start.
+struct Merged {
+    finals: Vec<SetGroup>,
+    /// Each emission's children, ascending: the rider group the emission leads to.
+    children: Vec<(SetGroup, Vec<u32>)>,
+}
+
+impl Merged {
+    fn new(ns: &[u32], trie: &EmissionTrie) -> Merged {
+        let mut finals: Vec<(u32, u32, u32)> = Vec::new();
+        let mut children: Vec<(u32, u32, u32)> = Vec::new();
+        for &n in ns {
+            let node = &trie.nodes[n as usize];
+            finals.extend(
+                node.finals
+                    .iter()
+                    .enumerate()
+                    .map(|(k, f)| (f.0, n, k as u32)),
+            );
+            children.extend(
+                node.children
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| (c.0, n, k as u32)),
+            );
+        }
+        // Stable: node order within a group, as the pieces were gathered before.
+        finals.sort_by_key(|f| f.0);
+        children.sort_by_key(|c| c.0);
+        let group = |g: &[(u32, u32, u32)]| SetGroup {
+            index: g[0].0,
+            at: g.iter().map(|&(_, n, k)| (n, k)).collect(),
+            union: OnceLock::new(),
+        };
+        Merged {
+            finals: finals.chunk_by(|a, b| a.0 == b.0).map(group).collect(),
+            children: children
+                .chunk_by(|a, b| a.0 == b.0)
+                .map(|g| {
+                    let mut kids: Vec<u32> = g
+                        .iter()
+                        .map(|&(_, n, k)| trie.nodes[n as usize].children[k as usize].1)
+                        .collect();
+                    kids.sort_unstable();
+                    (group(g), kids)
+                })
+                .collect(),
+        }
+    }
+}
+
+impl SetGroup {
+    /// The group's sets as pieces: one shared union for a large group, else the sets
+    /// themselves. `set` reads the `k`-th set of node `n`.
+    fn pieces<'s>(&self, set: impl Fn(u32, u32) -> &'s RoaringBitmap, out: &mut Vec<Piece<'s>>) {
+        if self.at.len() < GROUP_UNION_MIN {
+            out.extend(self.at.iter().map(|&(n, k)| Piece::Borrowed(set(n, k))));
+            return;
+        }
+        // The union depends only on the group, so which explorer makes it does not matter.
+        let u = self
+            .union
+            .get_or_init(|| Arc::new(self.at.iter().map(|&(n, k)| set(n, k)).union()));
+        out.push(Piece::Shared(u.clone()));
+    }
+}
+
+/// [`Merged`] rider groups by node list, shared by every start's explorer.
+#[derive(Default)]
+struct MergedGroups {
+    map: Mutex<HashMap<Vec<u32>, Arc<Merged>>>,
+}
+
+impl MergedGroups {
+    /// The merged view of nodes `ns`, made if no explorer made it yet.
+    fn get(&self, ns: &[u32], trie: &EmissionTrie) -> Arc<Merged> {
         // A poisoned lock only means another start panicked; the map is still whole.
-        if let Some(u) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return u.clone();
+        if let Some(m) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(ns) {
+            return m.clone();
         }
         // Made outside the lock: two explorers may both make it, with equal results.
-        let u = Arc::new(make());
+        let m = Arc::new(Merged::new(ns, trie));
         self.map
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry(key)
-            .or_insert(u)
+            .entry(ns.to_vec())
+            .or_insert(m)
             .clone()
     }
 }
@@ -419,8 +497,8 @@ struct Explorer<'a> {
     /// from the automaton's weights, which only hold sets an edge uses.
     keys: WeightTable,
     explore_memo: HashMap<(u32, Stack, WeightId), Kept>,
-    /// Group unions, shared with the other starts' explorers.
-    groups: &'a GroupUnions,
+    /// Merged rider groups, shared with the other starts' explorers.
+    groups: &'a MergedGroups,
 }
 
 struct Builder<'a> {
@@ -465,7 +543,7 @@ impl<'a> Explorer<'a> {
         actionable: &'a [TermSet],
         canon: &'a [ProductionId],
         rep: &'a [LrStateId],
-        groups: &'a GroupUnions,
+        groups: &'a MergedGroups,
     ) -> Self {
         Explorer {
             groups,
@@ -637,6 +715,8 @@ impl<'a> Explorer<'a> {
         let top = s[0];
         let act: &'a TermSet = &self.actionable[top.index()];
         let finals: &'a [(TermSet, RoaringBitmap)] = sh.finals.get(d).map_or(&[], |f| f);
+        // The merged view of a multi-node rider group, read by both halves below.
+        let mut merged: Option<Arc<Merged>> = None;
         match riders {
             Riders::Set(k) => {
                 for (follow, c) in finals {
@@ -660,26 +740,21 @@ impl<'a> Explorer<'a> {
             Riders::Nodes(ns) => {
                 // Nodes ending in one final group are decided together: the decision
                 // depends on the stack and the group only.
-                let mut ends: Vec<(u32, &'a RoaringBitmap)> = Vec::new();
-                for &n in ns {
-                    for (j, kf) in &sh.trie.nodes[n as usize].finals {
-                        if finals[*j as usize].0.intersects(act) {
-                            ends.push((*j, kf));
-                        }
+                let m: &Merged = merged.insert(self.groups.get(ns, &sh.trie));
+                let final_set = |n: u32, k: u32| &sh.trie.nodes[n as usize].finals[k as usize].1;
+                for g in &m.finals {
+                    let follow = &finals[g.index as usize].0;
+                    if !follow.intersects(act) {
+                        continue;
                     }
-                }
-                ends.sort_unstable_by_key(|e| e.0);
-                for group in ends.chunk_by(|a, b| a.0 == b.0) {
-                    let j = group[0].0;
-                    let follow = &finals[j as usize].0;
                     let Some(effects) = self.decision(s, follow) else {
-                        self.group_pieces(ns, j, group, &mut pieces.decided);
+                        g.pieces(final_set, &mut pieces.decided);
                         continue;
                     };
                     let mut ws = Vec::new();
                     for e in effects {
                         if ws.is_empty() {
-                            self.group_pieces(ns, j, group, &mut ws);
+                            g.pieces(final_set, &mut ws);
                         }
                         for w in &ws {
                             pieces.wait(e, w.clone());
@@ -702,70 +777,103 @@ impl<'a> Explorer<'a> {
                     }
                 }
             }
-            Riders::Nodes(ns) => {
+            Riders::Nodes(&[n]) => {
                 // Children that reach alike stacks ride on together: a string position
                 // takes hundreds of literals, each its own child and shift target, all
                 // of one class.
                 let mut next = NextStacks::default();
                 let mut waits = Vec::new();
-                for &n in ns {
-                    for &(i, child) in &sh.trie.nodes[n as usize].children {
-                        let (terms, ignored) = &next_terms[i as usize];
-                        if !*ignored && !terms.intersects(act) {
-                            continue;
-                        }
-                        for &t in &nexts[i as usize].0 {
-                            self.lexeme_targets(depth, s, t, child, &mut next, &mut waits);
-                        }
-                        // A trie node's set is the builder's own, borrowed for as long as
-                        // the pieces.
-                        let set = &sh.trie.nodes[child as usize].set;
-                        for e in waits.drain(..) {
-                            pieces.wait(e, Piece::Borrowed(set));
-                        }
+                for &(i, child) in &sh.trie.nodes[n as usize].children {
+                    let (terms, ignored) = &next_terms[i as usize];
+                    if !*ignored && !terms.intersects(act) {
+                        continue;
+                    }
+                    for &t in &nexts[i as usize].0 {
+                        self.lexeme_targets(depth, s, t, child, &mut next, &mut waits);
+                    }
+                    // A trie node's set is the builder's own, borrowed for as long as
+                    // the pieces.
+                    let set = &sh.trie.nodes[child as usize].set;
+                    for e in waits.drain(..) {
+                        pieces.wait(e, Piece::Borrowed(set));
                     }
                 }
-                let NextStacks {
-                    mut shifts,
-                    mut others,
-                } = next;
-                shifts.sort_unstable();
-                shifts.dedup();
-                for group in shifts.chunk_by(|a, b| a.0 == b.0) {
-                    let children: SmallVec<[u32; 8]> = group.iter().map(|g| g.1).collect();
-                    let r = shifted(group[0].0, s);
-                    self.explore(depth + 1, &r, Riders::Nodes(&children), pieces);
+                let NextStacks { shifts, others } = next;
+                self.explore_next(depth, s, shifts, others, |kids| kids.to_vec(), pieces);
+            }
+            Riders::Nodes(_) => {
+                // Each emission is consumed once for all the nodes' children by it,
+                // which ride on together (tagged by emission group below).
+                let m = merged.as_deref().expect("set for a multi-node group");
+                let child_set = |n: u32, k: u32| {
+                    let child = sh.trie.nodes[n as usize].children[k as usize].1;
+                    &sh.trie.nodes[child as usize].set
+                };
+                let mut next = NextStacks::default();
+                let mut waits = Vec::new();
+                let mut ws = Vec::new();
+                for (gi, (g, _)) in m.children.iter().enumerate() {
+                    let i = g.index as usize;
+                    let (terms, ignored) = &next_terms[i];
+                    if !*ignored && !terms.intersects(act) {
+                        continue;
+                    }
+                    for &t in &nexts[i].0 {
+                        self.lexeme_targets(depth, s, t, gi as u32, &mut next, &mut waits);
+                    }
+                    if waits.is_empty() {
+                        continue;
+                    }
+                    g.pieces(child_set, &mut ws);
+                    for e in waits.drain(..) {
+                        for w in &ws {
+                            pieces.wait(e, w.clone());
+                        }
+                    }
+                    ws.clear();
                 }
-                others.sort_unstable();
-                others.dedup();
-                for group in others.chunk_by(|a, b| a.0 == b.0) {
-                    let children: SmallVec<[u32; 8]> = group.iter().map(|g| g.1).collect();
-                    self.explore(depth + 1, &group[0].0, Riders::Nodes(&children), pieces);
-                }
+                let NextStacks { shifts, others } = next;
+                let kids = |tags: &[u32]| -> Vec<u32> {
+                    let mut kids: Vec<u32> = tags
+                        .iter()
+                        .flat_map(|&gi| m.children[gi as usize].1.iter().copied())
+                        .collect();
+                    if tags.len() > 1 {
+                        kids.sort_unstable();
+                        kids.dedup();
+                    }
+                    kids
+                };
+                self.explore_next(depth, s, shifts, others, kids, pieces);
             }
         }
     }
 
-    /// The final sets of final group `j` in nodes `ns` (`group`, by node) as pieces: one
-    /// shared union for a large group, else the sets themselves.
-    fn group_pieces(
-        &self,
-        ns: &[u32],
-        j: u32,
-        group: &[(u32, &'a RoaringBitmap)],
-        out: &mut Vec<Piece<'a>>,
+    /// Explores the rider groups a multi-node exploration reached: `shifts` (stacks `s`
+    /// with a state pushed) and `others` (stacks after reductions), each with a tag that
+    /// `kids` turns, for all tags reaching one stack, into that stack's trie nodes.
+    fn explore_next(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        mut shifts: Vec<(LrStateId, u32)>,
+        mut others: Vec<(Stack, u32)>,
+        kids: impl Fn(&[u32]) -> Vec<u32>,
+        pieces: &mut Pieces<'a>,
     ) {
-        if group.len() < GROUP_UNION_MIN {
-            out.extend(group.iter().map(|&(_, kf)| Piece::Borrowed(kf)));
-            return;
+        shifts.sort_unstable();
+        shifts.dedup();
+        for group in shifts.chunk_by(|a, b| a.0 == b.0) {
+            let tags: SmallVec<[u32; 8]> = group.iter().map(|g| g.1).collect();
+            let r = shifted(group[0].0, s);
+            self.explore(depth + 1, &r, Riders::Nodes(&kids(&tags)), pieces);
         }
-        let mut key = Vec::with_capacity(ns.len() + 1);
-        key.push(j);
-        key.extend_from_slice(ns);
-        let u = self
-            .groups
-            .get(key, || group.iter().map(|&(_, kf)| kf).union());
-        out.push(Piece::Shared(u));
+        others.sort_unstable();
+        others.dedup();
+        for group in others.chunk_by(|a, b| a.0 == b.0) {
+            let tags: SmallVec<[u32; 8]> = group.iter().map(|g| g.1).collect();
+            self.explore(depth + 1, &group[0].0, Riders::Nodes(&kids(&tags)), pieces);
+        }
     }
 
     /// Whether riders ending on stack `s`, where the terminals `follow` may come next, are
@@ -1613,7 +1721,7 @@ pub fn finish_dwa(
     let nshapes = shape_list.len();
     // The starts are explored first, on every thread (beside the class side they had
     // one); the rest of the automaton, which is serial, is then built beside it.
-    let groups = GroupUnions::default();
+    let groups = MergedGroups::default();
     let started = start_automaton(
         tables,
         &sets,
@@ -1864,7 +1972,7 @@ fn start_automaton<'a>(
     sets: &'a ClassSets,
     (actionable, canon, class, rep): LrFacts<'a>,
     goto_sources: Vec<Vec<LrStateId>>,
-    groups: &'a GroupUnions,
+    groups: &'a MergedGroups,
     limits: &DwaLimits,
 ) -> Result<Started<'a>, GrammarError> {
     let lr = tables.lr;
@@ -1915,7 +2023,7 @@ fn start_automaton<'a>(
         .collect();
     // Starts are explored in parallel, each by an explorer of its own: they share no
     // exploration (see `Explorer::explore_fresh`), only unions of sets that depend on
-    // nothing else (`GroupUnions`), and the lookahead sets each interned are renumbered
+    // nothing else (`MergedGroups`), and the lookahead sets each interned are renumbered
     // into the shared explorer's in start order (`Explorer::adopt_looks`), so the
     // automaton does not depend on the thread count. Chunks bound how many outcomes wait at once.
     //
@@ -2004,7 +2112,8 @@ impl Started<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::weight_words;
+    use super::{weight_words, Merged, Piece, GROUP_UNION_MIN};
+    use crate::compile::emission_trie::{EmissionTrie, ROOT};
     use crate::dwa::ShapeWeights;
     use crate::ids::WeightId;
     use roaring::RoaringBitmap;
@@ -2076,5 +2185,110 @@ mod tests {
         }
         // Most sets lie in one or two shapes: their spans are far smaller than dense rows.
         assert!(words.len() < sets.len() * class_words / 2);
+    }
+
+    /// A merged rider group holds each node's finals and children exactly once, grouped
+    /// by index in ascending order (node order within a group), each emission's children
+    /// sorted, and its pieces unite to the group's sets whether they are kept apart
+    /// (small groups) or united (large ones). The trie: 120 classes with pseudo-random
+    /// emission paths of up to three lexemes over 6 groups, ending in one of 2 groups.
+    #[test]
+    fn merged_groups_keep_every_final_and_child_once() {
+        let (classes, groups) = (120u32, 6usize);
+        let mut emits: Vec<Vec<((), RoaringBitmap)>> =
+            vec![vec![((), RoaringBitmap::new()); groups]; 4];
+        emits[0].clear();
+        let mut finals: Vec<Vec<((), RoaringBitmap)>> =
+            vec![vec![((), RoaringBitmap::new()); 2]; 4];
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for c in 0..classes {
+            let len = (next() % 4) as usize;
+            for depth in &mut emits[1..=len] {
+                depth[(next() % groups as u64) as usize].1.insert(c);
+            }
+            finals[len][(next() % 2) as usize].1.insert(c);
+        }
+        let trie = EmissionTrie::new(classes, &emits, &finals);
+        let mut ns: Vec<u32> = trie.nodes[ROOT as usize]
+            .children
+            .iter()
+            .map(|c| c.1)
+            .collect();
+        // Not sorted, to show that node order, not id order, is kept within a group.
+        ns.reverse();
+        assert!(ns.len() > 1);
+        let m = Merged::new(&ns, &trie);
+        let mut seen_finals = Vec::new();
+        for w in m.finals.windows(2) {
+            assert!(w[0].index < w[1].index);
+        }
+        for g in &m.finals {
+            let order: Vec<usize> =
+                g.at.iter()
+                    .map(|&(n, _)| ns.iter().position(|&x| x == n).unwrap())
+                    .collect();
+            assert!(
+                order.windows(2).all(|w| w[0] < w[1]),
+                "node order within a group"
+            );
+            for &(n, k) in &g.at {
+                assert_eq!(trie.nodes[n as usize].finals[k as usize].0, g.index);
+                seen_finals.push((n, k));
+            }
+            let mut pieces = Vec::new();
+            g.pieces(
+                |n, k| &trie.nodes[n as usize].finals[k as usize].1,
+                &mut pieces,
+            );
+            assert_eq!(
+                pieces.len() == 1 && g.at.len() > 1,
+                g.at.len() >= GROUP_UNION_MIN
+            );
+            assert!(matches!(pieces[0], Piece::Shared(_)) == (g.at.len() >= GROUP_UNION_MIN));
+            let got: RoaringBitmap = pieces.iter().fold(RoaringBitmap::new(), |u, p| u | &**p);
+            let want: RoaringBitmap = g.at.iter().fold(RoaringBitmap::new(), |u, &(n, k)| {
+                u | &trie.nodes[n as usize].finals[k as usize].1
+            });
+            assert_eq!(got, want);
+        }
+        let mut all_finals: Vec<(u32, u32)> = ns
+            .iter()
+            .flat_map(|&n| (0..trie.nodes[n as usize].finals.len() as u32).map(move |k| (n, k)))
+            .collect();
+        all_finals.sort_unstable();
+        seen_finals.sort_unstable();
+        assert_eq!(seen_finals, all_finals);
+        let mut seen_children = Vec::new();
+        for w in m.children.windows(2) {
+            assert!(w[0].0.index < w[1].0.index);
+        }
+        for (g, kids) in &m.children {
+            let mut want: Vec<u32> =
+                g.at.iter()
+                    .map(|&(n, k)| {
+                        let (i, child) = trie.nodes[n as usize].children[k as usize];
+                        assert_eq!(i, g.index);
+                        child
+                    })
+                    .collect();
+            seen_children.extend(g.at.iter().copied());
+            want.sort_unstable();
+            assert_eq!(kids, &want);
+        }
+        let mut all_children: Vec<(u32, u32)> = ns
+            .iter()
+            .flat_map(|&n| (0..trie.nodes[n as usize].children.len() as u32).map(move |k| (n, k)))
+            .collect();
+        all_children.sort_unstable();
+        seen_children.sort_unstable();
+        assert_eq!(seen_children, all_children);
+        assert!(m.finals.iter().any(|g| g.at.len() >= GROUP_UNION_MIN));
+        assert!(m.children.iter().any(|(g, _)| g.at.len() > 1));
     }
 }
