@@ -42,6 +42,7 @@ use super::lexer_equiv::{canonical_end, end_reps};
 use super::lr_equiv::{
     actionable_terminals, canonical_productions, class_representatives, state_classes,
 };
+use super::string_split::{self, SplitMode, Walker};
 use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
 use super::token_atoms::{alike_positions, atomize, Atoms};
 use super::token_classes::{classify, ClassList, Shape};
@@ -67,6 +68,9 @@ pub struct DwaLimits {
     /// Most distinct terminal tries (start positions that tokens see differently); each
     /// walks the vocabulary, so this bounds the build's time.
     pub max_tries: usize,
+    /// When string states are read as unions of single-terminal states
+    /// ([`super::string_split`]); the masks are the same either way.
+    pub split: SplitMode,
 }
 
 impl Default for DwaLimits {
@@ -75,6 +79,7 @@ impl Default for DwaLimits {
             max_states: 2_000_000,
             determinize_budget: 10_000,
             max_tries: 50_000,
+            split: SplitMode::Auto,
         }
     }
 }
@@ -1449,6 +1454,8 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
 /// What the automaton build makes of the lexer and vocabulary alone (start positions,
 /// atoms and each position's classes), to be finished by [`finish_dwa`] with the LR table.
 pub struct LexerHalf {
+    /// The lexer the automaton is built over when string states are split.
+    walker: Option<Walker>,
     emits: EmitTable,
     own_trie: Vec<LexPos>,
     trie_of: Vec<usize>,
@@ -1483,8 +1490,18 @@ pub fn lexer_half(
             ),
         });
     }
+    // Split string states, when that pays, and build over the lexer that has their
+    // single-terminal states.
+    let walker = string_split::walker(lexer, follow, limits.split);
+    let (lexer, follow) = match &walker {
+        Some(w) => (&w.lexer, &w.follow),
+        None => (lexer, follow),
+    };
     let emits = EmitTable::new(lexer);
-    let positions = start_positions(lexer);
+    let positions = match &walker {
+        Some(w) => w.positions.clone(),
+        None => start_positions(lexer),
+    };
     // Inhibited boundaries reuse the plain boundary's trie; only their tables differ.
     let own_trie: Vec<LexPos> = positions
         .iter()
@@ -1608,6 +1625,7 @@ pub fn lexer_half(
     }
     let shapes = shapes.list;
     Ok(LexerHalf {
+        walker,
         emits,
         own_trie,
         trie_of,
@@ -1630,6 +1648,7 @@ pub fn finish_dwa(
     limits: &DwaLimits,
 ) -> Result<Dwa, GrammarError> {
     let LexerHalf {
+        walker,
         emits,
         own_trie,
         trie_of,
@@ -1641,6 +1660,15 @@ pub fn finish_dwa(
         own_tables,
         own_local,
     } = half;
+    // Over the lexer the lexer half was built on.
+    let tables = match &walker {
+        Some(w) => TableRefs {
+            lexer: &w.lexer,
+            follow: &w.follow,
+            lr: tables.lr,
+        },
+        None => tables,
+    };
     let lexer = tables.lexer;
     let tokens = vocab.parts();
     let shape_list: Vec<&Shape> = shapes.iter().collect();
@@ -1812,6 +1840,7 @@ pub fn finish_dwa(
         words,
         vocab_len: vocab.len() as u32,
         eos: vocab.eos().to_vec(),
+        split: walker.map(|w| w.into_split(tokens, vocab.len())),
     };
     dwa.validate()
         .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;

@@ -1448,6 +1448,17 @@ impl SubsetBuilder<'_> {
             })
             .collect();
         let margin = if frozen.is_empty() { 0 } else { margin };
+        let facts = super::lexer_strings::string_facts(
+            self.dfas,
+            self.counting,
+            self.prio,
+            |t| terminals[t].ignored,
+            self.reps,
+            order.iter().map(|&old| {
+                let k = &self.keys[old as usize];
+                (k.plain.as_slice(), k.count.map(|p| (p.u, p.c)))
+            }),
+        );
         // The construction above meets every invariant `from_parts_with_runs` checks.
         Ok(LexerDfa::from_parts_with_runs(
             classes,
@@ -1461,7 +1472,8 @@ impl SubsetBuilder<'_> {
                 margin,
             },
         )
-        .expect("lexer tables built consistently"))
+        .expect("lexer tables built consistently")
+        .with_string_facts(facts))
     }
 }
 

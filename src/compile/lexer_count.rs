@@ -360,3 +360,140 @@ fn shortest_completions(p: &TermDfa, unit: &TermDfa, open: u8, close: u8) -> Opt
     dist.truncate(n);
     Some(dist)
 }
+
+/// A counted terminal whose bound is a filter on unit counts, as a single automaton over
+/// the lexer's byte classes: its pattern inside the units, without the count.
+pub(super) struct FilterComponent {
+    /// `(lo, hi)` in units.
+    pub bounds: (u32, Option<u32>),
+    /// The automaton: states are (pattern state, unit position) pairs, then closed pattern
+    /// states.
+    pub comp: crate::lexer::strings::Component,
+    /// `index[s * unit_states + u]`: the automaton state of pattern state `s` at unit
+    /// position `u` (`NONE` if not a state).
+    pub index: Vec<u32>,
+    /// `closed[s]`: the automaton state of pattern state `s` after the close (`NONE` if
+    /// not a state).
+    pub closed: Vec<u32>,
+}
+
+impl Counting {
+    /// Counted terminal `t` (pattern automaton `p`) as a [`FilterComponent`], when its
+    /// count can be applied as a filter on unit counts (`lexer::strings`): from every
+    /// (pattern state, unit position) a lexeme reaches, the fewest units still to write is
+    /// 0 between units and 1 inside one, as for a plain string, and the pattern completes
+    /// only at the close. Then whether `t` survives a token depends only on the token's
+    /// units counted from the unit position, and on the count so far. `reps`: one byte
+    /// per byte class of the lexer.
+    pub fn filter_component(&self, t: u32, p: &TermDfa, reps: &[u8]) -> Option<FilterComponent> {
+        use crate::lexer::strings::{Component, NO_STATE};
+        let term = &self.terms[self.index[t as usize]?];
+        let unit = &self.unit;
+        let nu = unit.complete.len();
+        let entry = (p.start != NONE)
+            .then(|| p.trans[p.start as usize * p.stride + p.classes[self.open as usize] as usize])
+            .filter(|&e| e != NONE)?;
+        let ptrans =
+            |s: u32, b: u8| p.trans[s as usize * p.stride + p.classes[b as usize] as usize];
+        let live = |s: u32, u: u32| term.shortest[s as usize * nu + u as usize] != u32::MAX;
+        if !live(entry, 0) {
+            return None;
+        }
+        // Nodes: (pattern state, unit position), or (closed pattern state, NONE).
+        let mut nodes: Vec<(u32, u32)> = vec![(entry, 0)];
+        let mut index = vec![NONE; p.complete.len() * nu];
+        let mut closed = vec![NONE; p.complete.len()];
+        index[entry as usize * nu] = 0;
+        let mut rows: Vec<u32> = Vec::new();
+        let mut i = 0;
+        while i < nodes.len() {
+            let (s, u) = nodes[i];
+            i += 1;
+            if u == NONE {
+                // A closed lexeme: the pattern must end here.
+                let row = &p.trans[s as usize * p.stride..(s as usize + 1) * p.stride];
+                if !p.complete[s as usize] || row.iter().any(|&x| x != NONE) {
+                    return None;
+                }
+                rows.extend(std::iter::repeat_n(NO_STATE, reps.len()));
+                continue;
+            }
+            if p.complete[s as usize]
+                || term.shortest[s as usize * nu + u as usize] != u32::from(u != 0)
+            {
+                return None;
+            }
+            for &b in reps {
+                let ps = ptrans(s, b);
+                let target = if ps == NONE {
+                    NO_STATE
+                } else if u == 0 && b == self.close {
+                    let slot = &mut closed[ps as usize];
+                    if *slot == NONE {
+                        *slot = nodes.len() as u32;
+                        nodes.push((ps, NONE));
+                    }
+                    *slot
+                } else {
+                    let un =
+                        unit.trans[u as usize * unit.stride + unit.classes[b as usize] as usize];
+                    let u2 = if un == NONE {
+                        NONE
+                    } else if unit.complete[un as usize] {
+                        0
+                    } else {
+                        un
+                    };
+                    if u2 == NONE || !live(ps, u2) {
+                        NO_STATE
+                    } else {
+                        let slot = &mut index[ps as usize * nu + u2 as usize];
+                        if *slot == NONE {
+                            *slot = nodes.len() as u32;
+                            nodes.push((ps, u2));
+                        }
+                        *slot
+                    }
+                };
+                rows.push(target);
+            }
+        }
+        let complete = nodes.iter().map(|&(_, u)| u == NONE).collect();
+        Some(FilterComponent {
+            bounds: (term.lo, term.hi),
+            comp: Component {
+                trans: rows,
+                complete,
+            },
+            index,
+            closed,
+        })
+    }
+
+    /// Number of unit positions.
+    pub fn unit_states(&self) -> usize {
+        self.unit.complete.len()
+    }
+
+    /// The unit automaton, for measuring tokens in units.
+    pub fn unit_dfa(&self) -> crate::lexer::strings::UnitDfa {
+        let u = &self.unit;
+        crate::lexer::strings::UnitDfa {
+            classes: u.classes.to_vec(),
+            stride: u.stride as u32,
+            trans: u
+                .trans
+                .iter()
+                .map(|&x| {
+                    if x == NONE {
+                        crate::lexer::strings::NO_STATE
+                    } else {
+                        x
+                    }
+                })
+                .collect(),
+            complete: u.complete.clone(),
+            close: self.close,
+        }
+    }
+}

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::split::StringSplit;
 use super::word_pool::WordPool;
 use crate::ids::{DwaStateId, LrStateId, TokenId, WeightId};
 use crate::lexer::LexPos;
@@ -224,6 +225,9 @@ pub struct Dwa {
     pub(crate) words: WordPool,
     pub(crate) vocab_len: u32,
     pub(crate) eos: Vec<TokenId>,
+    /// How configurations at split string states read the automaton (`None`: the
+    /// automaton's lexer is the recognizer's).
+    pub(crate) split: Option<StringSplit>,
 }
 
 /// No edge (a start entry for a stack top that allows nothing).
@@ -333,6 +337,10 @@ impl Dwa {
         }
         if self.eos.iter().any(|t| t.as_u32() >= self.vocab_len) {
             return bad("EOS token out of range");
+        }
+        if let Some(s) = &self.split {
+            s.validate(self.vocab_len as usize, s.num_terminals())
+                .map_err(DwaValidateError)?;
         }
         Ok(())
     }
@@ -472,6 +480,22 @@ impl Dwa {
     /// The end-of-sequence tokens.
     pub fn eos(&self) -> &[TokenId] {
         &self.eos
+    }
+
+    /// The split string states, if any (see [`super::split`]).
+    #[inline]
+    pub fn split(&self) -> Option<&StringSplit> {
+        self.split.as_ref()
+    }
+
+    /// A recognizer lexer position in this automaton's lexer (the same unless string
+    /// states are split).
+    #[inline]
+    pub fn lexer_pos(&self, pos: LexPos) -> LexPos {
+        match &self.split {
+            Some(s) => s.lexer_pos(pos),
+            None => pos,
+        }
     }
 }
 

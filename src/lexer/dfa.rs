@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::run::{CountRun, CountRuns};
+use super::strings::{BuildFacts, StringFacts};
 use super::LexPos;
 use crate::ids::{LexStateId, TerminalId};
 
@@ -54,6 +55,10 @@ pub struct LexerDfa {
     /// Counted layers kept explicit before each bound; a token longer than this many
     /// bytes could see past a run, so the mask automaton refuses such vocabularies.
     margin: u32,
+    /// What the builder knew about the string states (not serialized; see
+    /// [`super::strings`]).
+    #[serde(skip)]
+    facts: BuildFacts,
 }
 
 impl LexerDfa {
@@ -131,9 +136,95 @@ impl LexerDfa {
             run_from,
             runs,
             margin,
+            facts: BuildFacts::default(),
         };
         dfa.validate()?;
         Ok(dfa)
+    }
+
+    /// Attaches the builder's string facts (see [`super::strings`]); they must describe
+    /// this lexer's explicit states.
+    pub fn with_string_facts(mut self, facts: StringFacts) -> Self {
+        debug_assert!(facts.split.is_empty() || facts.split.len() == self.num_states() + 1);
+        self.facts = BuildFacts(Some(std::sync::Arc::new(facts)));
+        self
+    }
+
+    /// The builder's string facts, if this lexer was built here (not loaded).
+    pub fn string_facts(&self) -> Option<&StringFacts> {
+        self.facts.0.as_deref()
+    }
+
+    /// This lexer with `extra` states inserted before the run templates: the lexer a
+    /// mask automaton reads when some of its string states are split (see
+    /// [`super::strings`]). Extra state `j` gets id `run_from + j`; `rows[j]` are its
+    /// targets by byte class, in the new numbering (other extra states or dead), and
+    /// `emits[j]` what it completes. Every id at or above `run_from` (templates and
+    /// virtual states) moves up by the number of extra states; [`Self::run_from`] says
+    /// where. No facts are carried over.
+    pub fn with_extra_states(
+        &self,
+        rows: &[u32],
+        emits: Vec<Vec<TerminalId>>,
+    ) -> Result<LexerDfa, LexerValidateError> {
+        let m = emits.len() as u32;
+        let stride = self.stride as usize;
+        if rows.len() != emits.len() * stride {
+            return Err(LexerValidateError::Invalid("extra rows".into()));
+        }
+        let from = self.run_from;
+        let shift = |t: u32| if t >= from { t + m } else { t };
+        let n = self.num_states();
+        let mut trans = Vec::with_capacity(self.trans.len() + rows.len());
+        trans.extend(
+            self.trans[..from as usize * stride]
+                .iter()
+                .map(|&t| shift(t)),
+        );
+        trans.extend_from_slice(rows);
+        trans.extend(
+            self.trans[from as usize * stride..]
+                .iter()
+                .map(|&t| shift(t)),
+        );
+        let emit_of = |s: usize| {
+            self.emit[self.emit_offsets[s] as usize..self.emit_offsets[s + 1] as usize].to_vec()
+        };
+        let mut per_state: Vec<Vec<TerminalId>> = (0..from as usize).map(emit_of).collect();
+        per_state.extend(emits);
+        per_state.extend((from as usize..n).map(emit_of));
+        let runs = self
+            .runs
+            .iter()
+            .map(|r| CountRun {
+                first: r.first + m,
+                virtual_base: r.virtual_base + m,
+                exits: r.exits.iter().map(|&e| shift(e)).collect(),
+                ..r.clone()
+            })
+            .collect();
+        if u64::from(self.runs.last().map_or(0, |r| r.virtual_base)) + u64::from(m)
+            > u64::from(u32::MAX)
+        {
+            return Err(LexerValidateError::Invalid("too many states".into()));
+        }
+        Self::from_parts_with_runs(
+            self.classes.clone(),
+            self.stride,
+            trans,
+            per_state,
+            self.terminals.clone(),
+            CountRuns {
+                run_from: from + m,
+                runs,
+                margin: self.margin,
+            },
+        )
+    }
+
+    /// The first run template's id (the number of explicit states without runs).
+    pub fn run_from(&self) -> u32 {
+        self.run_from
     }
 
     /// Checks every invariant listed on the type.

@@ -59,6 +59,28 @@ impl LexFollow {
         Ok(())
     }
 
+    /// These tables with the sets of extra states inserted at `at` (as
+    /// `LexerDfa::with_extra_states` inserts their states): `pending[j]` and
+    /// `boundary[j]` are extra state `j`'s.
+    pub fn with_extra_states(
+        &self,
+        at: usize,
+        pending: Vec<TermSet>,
+        boundary: Vec<TermSet>,
+    ) -> Self {
+        let splice = |old: &[TermSet], extra: Vec<TermSet>| {
+            let mut v = Vec::with_capacity(old.len() + extra.len());
+            v.extend_from_slice(&old[..at]);
+            v.extend(extra);
+            v.extend_from_slice(&old[at..]);
+            v
+        };
+        Self {
+            boundary: splice(&self.boundary, boundary),
+            pending: splice(&self.pending, pending),
+        }
+    }
+
     /// Terminals (and end of input) that can come next at a boundary whose inhibitor is
     /// `inhibitor` (`LexerDfa::DEAD` for none).
     #[inline]

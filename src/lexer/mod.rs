@@ -12,6 +12,7 @@ mod follow;
 mod lex;
 mod pos;
 mod run;
+pub mod strings;
 
 pub use dfa::{LexTerminal, LexerDfa, LexerValidateError};
 pub use follow::LexFollow;

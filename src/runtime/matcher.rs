@@ -4,12 +4,14 @@ use std::sync::{Arc, Mutex};
 
 use roaring::RoaringBitmap;
 
+use crate::dwa::split::PartFilter;
 use crate::dwa::walk::{collect, StackNode};
 use crate::dwa::walk_cache::WalkCache;
 use crate::dwa::Dwa;
 use crate::glr::gss::Node;
 use crate::glr::{CommitError, GlrState, Rejected, Tables};
 use crate::ids::{LrStateId, TokenId};
+use crate::lexer::LexPos;
 use crate::vocab::Vocab;
 
 impl StackNode for Arc<Node> {
@@ -46,15 +48,42 @@ pub fn fill_mask_words_cached(
     out.fill(0);
     let mut reads = 0;
     let lexer = &glr.tables().lexer;
+    let lr = &glr.tables().lr;
+    // One part's tokens, when a length bound filters them (allocated on first use).
+    let mut part_words: Vec<u32> = Vec::new();
     for c in glr.configs() {
         // A counted run's iterations start where their template does.
-        reads += collect(
-            dwa,
-            lexer.rep_pos(c.pos),
-            &c.heads,
-            out,
-            cache.as_deref_mut(),
-        );
+        let pos = lexer.rep_pos(c.pos);
+        let Some((parts, at)) = dwa.split().and_then(|s| s.parts_at(pos)) else {
+            reads += collect(dwa, dwa.lexer_pos(pos), &c.heads, out, cache.as_deref_mut());
+            continue;
+        };
+        // A string state read terminal by terminal (`dwa::split`): a terminal no head
+        // has an action on cannot be the next one.
+        let split = dwa.split().expect("parts come from the split");
+        for part in parts {
+            if !c
+                .heads
+                .iter()
+                .any(|h| !lr.actions(h.state(), part.term).is_empty())
+            {
+                continue;
+            }
+            let pos = LexPos::Pending(part.state);
+            match split.filter(part, at) {
+                PartFilter::Nothing => {}
+                PartFilter::All => reads += collect(dwa, pos, &c.heads, out, cache.as_deref_mut()),
+                PartFilter::Some(f) => {
+                    part_words.clear();
+                    part_words.resize(dwa.vocab_len().div_ceil(32), 0);
+                    reads += collect(dwa, pos, &c.heads, &mut part_words, cache.as_deref_mut());
+                    split.apply(f, &mut part_words);
+                    for (o, w) in out.iter_mut().zip(&part_words) {
+                        *o |= w;
+                    }
+                }
+            }
+        }
     }
     if glr.is_accepting() {
         for t in dwa.eos() {

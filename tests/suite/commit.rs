@@ -411,6 +411,7 @@ fn masks_agree_with_reference_at_sampled_steps() {
 #[test]
 fn dwa_masks_equal_reference_masks() {
     use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
+    use stackmask::compile::string_split::SplitMode;
     use stackmask::dwa::walk_cache::WalkCache;
     use stackmask::runtime::{fill_mask_words_cached, Matcher};
     let words_to_set = |w: &[u32]| -> roaring::RoaringBitmap {
@@ -426,6 +427,9 @@ fn dwa_masks_equal_reference_masks() {
     }
     let cases = cases();
     assert!(cases.iter().filter(|c| c.dwa).count() >= 10);
+    // Cases whose forced-split automaton did split string states (checked at the end, so
+    // that the split path is not compared vacuously).
+    let mut split_cases = std::collections::BTreeSet::new();
     for case in cases.into_iter().filter(|c| c.dwa) {
         let tiny = tiny_vocab(&case);
         // The tiny vocabulary is also checked with no deterministic merging at all (every
@@ -445,6 +449,22 @@ fn dwa_masks_equal_reference_masks() {
                 build_dwa_limited(&case.tables, v, limits)
                     .unwrap_or_else(|e| panic!("{}: {e}", case.name)),
             );
+            // Every string state the lexer can split, split (`compile::string_split`;
+            // the default splits only where that pays), and none: checked beside the
+            // default against the same reference masks.
+            let others: Vec<(&str, Arc<stackmask::dwa::Dwa>)> =
+                [("split", SplitMode::Always), ("unsplit", SplitMode::Never)]
+                    .into_iter()
+                    .map(|(name, split)| {
+                        let limits = DwaLimits { split, ..limits };
+                        let d = build_dwa_limited(&case.tables, v, limits)
+                            .unwrap_or_else(|e| panic!("{} {name}: {e}", case.name));
+                        if d.split().is_some() {
+                            split_cases.insert(case.name.clone());
+                        }
+                        (name, Arc::new(d))
+                    })
+                    .collect();
             for (di, doc) in case.accept.iter().enumerate() {
                 for (how, ids) in segmentations(v, doc)
                     .into_iter()
@@ -452,6 +472,10 @@ fn dwa_masks_equal_reference_masks() {
                 {
                     let every = if vi < 3 { 1 } else { (ids.len() / 4).max(1) };
                     let mut m = Matcher::new(case.tables.clone(), dwa.clone());
+                    let mut ms: Vec<(&str, Matcher)> = others
+                        .iter()
+                        .map(|(name, d)| (*name, Matcher::new(case.tables.clone(), d.clone())))
+                        .collect();
                     let mut p = case.reference.empty();
                     // A walk cache that answers from the first entry below the heads,
                     // kept along the document: every cached path is checked too.
@@ -461,6 +485,15 @@ fn dwa_masks_equal_reference_masks() {
                         if i % every == 0 || i == ids.len() {
                             let want = case.reference.mask(&p, v);
                             let got = m.mask_set();
+                            for (name, mo) in &ms {
+                                assert_eq!(
+                                    mo.mask_set(),
+                                    got,
+                                    "{}: {} doc {di} {how} step {i}: {name} automaton differs",
+                                    case.name,
+                                    v.name()
+                                );
+                            }
                             fill_mask_words_cached(m.glr(), &dwa, &mut words, Some(&mut cache));
                             let cached = words_to_set(&words);
                             assert_eq!(
@@ -485,6 +518,9 @@ fn dwa_masks_equal_reference_masks() {
                         if i < ids.len() {
                             let b = v.token_bytes(ids[i]).unwrap();
                             m.commit_bytes(b).unwrap();
+                            for (_, mo) in &mut ms {
+                                mo.commit_bytes(b).unwrap();
+                            }
                             p = case.reference.commit(&p, b);
                         }
                     }
@@ -492,4 +528,115 @@ fn dwa_masks_equal_reference_masks() {
             }
         }
     }
+    eprintln!("split: {split_cases:?}");
+    for name in ["counted_long", "counted_pattern", "json", "split_strings"] {
+        assert!(
+            split_cases.contains(name),
+            "{name} was never split: {split_cases:?}"
+        );
+    }
+}
+
+/// Split string states (`compile::string_split`) against the unsplit automaton, at every
+/// step: along canonical and random segmentations of the accepted documents, and along
+/// random walks that draw each token from the mask (which reach positions near the length
+/// bounds that documents pass quickly), with GPT-2 and Llama-3. The unsplit automaton is
+/// checked against the reference by `dwa_masks_equal_reference_masks`.
+#[test]
+fn split_string_states_mask_as_unsplit_ones_at_every_step() {
+    use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
+    use stackmask::compile::string_split::SplitMode;
+    use stackmask::runtime::Matcher;
+    let dir = shared_dir().join("tokenizers");
+    let vocabs: Vec<Vocab> = ["gpt2.json", "llama3.json"]
+        .iter()
+        .map(|f| Vocab::load(dir.join(f).to_str().unwrap()).unwrap())
+        .collect();
+    let mut compared = 0;
+    for case in cases().into_iter().filter(|c| c.dwa) {
+        for v in &vocabs {
+            let build = |split| {
+                let limits = DwaLimits {
+                    split,
+                    ..DwaLimits::default()
+                };
+                Arc::new(build_dwa_limited(&case.tables, v, limits).unwrap())
+            };
+            let split = build(SplitMode::Always);
+            if split.split().is_none() {
+                continue;
+            }
+            let plain = build(SplitMode::Never);
+            assert!(plain.split().is_none());
+            compared += 1;
+            let check = |a: &Matcher, b: &Matcher, what: &str| {
+                assert_eq!(
+                    a.mask_set(),
+                    b.mask_set(),
+                    "{}: {} {what}",
+                    case.name,
+                    v.name()
+                );
+            };
+            for (di, doc) in case.accept.iter().enumerate() {
+                // Long documents (thousands of tokens): canonical and one random.
+                let take = if doc.len() > 1000 { 2 } else { 4 };
+                for (how, ids) in segmentations(v, doc).into_iter().take(take) {
+                    let mut a = Matcher::new(case.tables.clone(), split.clone());
+                    let mut b = Matcher::new(case.tables.clone(), plain.clone());
+                    for (i, &t) in ids.iter().enumerate() {
+                        check(&a, &b, &format!("doc {di} {how} step {i}"));
+                        let bytes = v.token_bytes(t).unwrap();
+                        let what =
+                            || format!("{}: {} doc {di} {how} step {i}", case.name, v.name());
+                        a.commit_bytes(bytes)
+                            .unwrap_or_else(|e| panic!("{}: {e}", what()));
+                        b.commit_bytes(bytes)
+                            .unwrap_or_else(|e| panic!("{}: {e}", what()));
+                    }
+                    check(&a, &b, &format!("doc {di} {how} end"));
+                }
+            }
+            // Normal tokens, and those of at most two bytes: half the walks draw from
+            // these, which keep strings open longer.
+            let normal: roaring::RoaringBitmap =
+                v.normal_tokens().map(|(t, _)| t.as_u32()).collect();
+            let short: roaring::RoaringBitmap = v
+                .normal_tokens()
+                .filter(|(_, b)| b.len() <= 2)
+                .map(|(t, _)| t.as_u32())
+                .collect();
+            let mut rng = SplitMix64::new(5);
+            for walk in 0..16 {
+                let mut a = Matcher::new(case.tables.clone(), split.clone());
+                let mut b = Matcher::new(case.tables.clone(), plain.clone());
+                for i in 0..160 {
+                    let mask = b.mask_set();
+                    assert_eq!(
+                        a.mask_set(),
+                        mask,
+                        "{}: {} walk {walk} step {i}",
+                        case.name,
+                        v.name()
+                    );
+                    let mut from = &mask & &normal;
+                    if walk % 2 == 0 && !(&from & &short).is_empty() {
+                        from &= &short;
+                    }
+                    if from.is_empty() {
+                        break;
+                    }
+                    let k = (rng.next_u64() % from.len()) as u32;
+                    let t = TokenId::new(from.select(k).expect("k < len") as usize);
+                    let bytes = v.token_bytes(t).unwrap();
+                    a.commit_bytes(bytes).unwrap();
+                    b.commit_bytes(bytes).unwrap();
+                }
+            }
+        }
+    }
+    assert!(
+        compared >= 8,
+        "only {compared} case × vocabulary pairs split"
+    );
 }
