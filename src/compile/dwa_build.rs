@@ -1840,7 +1840,7 @@ pub fn finish_dwa(
         words,
         vocab_len: vocab.len() as u32,
         eos: vocab.eos().to_vec(),
-        split: walker.map(|w| w.into_split(tokens, vocab.len())),
+        split: walker.map(|w| w.into_split(vocab)),
     };
     dwa.validate()
         .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;

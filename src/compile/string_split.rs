@@ -10,6 +10,9 @@
 //! closes. Depends on the lexer, its follow sets, the vocabulary's token parts and the
 //! runtime split table; build time only.
 
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
 use hashbrown::HashMap;
 
 use super::terminal_trie::start_positions;
@@ -18,7 +21,7 @@ use crate::ids::{LexStateId, TerminalId};
 use crate::lexer::strings::{Step, UnitDfa, NO_STATE};
 use crate::lexer::{LexFollow, LexPos, LexerDfa};
 use crate::termset::TermSet;
-use crate::vocab::TokenParts;
+use crate::vocab::{TokenParts, Vocab};
 
 /// When string states are split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -172,19 +175,22 @@ pub fn walker(lexer: &LexerDfa, follow: &LexFollow, mode: SplitMode) -> Option<W
 }
 
 impl Walker {
-    /// The split table, with the token values its filters read measured over `tokens`
-    /// (a vocabulary of `vocab_len` ids).
-    pub fn into_split(self, tokens: &TokenParts, vocab_len: usize) -> StringSplit {
+    /// The split table, with the token values its filters read measured over `vocab`'s
+    /// tokens (once per vocabulary and unit automaton: [`Vocab::derived`]).
+    pub fn into_split(self, vocab: &Vocab) -> StringSplit {
         let needed = self.split.units_read(&self.bounds);
-        let words = vocab_len.div_ceil(32);
+        let words = vocab.len().div_ceil(32);
         let units = match &self.unit {
             Some(unit) if !needed.is_empty() => (0..unit.num_states() as u32)
                 .map(|u| {
-                    if needed.contains(&u) {
-                        UnitValues::new(unit_values(unit, u, tokens), words)
-                    } else {
-                        UnitValues::default()
+                    if !needed.contains(&u) {
+                        return Arc::new(UnitValues::default());
                     }
+                    let mut h = std::hash::DefaultHasher::new();
+                    ("unit values", u, unit).hash(&mut h);
+                    vocab.derived(h.finish(), || {
+                        UnitValues::new(unit_values(unit, u, vocab.parts()), words)
+                    })
                 })
                 .collect(),
             _ => Vec::new(),

@@ -12,6 +12,8 @@
 //! keep a token iff its value is at most `hi − k`, and a closing one iff it writes at
 //! least `lo − k`. Depends on the lexer position type and the id newtypes.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{LexStateId, TerminalId, TokenId};
@@ -121,8 +123,9 @@ pub struct StringSplit {
     parts: Vec<Part>,
     /// Per terminal: `(lo, hi)` units when its count is a filter (`hi = u32::MAX`: none).
     bounds: Vec<Option<(u32, u32)>>,
-    /// Per unit position: the tokens' values (empty where no filter reads them).
-    units: Vec<UnitValues>,
+    /// Per unit position: the tokens' values (empty where no filter reads them; shared
+    /// by every grammar over one vocabulary).
+    units: Vec<Arc<UnitValues>>,
 }
 
 /// A [`StringSplit`] under construction.
@@ -177,7 +180,7 @@ impl SplitBuilder {
         from: u32,
         shift: u32,
         bounds: Vec<Option<(u32, u32)>>,
-        units: Vec<UnitValues>,
+        units: Vec<Arc<UnitValues>>,
     ) -> StringSplit {
         StringSplit {
             from,
@@ -300,7 +303,8 @@ impl StringSplit {
         }
     }
 
-    /// Removes from `words` (one part's tokens) those `f` excludes.
+    /// Removes from `words` (one part's tokens, a mask at least as long as the
+    /// vocabulary's) those `f` excludes.
     pub fn apply(&self, f: Filter, words: &mut [u32]) {
         let v = &self.units[f.unit as usize];
         let clear = |words: &mut [u32], t: TokenId| {
@@ -308,7 +312,8 @@ impl StringSplit {
         };
         if let Some(hi) = f.hi {
             if hi < v.levels {
-                let n = words.len();
+                // Validated: the dense sets are `levels` masks of the vocabulary's words.
+                let n = v.dense.len() / v.levels as usize;
                 let set = &v.dense[hi as usize * n..(hi as usize + 1) * n];
                 for (w, s) in words.iter_mut().zip(set) {
                     *w &= s;
@@ -414,7 +419,7 @@ mod tests {
             entries: b.entries.clone(),
             parts: b.parts.clone(),
             bounds: vec![Some(bounds)],
-            units: vec![v],
+            units: vec![Arc::new(v)],
         }
     }
 

@@ -43,7 +43,7 @@ impl Component {
 
 /// The unit automaton counted terminals share (one character of a JSON string), over
 /// bytes: what a token's unit count is measured with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct UnitDfa {
     /// Byte → class.
     pub classes: Vec<u8>,

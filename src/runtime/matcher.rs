@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use roaring::RoaringBitmap;
+use smallvec::SmallVec;
 
 use crate::dwa::split::PartFilter;
 use crate::dwa::walk::{collect, StackNode};
@@ -49,30 +50,40 @@ pub fn fill_mask_words_cached(
     let mut reads = 0;
     let lexer = &glr.tables().lexer;
     let lr = &glr.tables().lr;
-    // One part's tokens, when a length bound filters them (allocated on first use).
+    // One part's tokens, when a length bound filters them and others were written first
+    // (allocated on first use).
     let mut part_words: Vec<u32> = Vec::new();
+    // Whether anything was collected into `out` yet: until then, a filtered part can be
+    // collected into `out` and filtered in place.
+    let mut written = false;
     for c in glr.configs() {
         // A counted run's iterations start where their template does.
         let pos = lexer.rep_pos(c.pos);
         let Some((parts, at)) = dwa.split().and_then(|s| s.parts_at(pos)) else {
             reads += collect(dwa, dwa.lexer_pos(pos), &c.heads, out, cache.as_deref_mut());
+            written = true;
             continue;
         };
         // A string state read terminal by terminal (`dwa::split`): a terminal no head
-        // has an action on cannot be the next one.
+        // has an action on cannot be the next one. Filtered parts first.
         let split = dwa.split().expect("parts come from the split");
-        for part in parts {
-            if !c
-                .heads
-                .iter()
-                .any(|h| !lr.actions(h.state(), part.term).is_empty())
-            {
-                continue;
-            }
-            let pos = LexPos::Pending(part.state);
-            match split.filter(part, at) {
-                PartFilter::Nothing => {}
-                PartFilter::All => reads += collect(dwa, pos, &c.heads, out, cache.as_deref_mut()),
+        let mut todo: SmallVec<[(LexPos, PartFilter); 8]> = parts
+            .iter()
+            .filter(|part| {
+                c.heads
+                    .iter()
+                    .any(|h| !lr.actions(h.state(), part.term).is_empty())
+            })
+            .map(|part| (LexPos::Pending(part.state), split.filter(part, at)))
+            .filter(|(_, f)| *f != PartFilter::Nothing)
+            .collect();
+        todo.sort_by_key(|(_, f)| matches!(f, PartFilter::All));
+        for (pos, f) in todo {
+            match f {
+                PartFilter::Some(f) if !written => {
+                    reads += collect(dwa, pos, &c.heads, out, cache.as_deref_mut());
+                    split.apply(f, out);
+                }
                 PartFilter::Some(f) => {
                     part_words.clear();
                     part_words.resize(dwa.vocab_len().div_ceil(32), 0);
@@ -82,7 +93,9 @@ pub fn fill_mask_words_cached(
                         *o |= w;
                     }
                 }
+                _ => reads += collect(dwa, pos, &c.heads, out, cache.as_deref_mut()),
             }
+            written = true;
         }
     }
     if glr.is_accepting() {

@@ -107,7 +107,13 @@ pub struct Vocab {
     /// [`Vocab::max_token_len`], computed on first use: every grammar's lexer asks for it,
     /// and it is a pass over the whole vocabulary.
     max_len: std::sync::OnceLock<usize>,
+    /// Tables other layers derive from the tokens alone, by key ([`Vocab::derived`]).
+    derived: Derived,
 }
+
+/// [`Vocab::derived`]'s tables: few (one per kind of table a build asks for), so a list.
+#[derive(Default)]
+struct Derived(std::sync::Mutex<Vec<(u64, std::sync::Arc<dyn std::any::Any + Send + Sync>)>>);
 
 impl std::fmt::Debug for Vocab {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -235,6 +241,7 @@ impl Vocab {
             encoder,
             parts: std::sync::OnceLock::new(),
             max_len: std::sync::OnceLock::new(),
+            derived: Derived::default(),
         })
     }
 
@@ -328,6 +335,29 @@ impl Vocab {
         &self.special_names
     }
 
+    /// A table derived from this vocabulary's tokens alone, made by `make` the first time
+    /// `key` is asked for (per type): build passes that measure every token the same way
+    /// for every grammar (the unit counts of a length filter) pay once per vocabulary.
+    /// `key` must name everything besides the tokens that the table depends on.
+    pub fn derived<T: std::any::Any + Send + Sync>(
+        &self,
+        key: u64,
+        make: impl FnOnce() -> T,
+    ) -> std::sync::Arc<T> {
+        // A poisoned lock only means a panic elsewhere mid-push; the list is still sound.
+        let mut d = self.derived.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = d
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .find_map(|(_, v)| v.clone().downcast::<T>().ok())
+        {
+            return v;
+        }
+        let v = std::sync::Arc::new(make());
+        d.push((key, v.clone()));
+        v
+    }
+
     /// The normal tokens as byte tries by first byte and length bucket (cached: built once
     /// per vocabulary, on first use).
     pub fn parts(&self) -> &TokenParts {
@@ -412,6 +442,23 @@ impl Vocab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A derived table is made once per key and type, and a key made for one type does
+    /// not answer for another.
+    #[test]
+    fn derived_tables_are_made_once_per_key_and_type() {
+        let v = Vocab::from_byte_tokens("tiny", vec![Some(b"a".to_vec())], &[]).unwrap();
+        let made = std::sync::atomic::AtomicUsize::new(0);
+        let make = |x: u32| {
+            made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            x
+        };
+        assert_eq!(*v.derived(1, || make(10)), 10);
+        assert_eq!(*v.derived(1, || make(11)), 10);
+        assert_eq!(*v.derived(2, || make(20)), 20);
+        assert_eq!(*v.derived(1, || "other type".to_string()), "other type");
+        assert_eq!(made.load(std::sync::atomic::Ordering::Relaxed), 2);
+    }
 
     #[test]
     fn byte_tokens_roundtrip_and_errors() {
