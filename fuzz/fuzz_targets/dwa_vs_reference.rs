@@ -1,13 +1,16 @@
 //! Differential: a random small grammar and a random small vocabulary, both drawn from
 //! the input; along a random walk of allowed tokens, the mask automaton's mask equals the
 //! reference oracle's at every step (fully determinized, and with no determinization
-//! budget so every suspended effect is its own state).
+//! budget so every suspended effect is its own state; with string states split wherever
+//! the lexer allows, or only where that pays). Quoted-string terminals of equal priority
+//! make the split apply.
 #![no_main]
 
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
+use stackmask::compile::string_split::SplitMode;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
 use stackmask::ids::TokenId;
 use stackmask::reference::Reference;
@@ -31,7 +34,7 @@ impl Bytes<'_> {
     }
 }
 
-const ALPHA: &[u8] = b"ab-( )";
+const ALPHA: &[u8] = b"ab-( )\"";
 
 fn word(b: &mut Bytes, max: u8) -> Vec<u8> {
     let len = 1 + b.below(max);
@@ -48,9 +51,10 @@ fn grammar(b: &mut Bytes) -> String {
             let syms = b.below(4);
             let mut s = Vec::new();
             for _ in 0..syms {
-                match b.below(4) {
+                match b.below(5) {
                     0 => s.push(format!("n{}", b.below(nts))),
                     1 => s.push("W".to_string()),
+                    2 => s.push(["Q", "R"][b.below(2) as usize].to_string()),
                     _ => {
                         let w: Vec<u8> = word(b, 2).into_iter().filter(|&c| c != b' ').collect();
                         if !w.is_empty() {
@@ -64,6 +68,9 @@ fn grammar(b: &mut Bytes) -> String {
         out.push_str(&format!("n{n}: {}\n", alt_texts.join(" | ")));
     }
     out.push_str("W: /[ab]+/\n");
+    // Two overlapping quoted strings: inside a string both are alive (a split state).
+    out.push_str("Q: /\"[ab -]*\"/\n");
+    out.push_str("R: /\"a[ab]*\"/\n");
     if b.below(2) == 0 {
         out.push_str("%ignore \" \"\n");
     }
@@ -87,9 +94,15 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let budget = if b.below(2) == 0 { 0 } else { usize::MAX };
+    let split = if b.below(2) == 0 {
+        SplitMode::Always
+    } else {
+        SplitMode::Auto
+    };
     let limits = DwaLimits {
         max_states: 20_000,
         determinize_budget: budget,
+        split,
         ..DwaLimits::default()
     };
     let Ok(dwa) = build_dwa_limited(&tables, &vocab, limits) else {
