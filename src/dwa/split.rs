@@ -249,7 +249,7 @@ impl StringSplit {
     pub fn lexer_pos(&self, pos: LexPos) -> LexPos {
         let map = |q: LexStateId| {
             if q.as_u32() >= self.from {
-                LexStateId::from_u32(q.as_u32() + self.shift)
+                LexStateId::from_u32(q.as_u32().saturating_add(self.shift))
             } else {
                 q
             }
