@@ -158,6 +158,12 @@ enum Cmd {
         /// the line before the summary), the engine's cost without machine noise.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
         replays: u32,
+        /// Compile each schema this many times: TTFM stays the first compile's time, and
+        /// each schema's least compile time is reported beside it (with --json, on a line
+        /// before the summary), the engine's cost without the machine's passing slowdowns.
+        /// The further compiles run after the schema's replays.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+        compiles: u32,
         /// After the replay, time a fixed computation as long as the median token as many
         /// times as tokens were timed (at most 2M): the machine's own noise at that length
         /// (with --json, on a line before the summary).
@@ -400,6 +406,7 @@ fn main() -> ExitCode {
             compact,
             details,
             replays,
+            compiles,
             noise,
         } => cli::load::vocab(tokenizer).and_then(|vocab| {
             let engine = match engine {
@@ -422,6 +429,7 @@ fn main() -> ExitCode {
                     },
                     details: details.as_deref(),
                     replays: *replays as usize,
+                    compiles: *compiles as usize,
                     noise: *noise,
                 },
                 &vocab,

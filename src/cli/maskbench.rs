@@ -33,6 +33,8 @@ pub struct MaskbenchArgs<'a> {
     pub details: Option<&'a str>,
     /// Replays per instance; past 1, each token's minimum is reported too.
     pub replays: usize,
+    /// Compiles per schema; past 1, each schema's least compile time is reported too.
+    pub compiles: usize,
     /// Also time a fixed computation as long as the median token, as many times as
     /// tokens were timed: the machine's own noise at that length.
     pub noise: bool,
@@ -70,6 +72,7 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     let (mut va, mut ve, mut ir, mut ie) = (0usize, 0usize, 0usize, 0usize);
     let mut ttfm: Vec<f64> = Vec::new();
+    let mut ttfm_floor: Vec<f64> = Vec::new();
     let mut times = maskbench::TokenTimes::new(a.replays);
     for path in &files {
         bar.inc(1);
@@ -84,7 +87,9 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
             .map_err(|e| e.to_string())
             .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
         {
-            Ok(file) => maskbench::run_file(&file, &a.schema, a.engine, vocab, style, &mut times),
+            Ok(file) => maskbench::run_file(
+                &file, &a.schema, a.engine, vocab, style, &mut times, a.compiles,
+            ),
             Err(e) => FileOutcome::BadFile(e),
         };
         let line = match outcome {
@@ -101,9 +106,14 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
                 }
                 serde_json::json!({"file": name, "status": "error", "kind": e.kind(), "error": e.to_string()})
             }
-            FileOutcome::Compiled { ttfm_ms, instances } => {
+            FileOutcome::Compiled {
+                ttfm_ms,
+                ttfm_floor_ms,
+                instances,
+            } => {
                 compiled += 1;
                 ttfm.push(ttfm_ms);
+                ttfm_floor.push(ttfm_floor_ms);
                 let mut wrong = Vec::new();
                 for i in &instances {
                     match (i.valid, i.accepted) {
@@ -130,6 +140,9 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
                 });
                 if times.replays > 1 {
                     line["tbm_floor_max_us"] = max(&times.floor[tbm_from..]).into();
+                }
+                if a.compiles > 1 {
+                    line["ttfm_floor_ms"] = ttfm_floor_ms.into();
                 }
                 line
             }
@@ -158,6 +171,7 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
     // The floor is not one of the summary's keys: with --json it is a line of its own,
     // before the summary (which stays the last line).
     let floor = (times.replays > 1).then(|| percentiles(&mut times.floor));
+    let ttfm_floor = (a.compiles > 1).then(|| percentiles(&mut ttfm_floor));
     // After the replay, so that it does not disturb the tokens' times. Capped so that a
     // huge run does not double its length.
     let noise = summary["tbm_us"]["p50"]
@@ -178,6 +192,12 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
                 serde_json::json!({"replays": times.replays, "tbm_floor_us": f})
             );
         }
+        if let Some(f) = &ttfm_floor {
+            println!(
+                "{}",
+                serde_json::json!({"compiles": a.compiles, "ttfm_floor_ms": f})
+            );
+        }
         if let Some(n) = &noise {
             println!("{n}");
         }
@@ -189,6 +209,12 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
         println!("valid instances: {va} accepted, {ve} wrongly rejected (validation errors)");
         println!("invalid instances: {ir} rejected, {ie} wrongly accepted (invalidation errors)");
         println!("TTFM ms: {}", summary["ttfm_ms"]);
+        if let Some(f) = &ttfm_floor {
+            println!(
+                "TTFM ms, each schema's least over {} compiles: {f}",
+                a.compiles
+            );
+        }
         println!(
             "TBM µs ({} tokens): {}",
             times.first.len(),

@@ -319,6 +319,7 @@ fn maskbench_sample_has_no_validation_or_invalidation_errors() {
             &vocab,
             PyJson::default(),
             &mut tbm,
+            1,
         ) {
             FileOutcome::BadFile(e) => failures.push(format!("{name}: bad file: {e}")),
             FileOutcome::Error(SchemaError::Unsupported { keyword, .. }) => {
@@ -375,9 +376,11 @@ fn maskbench_sample_has_no_validation_or_invalidation_errors() {
     );
 }
 
-/// `TokenTimes` with several replays: the instances are judged as with one, the floor
-/// has one time per token of the first replay, and no token's floor exceeds its first
-/// time (a floor taken from the wrong token, or not a minimum, fails here).
+/// `TokenTimes` with several replays (and several compiles): the instances are judged as
+/// with one, the floor has one time per token of the first replay, and no token's floor
+/// exceeds its first time (a floor taken from the wrong token, or not a minimum, fails
+/// here); the compile floor is the first compile's time with one compile, at most it with
+/// three.
 #[test]
 fn replays_keep_outcomes_and_floor_each_token() {
     let vocab = Vocab::load(&shared_dir().join("tokenizers/gpt2.json").to_string_lossy()).unwrap();
@@ -395,9 +398,27 @@ fn replays_keep_outcomes_and_floor_each_token() {
         ]
     });
     let opts = SchemaOptions::default();
-    let judge = |times: &mut maskbench::TokenTimes| -> Vec<(bool, bool)> {
-        match maskbench::run_file(&file, &opts, Engine::Dwa, &vocab, PyJson::default(), times) {
-            FileOutcome::Compiled { instances, .. } => {
+    let judge = |times: &mut maskbench::TokenTimes, compiles: usize| -> Vec<(bool, bool)> {
+        match maskbench::run_file(
+            &file,
+            &opts,
+            Engine::Dwa,
+            &vocab,
+            PyJson::default(),
+            times,
+            compiles,
+        ) {
+            FileOutcome::Compiled {
+                instances,
+                ttfm_ms,
+                ttfm_floor_ms,
+            } => {
+                // One compile is its own floor; more can only lower it.
+                if compiles == 1 {
+                    assert_eq!(ttfm_floor_ms, ttfm_ms);
+                } else {
+                    assert!(ttfm_floor_ms > 0.0 && ttfm_floor_ms <= ttfm_ms);
+                }
                 instances.iter().map(|i| (i.valid, i.accepted)).collect()
             }
             other => panic!("{other:?}"),
@@ -405,7 +426,8 @@ fn replays_keep_outcomes_and_floor_each_token() {
     };
     let mut one = maskbench::TokenTimes::new(1);
     let mut three = maskbench::TokenTimes::new(3);
-    let (a, b) = (judge(&mut one), judge(&mut three));
+    // Further compiles change neither the outcomes nor the tokens timed.
+    let (a, b) = (judge(&mut one, 1), judge(&mut three, 3));
     assert_eq!(a, b);
     assert!(a.iter().all(|(valid, accepted)| valid == accepted), "{a:?}");
     assert_eq!(one.first, one.floor);
