@@ -116,8 +116,12 @@ impl TermSet {
 
     /// Checks the invariant (used when validating loaded tables).
     pub fn is_valid(&self) -> bool {
-        self.words.len() == (self.width as usize).div_ceil(64)
-            && self.iter().all(|t| t.as_u32() < self.width)
+        let width = self.width as usize;
+        // Only the last word can hold bits at or above the width (none when the width is a
+        // multiple of 64): checked by word, not bit by bit (follow tables validate a set
+        // per lexer state, 100K+ of them in large schemas).
+        self.words.len() == width.div_ceil(64)
+            && (width % 64 == 0 || self.words.last().is_none_or(|&w| w >> (width % 64) == 0))
     }
 }
 
@@ -165,5 +169,35 @@ mod tests {
             a.iter_and(&c).map(|t| t.index()).collect::<Vec<_>>(),
             vec![64, 129]
         );
+    }
+
+    /// A set is valid when it has the width's words and no bit at or above the width, in
+    /// the last word's padding or not (widths at, under and over a word boundary).
+    #[test]
+    fn validity_looks_at_the_padding_bits() {
+        for width in [0usize, 1, 63, 64, 65, 128, 130] {
+            let words = width.div_ceil(64);
+            let full: Vec<u64> = (0..words)
+                .map(|i| {
+                    let bits = (width - 64 * i).min(64);
+                    if bits == 64 {
+                        u64::MAX
+                    } else {
+                        (1u64 << bits) - 1
+                    }
+                })
+                .collect();
+            let set = TermSet::from_words(&full, width).expect("every terminal in range");
+            assert_eq!(set.len(), width);
+            if width % 64 != 0 {
+                let mut over = full.clone();
+                *over.last_mut().unwrap() |= 1 << (width % 64);
+                assert!(TermSet::from_words(&over, width).is_none(), "width {width}");
+                let mut top = full.clone();
+                *top.last_mut().unwrap() |= 1 << 63;
+                assert!(TermSet::from_words(&top, width).is_none(), "width {width}");
+            }
+            assert!(TermSet::from_words(&vec![0; words + 1], width).is_none());
+        }
     }
 }

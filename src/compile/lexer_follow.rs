@@ -35,41 +35,43 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
     // states at a time (the rest of the pass is serial), then laid end to end in order.
     let blocks: Vec<(Vec<u32>, Vec<u32>, Vec<Dies>)> = (0..n.div_ceil(FOLLOW_BLOCK))
         .into_par_iter()
-        .map(|k| {
-            let states = k * FOLLOW_BLOCK..((k + 1) * FOLLOW_BLOCK).min(n);
-            let mut lens = Vec::with_capacity(states.len());
-            let mut succ = Vec::new();
-            let mut dies = Vec::with_capacity(states.len());
-            let mut scratch: Vec<u32> = Vec::new();
-            for q in states {
-                let q0 = id(q);
-                let mut d: Dies = [0; 4];
-                for (i, &byte) in reps.iter().enumerate() {
-                    if lexer.is_dead(lexer.next_rep(q0, byte)) {
-                        d[i / 64] |= 1 << (i % 64);
-                    }
-                }
-                dies.push(d);
-                scratch.clear();
-                if q != 0 {
-                    for &byte in &reps {
-                        for q1 in [Some(lexer.next_rep(q0, byte)), lexer.next_exit(q0, byte)]
-                            .into_iter()
-                            .flatten()
-                        {
-                            if !lexer.is_dead(q1) {
-                                scratch.push(q1.as_u32());
+        .map_init(
+            // Per thread: which state last listed each successor. Rows send most bytes to
+            // a few states, and sorting every byte's successor to deduplicate them was
+            // most of this pass on 100K-state lexers.
+            || vec![u32::MAX; n],
+            |listed, k| {
+                let states = k * FOLLOW_BLOCK..((k + 1) * FOLLOW_BLOCK).min(n);
+                let mut lens = Vec::with_capacity(states.len());
+                let mut succ = Vec::new();
+                let mut dies = Vec::with_capacity(states.len());
+                for q in states {
+                    let q0 = id(q);
+                    let mut d: Dies = [0; 4];
+                    let at = succ.len();
+                    let exits = if q != 0 { lexer.run_exits(q0) } else { None };
+                    for (i, &byte) in reps.iter().enumerate() {
+                        let q1 = lexer.next_rep(q0, byte);
+                        if lexer.is_dead(q1) {
+                            d[i / 64] |= 1 << (i % 64);
+                        } else if q != 0 && listed[q1.index()] != q as u32 {
+                            listed[q1.index()] = q as u32;
+                            succ.push(q1.as_u32());
+                        }
+                        if let Some(q1) = exits.and_then(|x| x.exit(q1)) {
+                            if !lexer.is_dead(q1) && listed[q1.index()] != q as u32 {
+                                listed[q1.index()] = q as u32;
+                                succ.push(q1.as_u32());
                             }
                         }
                     }
-                    scratch.sort_unstable();
-                    scratch.dedup();
+                    succ[at..].sort_unstable();
+                    dies.push(d);
+                    lens.push((succ.len() - at) as u32);
                 }
-                lens.push(scratch.len() as u32);
-                succ.extend_from_slice(&scratch);
-            }
-            (lens, succ, dies)
-        })
+                (lens, succ, dies)
+            },
+        )
         .collect();
     let mut succ_at: Vec<u32> = Vec::with_capacity(n + 1);
     let mut succ: Vec<u32> = Vec::new();
@@ -344,5 +346,43 @@ mod tests {
             largest > 2 * FOLLOW_BLOCK,
             "largest lexer: {largest} states"
         );
+    }
+
+    /// A template state's ways out, read through [`LexerDfa::run_exits`], are where the
+    /// run's last iteration really goes (`next` on its virtual state), on every byte that
+    /// leaves: the run's exits are what this pass adds for counted strings.
+    #[test]
+    fn run_exits_are_where_the_last_iteration_goes() {
+        use crate::compile::json_schema::{compile as schema, SchemaOptions};
+        use crate::compile::lexer_build::{build_lexer_with, LexerOptions};
+        let text = r#"{"type": "object", "properties": {
+            "c": {"type": "string", "minLength": 2, "maxLength": 300}}}"#;
+        let g = schema(text, &SchemaOptions::default()).unwrap().grammar;
+        let lexer = build_lexer_with(
+            &g,
+            &LexerOptions {
+                count_margin: 2,
+                ..LexerOptions::default()
+            },
+        )
+        .unwrap();
+        assert!(!lexer.runs().is_empty());
+        let mut leaving = 0;
+        for r in lexer.runs() {
+            for i in 0..r.width {
+                let s = LexStateId::new((r.first + i) as usize);
+                let last = LexStateId::from_u32(r.encode(r.len - 1, i));
+                let exits = lexer.run_exits(s).expect("a template state is in a run");
+                for b in 0..=255u8 {
+                    if let Some(e) = exits.exit(lexer.next_rep(s, b)) {
+                        leaving += 1;
+                        assert_eq!(lexer.next(last, b), e, "state {s:?}, byte {b}");
+                        assert_eq!(lexer.next_exit(s, b), Some(e));
+                    }
+                }
+            }
+        }
+        assert!(leaving > 0);
+        assert!(lexer.run_exits(LexerDfa::START).is_none());
     }
 }

@@ -436,14 +436,22 @@ impl LexerDfa {
     /// For an explicit template state `s` whose byte `b` completes a unit: where the
     /// run's last iteration goes instead (the way out that the collapsed table hides).
     pub fn next_exit(&self, s: LexStateId, b: u8) -> Option<LexStateId> {
+        self.run_exits(s)?.exit(self.next_rep(s, b))
+    }
+
+    /// The exits of the run whose template holds explicit state `s` (`None` for a state in
+    /// no run), for reading [`Self::next_exit`] byte after byte with one run lookup:
+    /// `run_exits(s)?.exit(next_rep(s, b))` is `next_exit(s, b)`.
+    pub fn run_exits(&self, s: LexStateId) -> Option<RunExits<'_>> {
         let s = s.as_u32();
         if s < self.run_from || s as usize >= self.num_states() {
             return None;
         }
         let r = self.run_of(s);
-        let t = self.next_rep(LexStateId::from_u32(s), b).as_u32();
-        let i = t.wrapping_sub(r.first);
-        (i < r.starts).then(|| LexStateId::from_u32(r.exits[i as usize]))
+        Some(RunExits {
+            first: r.first,
+            exits: &r.exits[..r.starts as usize],
+        })
     }
 
     /// Whether `s` is the dead state.
@@ -481,5 +489,24 @@ impl LexerDfa {
     /// Whether a terminal is ignored.
     pub fn is_ignored(&self, t: TerminalId) -> bool {
         self.terminals[t.index()].ignored
+    }
+}
+
+/// A run's ways out as seen from one of its template states (see
+/// [`LexerDfa::run_exits`]): the unit-start states and where the last iteration's unit
+/// completion into each leads.
+#[derive(Debug, Clone, Copy)]
+pub struct RunExits<'a> {
+    first: u32,
+    exits: &'a [u32],
+}
+
+impl RunExits<'_> {
+    /// Where the last iteration goes instead of `t`, the collapsed table's target of a
+    /// byte from the template state (`None` when `t` is no unit start: not a way out).
+    #[inline]
+    pub fn exit(&self, t: LexStateId) -> Option<LexStateId> {
+        let i = t.as_u32().wrapping_sub(self.first) as usize;
+        self.exits.get(i).map(|&e| LexStateId::from_u32(e))
     }
 }

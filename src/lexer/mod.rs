@@ -14,7 +14,7 @@ mod pos;
 mod run;
 pub mod strings;
 
-pub use dfa::{LexTerminal, LexerDfa, LexerValidateError};
+pub use dfa::{LexTerminal, LexerDfa, LexerValidateError, RunExits};
 pub use follow::LexFollow;
 pub use lex::{lex, LexError, LexErrorKind, Lexeme};
 pub use pos::LexPos;
