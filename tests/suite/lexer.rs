@@ -171,6 +171,13 @@ fn corrupt_run_tables_are_refused() {
             }),
         ),
         (
+            "transition past the states",
+            Box::new(move |v| {
+                let last = v["trans"].as_array().unwrap().len() - 1;
+                v["trans"][last] = json!(n);
+            }),
+        ),
+        (
             "too many virtual ids",
             Box::new(|v| v["runs"][1]["len"] = json!(u32::MAX)),
         ),
