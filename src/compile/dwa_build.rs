@@ -1166,15 +1166,9 @@ impl Builder<'_> {
         self.weights.intern(w)
     }
 
-    /// The state for `e`, with `w` added to its riders (queued when they grow); `wid` is
-    /// `w` interned in [`Builder::weights`], when the caller has it.
-    fn add_riders(
-        &mut self,
-        e: Effect,
-        w: &RoaringBitmap,
-        wid: Option<WeightId>,
-    ) -> Result<DwaStateId, GrammarError> {
-        let id = match self.state_index.get(&e) {
+    /// The state for `e` (made if new).
+    fn state(&mut self, e: Effect) -> Result<DwaStateId, GrammarError> {
+        Ok(match self.state_index.get(&e) {
             Some(&id) => id,
             None => {
                 if self.info.len() >= self.max_states {
@@ -1192,7 +1186,45 @@ impl Builder<'_> {
                 self.state_index.insert(e, id);
                 id
             }
+        })
+    }
+
+    /// The state for `e`, with the rider set `rid` of the explorer's `keys` added to its
+    /// riders (queued when they grow): what a skip state hands on, by id, since a chain
+    /// of skip states carries one set all along (a Kubernetes schema's drain has 11K skip
+    /// states of its 19K) and cloning it for each was a copy of thousands of classes.
+    fn add_rider_key(&mut self, e: Effect, rid: WeightId) -> Result<DwaStateId, GrammarError> {
+        let id = self.state(e)?;
+        let info = &mut self.info[id.index()];
+        let old = info.riders;
+        if old == rid || rid == WeightId::new(0) {
+            return Ok(id);
+        }
+        // Id 0 is the empty set: the new riders are the set itself.
+        let grown = if old == WeightId::new(0) {
+            rid
+        } else {
+            let (o, w) = (self.ex.keys.get(old), self.ex.keys.get(rid));
+            if w.is_subset(o) {
+                return Ok(id);
+            }
+            let grown = o | w;
+            self.ex.keys.intern(&grown)
         };
+        self.info[id.index()].riders = grown;
+        self.queue.insert((e.order(), id));
+        Ok(id)
+    }
+
+    /// The state for `e`, with `w` added to its riders (queued when they grow); `wid` is
+    /// `w` interned in [`Builder::weights`], when the caller has it.
+    fn add_riders(
+        &mut self,
+        e: Effect,
+        w: &RoaringBitmap,
+        wid: Option<WeightId>,
+    ) -> Result<DwaStateId, GrammarError> {
+        let id = self.state(e)?;
         if let Some(wid) = wid {
             if !self.covered.insert((id, wid)) {
                 return Ok(id);
@@ -1300,15 +1332,12 @@ impl Builder<'_> {
             };
             for (&(id, e, rid), r) in batch.iter().zip(resumed) {
                 let Some((slot, r)) = r else {
-                    // Cloned: adding riders interns into the table the set is read from.
-                    let riders = self.ex.keys.get(rid).clone();
-                    let next = self.add_riders(
+                    let next = self.add_rider_key(
                         Effect {
                             skip: e.skip - 1,
                             ..e
                         },
-                        &riders,
-                        None,
+                        rid,
                     )?;
                     self.skip_to[id.index()] = Some(next);
                     continue;
