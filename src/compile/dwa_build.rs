@@ -1195,25 +1195,30 @@ impl Builder<'_> {
     /// states of its 19K) and cloning it for each was a copy of thousands of classes.
     fn add_rider_key(&mut self, e: Effect, rid: WeightId) -> Result<DwaStateId, GrammarError> {
         let id = self.state(e)?;
-        let info = &mut self.info[id.index()];
-        let old = info.riders;
+        let old = self.info[id.index()].riders;
         if old == rid || rid == WeightId::new(0) {
             return Ok(id);
         }
         // Id 0 is the empty set: the new riders are the set itself.
-        let grown = if old == WeightId::new(0) {
-            rid
-        } else {
-            let (o, w) = (self.ex.keys.get(old), self.ex.keys.get(rid));
-            if w.is_subset(o) {
-                return Ok(id);
-            }
+        if old == WeightId::new(0) {
+            self.grow(id, rid);
+            return Ok(id);
+        }
+        let (o, w) = (self.ex.keys.get(old), self.ex.keys.get(rid));
+        if !w.is_subset(o) {
             let grown = o | w;
-            self.ex.keys.intern(&grown)
-        };
-        self.info[id.index()].riders = grown;
-        self.queue.insert((e.order(), id));
+            let riders = self.ex.keys.intern(&grown);
+            self.grow(id, riders);
+        }
         Ok(id)
+    }
+
+    /// Sets state `id`'s riders to `riders` (interned in the explorer's `keys`, a superset
+    /// of the old ones) and queues it to be built again.
+    fn grow(&mut self, id: DwaStateId, riders: WeightId) {
+        let info = &mut self.info[id.index()];
+        info.riders = riders;
+        self.queue.insert((info.key.order(), id));
     }
 
     /// The state for `e`, with `w` added to its riders (queued when they grow); `wid` is
@@ -1230,12 +1235,11 @@ impl Builder<'_> {
                 return Ok(id);
             }
         }
-        let info = &mut self.info[id.index()];
-        let old = self.ex.keys.get(info.riders);
+        let old = self.ex.keys.get(self.info[id.index()].riders);
         if !w.is_subset(old) {
             let grown = old | w;
-            info.riders = self.ex.keys.intern(&grown);
-            self.queue.insert((e.order(), id));
+            let riders = self.ex.keys.intern(&grown);
+            self.grow(id, riders);
         }
         Ok(id)
     }

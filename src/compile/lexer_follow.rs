@@ -49,7 +49,8 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
                     let q0 = id(q);
                     let mut d: Dies = [0; 4];
                     let at = succ.len();
-                    let exits = if q != 0 { lexer.run_exits(q0) } else { None };
+                    // The dead state is in no run.
+                    let exits = lexer.run_exits(q0);
                     for (i, &byte) in reps.iter().enumerate() {
                         let q1 = lexer.next_rep(q0, byte);
                         if lexer.is_dead(q1) {
