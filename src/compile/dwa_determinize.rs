@@ -94,6 +94,15 @@ impl Set {
         }
     }
 
+    /// The set by its id when the table has it: a made set the table already holds
+    /// becomes that id, so later steps compare by id.
+    fn settled(self, weights: &WeightTable) -> Set {
+        match self {
+            Set::Made(b) => Set::known(weights, Arc::unwrap_or_clone(b)),
+            w => w,
+        }
+    }
+
     fn same(&self, other: &Set) -> bool {
         match (self, other) {
             (Set::Id(a), Set::Id(b)) => a == b,
@@ -227,10 +236,7 @@ impl Builder {
         let mut key: Vec<(DwaStateId, Set)> = Vec::with_capacity(members.len());
         for (s, acc) in members {
             let w = match acc {
-                Acc::One(w) if undecided => match w {
-                    Set::Made(b) => Set::known(weights, Arc::unwrap_or_clone(b)),
-                    w => w,
-                },
+                Acc::One(w) if undecided => w.settled(weights),
                 Acc::One(w) => Set::known(weights, w.get(weights) - dec),
                 Acc::Many(mut b) => {
                     b -= dec;
@@ -259,10 +265,10 @@ impl Builder {
                 Some(Set::known(weights, f))
             })
             .flatten();
-        let decided = match decided {
-            Set::Made(b) if !undecided => Set::known(weights, Arc::unwrap_or_clone(b)),
-            Set::Made(_) => Set::Id(WeightId::new(0)),
-            d => d,
+        let decided = if undecided {
+            Set::Id(WeightId::new(0))
+        } else {
+            decided.settled(weights)
         };
         EdgePlan {
             decided,
