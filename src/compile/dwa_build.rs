@@ -35,6 +35,7 @@ use roaring::{MultiOps, RoaringBitmap};
 use smallvec::SmallVec;
 
 use super::class_tables::{freeze, AtomWords, ClassAtoms};
+use super::dense_words::or_into_words;
 use super::dwa_determinize::{determinize, Det, Nfa, NfaEdge};
 use super::emission_trie::{EmissionTrie, ROOT};
 use super::error::GrammarError;
@@ -1942,9 +1943,6 @@ impl<T: std::hash::Hash + Eq> Interner<T> {
     }
 }
 
-/// Classes read at a time in [`weight_words`] (16 KB per thread).
-const WEIGHT_BATCH: usize = 4096;
-
 /// The words of `sets` (set 0 empty) over class spaces of `class_words` words where
 /// shape `i` holds classes `base[i]..` (`counts[i]` of them, bases ascending), stored span by
 /// span: each set's words from the first to the last shape it has a class in, each shape
@@ -1987,28 +1985,14 @@ fn weight_words(
         rows.push(row);
         rest = tail;
     }
-    // In parallel: nothing else runs now.
-    rows.into_par_iter().zip(sets).zip(&spans).for_each_init(
-        || vec![0u32; WEIGHT_BATCH],
-        |buf, ((row, w), s)| {
-            // Class by class, a batch at a time: roaring's batches copy array
-            // containers out, while its run iterator binary-searches each run's end,
-            // and a large schema's runs are short (kb_1007: 16M classes in 7.4M runs,
-            // 87 ms by runs against 12 ms by batches, counting only the reads).
-            let off = s.lo as usize * 64;
-            let mut classes = w.iter();
-            loop {
-                let got = classes.next_many(buf);
-                if got.is_empty() {
-                    break;
-                }
-                for &c in got.iter() {
-                    let i = c as usize - off;
-                    row[i / 64] |= 1 << (i % 64);
-                }
-            }
-        },
-    );
+    // In parallel: nothing else runs now. Container by container, not class by class:
+    // a large schema's weights hold tens of millions of classes (see `dense_words`).
+    rows.into_par_iter()
+        .zip(sets)
+        .zip(&spans)
+        .for_each_init(Vec::new, |scratch, ((row, w), s)| {
+            or_into_words(w, s.lo as usize, row, scratch)
+        });
     (spans, words)
 }
 

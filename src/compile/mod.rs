@@ -10,6 +10,7 @@
 //! never import this module.
 
 pub mod class_tables;
+mod dense_words;
 pub mod dwa_build;
 mod dwa_determinize;
 pub mod ebnf;
