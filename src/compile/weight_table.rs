@@ -57,21 +57,18 @@ impl WeightTable {
             .map(|&(_, id)| id)
     }
 
-    /// A hash of `w` from its size and its smallest and largest few elements: sets are
-    /// compared by value on a match, and hashing a whole set (8 KiB per dense container)
-    /// cost more than its comparisons.
+    /// A hash of `w` from its size, smallest and largest element: sets are compared by
+    /// value on a match, and hashing a whole set (8 KiB per dense container) cost more
+    /// than its comparisons. More elements from each end did not tell more sets apart
+    /// (kb_708: 7,286 comparisons with the 8 smallest and largest, the same with one of
+    /// each), and reaching them through roaring's iterators cost 5 times as much.
     fn fingerprint(&self, w: &RoaringBitmap) -> u64 {
-        const ENDS: usize = 8;
-        let mut key = [0u32; 2 * ENDS + 2];
         let len = w.len();
-        key[0] = len as u32;
-        key[1] = (len >> 32) as u32;
-        for (k, x) in key[2..2 + ENDS].iter_mut().zip(w.iter()) {
-            *k = x;
-        }
-        for (k, x) in key[2 + ENDS..].iter_mut().zip(w.iter().rev()) {
-            *k = x;
-        }
+        let key = [
+            len,
+            u64::from(w.min().unwrap_or(0)),
+            u64::from(w.max().unwrap_or(0)),
+        ];
         self.hasher.hash_one(key)
     }
 
