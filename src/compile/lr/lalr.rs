@@ -112,10 +112,12 @@ pub fn reductions(
         }
         reds.push(red);
     }
-    sets[eof.index() / 64] |= 1 << (eof.index() % 64); // kernel item 0 of state 0: S' → ·S
-                                                       // Successor lists, then the fixpoint.
-    edges.sort_unstable();
-    edges.dedup();
+    // Kernel item 0 of state 0 (S' → ·S) has end of input. Successor lists, then the
+    // fixpoint.
+    sets[eof.index() / 64] |= 1 << (eof.index() % 64);
+    // Successor lists by a counting sort on the source, each target once (sorting the
+    // edge list was half of this pass on large schemas). The order within a list only
+    // changes the order sets propagate in, not the fixpoint.
     let mut start = vec![0u32; nodes + 1];
     for &(a, _) in &edges {
         start[a as usize + 1] += 1;
@@ -123,13 +125,36 @@ pub fn reductions(
     for i in 0..nodes {
         start[i + 1] += start[i];
     }
+    let mut succ = vec![0u32; edges.len()];
+    let mut fill = start.clone();
+    for &(a, b) in &edges {
+        succ[fill[a as usize] as usize] = b;
+        fill[a as usize] += 1;
+    }
+    drop(edges);
+    let mut seen = vec![u32::MAX; nodes];
+    let mut kept = 0;
+    for a in 0..nodes {
+        let (lo, hi) = (start[a] as usize, start[a + 1] as usize);
+        start[a] = kept as u32;
+        for i in lo..hi {
+            let b = succ[i];
+            if seen[b as usize] != a as u32 {
+                seen[b as usize] = a as u32;
+                succ[kept] = b;
+                kept += 1;
+            }
+        }
+    }
+    start[nodes] = kept as u32;
+    succ.truncate(kept);
     let mut work: Vec<u32> = (0..nodes as u32).rev().collect();
     let mut on_work = vec![true; nodes];
     let mut src = vec![0u64; nw];
     while let Some(a) = work.pop() {
         on_work[a as usize] = false;
         src.copy_from_slice(&sets[a as usize * nw..(a as usize + 1) * nw]);
-        for &(_, b) in &edges[start[a as usize] as usize..start[a as usize + 1] as usize] {
+        for &b in &succ[start[a as usize] as usize..start[a as usize + 1] as usize] {
             let dst = &mut sets[b as usize * nw..(b as usize + 1) * nw];
             let mut changed = false;
             for (d, &w) in dst.iter_mut().zip(&src) {
