@@ -91,13 +91,14 @@ impl Reader<'_> {
                     or_range(row, lo, start, end);
                 }
             } else if len > ARRAY_MAX {
+                // Only the container's words inside the row can be nonzero.
                 let first = base / 64;
                 let words = self.take(8 * CONTAINER_WORDS);
-                for (j, b) in words.chunks_exact(8).enumerate() {
-                    let word = u64::from_le_bytes(b.try_into().expect("8 bytes"));
-                    if word != 0 {
-                        row[first + j - lo] |= word;
-                    }
+                let from = lo.saturating_sub(first);
+                let to = (lo + row.len() - first).min(CONTAINER_WORDS);
+                let dst = &mut row[first + from - lo..first + to - lo];
+                for (d, b) in dst.iter_mut().zip(words[8 * from..8 * to].chunks_exact(8)) {
+                    *d |= u64::from_le_bytes(b.try_into().expect("8 bytes"));
                 }
             } else {
                 for _ in 0..len {
