@@ -17,7 +17,7 @@
 
 use hashbrown::HashMap;
 
-use crate::ids::{LrStateId, NonterminalId, ProductionId, TerminalId};
+use crate::ids::{LrStateId, NonterminalId, ProductionId};
 use crate::lr::{Action, LrTable};
 use crate::termset::TermSet;
 
@@ -27,10 +27,8 @@ pub fn actionable_terminals(lr: &LrTable) -> Vec<TermSet> {
     (0..lr.num_states())
         .map(|x| {
             let mut set = TermSet::new(width);
-            for t in (0..width).map(TerminalId::new) {
-                if !lr.actions(LrStateId::new(x), t).is_empty() {
-                    set.insert(t);
-                }
+            for t in lr.acting_terminals(LrStateId::new(x)) {
+                set.insert(t);
             }
             set
         })

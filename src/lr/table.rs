@@ -207,6 +207,17 @@ impl LrTable {
         &self.actions[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
 
+    /// The terminals (end of input included) state `s` has any action on, ascending: one
+    /// pass over the state's offsets instead of a lookup per terminal.
+    pub fn acting_terminals(&self, s: LrStateId) -> impl Iterator<Item = TerminalId> + '_ {
+        let w = self.num_terminals as usize + 1;
+        self.offsets[s.index() * w..=(s.index() + 1) * w]
+            .windows(2)
+            .enumerate()
+            .filter(|(_, o)| o[0] != o[1])
+            .map(|(t, _)| TerminalId::new(t))
+    }
+
     /// The state after reducing to `n` on top of `s`.
     #[inline]
     pub fn goto(&self, s: LrStateId, n: NonterminalId) -> Option<LrStateId> {
@@ -314,5 +325,36 @@ mod tests {
             &[Action::Reduce(ProductionId::new(0)), Action::Accept]
         );
         assert_eq!(t.num_conflicts(), 1);
+    }
+
+    /// A state's acting terminals are exactly those whose cell is not empty, end of input
+    /// included, for rows with gaps, a full row and an empty one.
+    #[test]
+    fn acting_terminals_are_the_nonempty_cells() {
+        let term = TerminalId::new;
+        let shift = Action::Shift(st(0));
+        let cells = vec![
+            vec![(term(3), Action::Accept), (term(1), shift)],
+            vec![
+                (term(0), shift),
+                (term(1), shift),
+                (term(2), shift),
+                (term(3), shift),
+            ],
+            Vec::new(),
+        ];
+        let t =
+            LrTable::from_parts(3, 1, cells, vec![Vec::new(); 3], vec![nt(0)], vec![1]).unwrap();
+        let acting = |s: usize| t.acting_terminals(st(s)).collect::<Vec<_>>();
+        assert_eq!(acting(0), vec![term(1), t.eof()]);
+        assert_eq!(acting(1), (0..4).map(term).collect::<Vec<_>>());
+        assert_eq!(acting(2), Vec::<TerminalId>::new());
+        for s in 0..3 {
+            let by_lookup: Vec<_> = (0..4)
+                .map(term)
+                .filter(|&x| !t.actions(st(s), x).is_empty())
+                .collect();
+            assert_eq!(acting(s), by_lookup, "state {s}");
+        }
     }
 }
