@@ -4,9 +4,9 @@
 //! Reading a bitmap value by value costs a step per class, and a large schema's weights
 //! hold tens of millions of classes (kb_708: 3,837 weights over 2.1M words, 112M
 //! instructions by value, at the end of the build where little else runs). roaring
-//! exposes no container access, but its serialized form is the
-//! portable RoaringFormatSpec, in which a bitmap container *is* its 1,024 little-endian
-//! words: those are copied whole, arrays and runs set bit by bit or run by run.
+//! exposes no container access, but its serialized form is the portable
+//! RoaringFormatSpec, in which a bitmap container *is* its 1,024 little-endian words:
+//! those are copied whole, arrays and runs set bit by bit or run by run.
 //! Depends only on `roaring`.
 
 use roaring::RoaringBitmap;
