@@ -135,6 +135,7 @@ fn or_range(row: &mut [u64], lo: usize, start: usize, end: usize) {
 #[cfg(test)]
 mod tests {
     use super::or_into_words;
+    use crate::rng::SplitMix64;
     use roaring::RoaringBitmap;
 
     /// Sets of every container kind (arrays, bitmaps, and runs after `optimize`), over
@@ -142,13 +143,8 @@ mod tests {
     /// earlier, hold exactly the set's values and nothing else.
     #[test]
     fn every_container_kind_reads_as_its_values() {
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = SplitMix64::new(0x2545_F491_4F6C_DD1D);
+        let mut next = || rng.next_u64();
         for case in 0..120u32 {
             let mut w = RoaringBitmap::new();
             let span = [200u64, 70_000, 300_000][case as usize % 3];
