@@ -419,6 +419,21 @@ impl<'s> Pieces<'s> {
 /// 64, 0.935 with 128 to 512, 1.03 with 1,024, 1.11 with whole waves (rebuilds).
 const DRAIN_BATCH: usize = 256;
 
+/// Sets its flag when dropped, unwinding included: a drain task's "this state is
+/// explored", which the freezing thread waits for.
+struct MarkDone<'f>(&'f std::sync::atomic::AtomicBool);
+
+impl Drop for MarkDone<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// States per task when a parallel batch is explored while its first states' edges are
+/// made (see [`Builder::drain`]): small, so the freezing thread finds the next state
+/// explored soon, and the batch's 256 states still split between the threads.
+const DRAIN_FREEZE_CHUNK: usize = 8;
+
 /// Fewest states of one [`Effect::order`] key the drain explores in parallel: below it,
 /// waking the other threads and the rebuilds batching brings cost more than they spare.
 const DRAIN_PARALLEL_MIN: usize = 64;
@@ -435,6 +450,9 @@ const DRAIN_PARALLEL_STATES: usize = 4096;
 struct Resumed {
     sources: Vec<(LrStateId, u32)>,
     outcomes: Vec<Outcome>,
+    /// The explorer's lookahead sets the outcomes name, by id, ascending: copied, so the
+    /// outcomes are frozen without the explorer, which may be exploring further states.
+    looks: Vec<(u32, Vec<TerminalId>)>,
 }
 
 /// An [`Outcome`] as the exploration memo keeps it, its sets interned: outcomes of
@@ -1049,6 +1067,7 @@ impl<'a> Explorer<'a> {
         let mut out = Resumed {
             sources: Vec::with_capacity(ys.len()),
             outcomes: Vec::new(),
+            looks: Vec::new(),
         };
         // Goto sources whose stacks are alike (by class, state by state) share an outcome.
         let mut alike: HashMap<Stack, u32> = HashMap::new();
@@ -1101,6 +1120,21 @@ impl<'a> Explorer<'a> {
             out.sources.push((y, i));
             alike.insert(stack, i);
         }
+        let mut named: Vec<u32> = out
+            .outcomes
+            .iter()
+            .flat_map(|o| o.waits.keys())
+            .filter_map(|e| match e.what {
+                Next::Look(l) => Some(l),
+                Next::Shift(_) => None,
+            })
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        out.looks = named
+            .into_iter()
+            .map(|l| (l, self.looks[l as usize].clone()))
+            .collect();
         out
     }
 
@@ -1109,16 +1143,26 @@ impl<'a> Explorer<'a> {
     /// `u32::MAX` for not yet). Sets new here are numbered in order of their terminals,
     /// not of the other's ids: a drain worker's ids depend on which states it happened to
     /// explore, and the numbering must not.
-    fn adopt_looks(
+    fn adopt_looks<'l>(
         &mut self,
         o: Outcome,
-        looks: &[Vec<TerminalId>],
+        looks: impl Fn(u32) -> &'l [TerminalId],
         ids: &mut Vec<u32>,
     ) -> Outcome {
-        if !o.waits.keys().any(|e| matches!(e.what, Next::Look(_))) {
+        let Some(last) = o
+            .waits
+            .keys()
+            .filter_map(|e| match e.what {
+                Next::Look(l) => Some(l),
+                Next::Shift(_) => None,
+            })
+            .max()
+        else {
             return o;
+        };
+        if ids.len() <= last as usize {
+            ids.resize(last as usize + 1, u32::MAX);
         }
-        ids.resize(looks.len(), u32::MAX);
         let mut unknown: Vec<u32> = o
             .waits
             .keys()
@@ -1127,10 +1171,10 @@ impl<'a> Explorer<'a> {
                 _ => None,
             })
             .collect();
-        unknown.sort_unstable_by(|&a, &b| looks[a as usize].cmp(&looks[b as usize]));
+        unknown.sort_unstable_by(|&a, &b| looks(a).cmp(looks(b)));
         unknown.dedup();
         for l in unknown {
-            ids[l as usize] = self.look_set(looks[l as usize].clone());
+            ids[l as usize] = self.look_set(looks(l).to_vec());
         }
         let waits = o
             .waits
@@ -1274,6 +1318,46 @@ impl Builder<'_> {
         Ok(Some(id))
     }
 
+    /// Freezes state `id`'s build into its transitions: a skip state hands its riders
+    /// (`rid`) on, any other takes its exploration's outcomes (`resumed`, made by the
+    /// explorer of worker `slot`) as edges.
+    fn freeze_built(
+        &mut self,
+        id: DwaStateId,
+        e: Effect,
+        rid: WeightId,
+        resumed: Option<(usize, Resumed)>,
+        look_ids: &mut [Vec<u32>],
+    ) -> Result<(), GrammarError> {
+        let Some((slot, r)) = resumed else {
+            let next = self.add_rider_key(
+                Effect {
+                    skip: e.skip - 1,
+                    ..e
+                },
+                rid,
+            )?;
+            self.skip_to[id.index()] = Some(next);
+            return Ok(());
+        };
+        let mut edges = Vec::with_capacity(r.outcomes.len());
+        // `r.looks` holds every set the outcomes name.
+        let look = |l: u32| -> &[TerminalId] {
+            let i = r.looks.binary_search_by_key(&l, |x| x.0);
+            &r.looks[i.expect("a named lookahead set is copied")].1
+        };
+        for o in r.outcomes {
+            let o = self.ex.adopt_looks(o, look, &mut look_ids[slot]);
+            edges.push(self.edge(&o)?);
+        }
+        self.trans[id.index()] = r
+            .sources
+            .iter()
+            .filter_map(|&(y, i)| edges[i as usize].map(|edge| (y, edge)))
+            .collect();
+        Ok(())
+    }
+
     /// Builds every queued state's transitions for its current riders, until no riders
     /// grow.
     ///
@@ -1317,48 +1401,92 @@ impl Builder<'_> {
                     _ => break,
                 }
             }
-            let (keys, looks) = (&self.ex.keys, &self.ex.looks);
-            let (sources, lr) = (&self.goto_sources, self.tables.lr);
-            let resume = |&(_, e, rid): &(DwaStateId, Effect, WeightId)| {
-                if e.skip > 0 {
-                    return None;
+            if batch.len() < DRAIN_PARALLEL_MIN {
+                for &(id, e, rid) in &batch {
+                    let resumed = (e.skip == 0).then(|| {
+                        let w = workers[0].get_mut().unwrap_or_else(|e| e.into_inner());
+                        let ys = &self.goto_sources[self.tables.lr.lhs(e.prod).index()];
+                        w.resume(e, rid, self.ex.keys.get(rid), ys, &self.ex.looks)
+                    });
+                    self.freeze_built(id, e, rid, resumed.map(|r| (0, r)), &mut look_ids)?;
                 }
-                // Each thread locks only its own explorer, and `resume` makes no parallel
-                // calls that could run another batch job on this thread.
-                let slot = rayon::current_thread_index().unwrap_or(0) % workers.len();
-                let mut w = workers[slot].lock().unwrap_or_else(|e| e.into_inner());
-                let ys = &sources[lr.lhs(e.prod).index()];
-                Some((slot, w.resume(e, rid, keys.get(rid), ys, looks)))
-            };
-            let resumed: Vec<Option<(usize, Resumed)>> = if batch.len() < DRAIN_PARALLEL_MIN {
-                batch.iter().map(resume).collect()
-            } else {
-                batch.par_iter().map(resume).collect()
-            };
-            for (&(id, e, rid), r) in batch.iter().zip(resumed) {
-                let Some((slot, r)) = r else {
-                    let next = self.add_rider_key(
-                        Effect {
-                            skip: e.skip - 1,
-                            ..e
-                        },
-                        rid,
-                    )?;
-                    self.skip_to[id.index()] = Some(next);
-                    continue;
-                };
-                let w = workers[slot].get_mut().unwrap_or_else(|e| e.into_inner());
-                let mut edges = Vec::with_capacity(r.outcomes.len());
-                for o in r.outcomes {
-                    let o = self.ex.adopt_looks(o, &w.looks, &mut look_ids[slot]);
-                    edges.push(self.edge(&o)?);
-                }
-                self.trans[id.index()] = r
-                    .sources
-                    .iter()
-                    .filter_map(|&(y, i)| edges[i as usize].map(|edge| (y, edge)))
-                    .collect();
+                continue;
             }
+            // The batch's explorations read the riders and lookahead sets as they stand
+            // now, from copies (a batch shares a few rider sets), so that each state's
+            // edges are made as soon as its exploration and those before it are done,
+            // while the rest of the batch is still explored: the same edges in the same
+            // order as freezing after the whole batch, with the second thread kept busy
+            // (freezing alone was a third of a Kubernetes schema's drain, on one thread).
+            let mut riders: HashMap<WeightId, RoaringBitmap> = HashMap::new();
+            for &(_, e, rid) in &batch {
+                if e.skip == 0 {
+                    riders
+                        .entry(rid)
+                        .or_insert_with(|| self.ex.keys.get(rid).clone());
+                }
+            }
+            let looks: Vec<Vec<TerminalId>> = if order == u32::MAX {
+                self.ex.looks.clone()
+            } else {
+                Vec::new()
+            };
+            let sources = std::mem::take(&mut self.goto_sources);
+            let lr = self.tables.lr;
+            let slots: Vec<Mutex<Option<(usize, Resumed)>>> =
+                batch.iter().map(|_| Mutex::new(None)).collect();
+            let done: Vec<std::sync::atomic::AtomicBool> = batch
+                .iter()
+                .map(|_| std::sync::atomic::AtomicBool::new(false))
+                .collect();
+            let (workers_ref, slots_ref, done_ref) = (&workers, &slots, &done);
+            let (riders_ref, looks_ref, sources_ref, batch_ref) =
+                (&riders, &looks, &sources, &batch);
+            let frozen = rayon::scope_fifo(|sc| {
+                for (c, chunk) in batch_ref.chunks(DRAIN_FREEZE_CHUNK).enumerate() {
+                    sc.spawn_fifo(move |_| {
+                        for (j, &(_, e, rid)) in chunk.iter().enumerate() {
+                            let i = c * DRAIN_FREEZE_CHUNK + j;
+                            // Marks the state explored even if its exploration panics,
+                            // so that the freezing loop stops waiting for it.
+                            let _done = MarkDone(&done_ref[i]);
+                            if e.skip == 0 {
+                                // Each thread locks only its own explorer; the lock is
+                                // held for one exploration, which spawns nothing.
+                                let slot =
+                                    rayon::current_thread_index().unwrap_or(0) % workers_ref.len();
+                                let mut w =
+                                    workers_ref[slot].lock().unwrap_or_else(|e| e.into_inner());
+                                let ys = &sources_ref[lr.lhs(e.prod).index()];
+                                let r = w.resume(e, rid, &riders_ref[&rid], ys, looks_ref);
+                                drop(w);
+                                *slots_ref[i].lock().unwrap_or_else(|e| e.into_inner()) =
+                                    Some((slot, r));
+                            }
+                        }
+                    });
+                }
+                for (i, &(id, e, rid)) in batch_ref.iter().enumerate() {
+                    // Explore while waiting: the batch's remaining chunks, in order.
+                    while !done_ref[i].load(std::sync::atomic::Ordering::Acquire) {
+                        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    let r = slots_ref[i]
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
+                    if e.skip == 0 && r.is_none() {
+                        // Its exploration panicked: the scope re-raises the panic.
+                        break;
+                    }
+                    self.freeze_built(id, e, rid, r, &mut look_ids)?;
+                }
+                Ok::<_, GrammarError>(())
+            });
+            self.goto_sources = sources;
+            frozen?;
         }
         Ok(())
     }
@@ -2100,7 +2228,7 @@ fn start_automaton<'a>(
         let outs = explored.take().unwrap_or_default();
         let make_edges = |b: &mut Builder<'a>, starts: &mut [u32]| {
             for (&x, (o, looks)) in chunk.iter().zip(outs) {
-                let o = b.ex.adopt_looks(o, &looks, &mut Vec::new());
+                let o = b.ex.adopt_looks(o, |l| &looks[l as usize], &mut Vec::new());
                 if let Some(e) = b.edge(&o)? {
                     starts[x] = e;
                 }

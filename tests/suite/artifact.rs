@@ -1,5 +1,7 @@
 //! Compiled-grammar artifacts: round trip, vocabulary check, and corrupt input.
 
+use std::path::Path;
+
 use stackmask::rng::SplitMix64;
 use stackmask::runtime::{ArtifactError, CompiledGrammar, Matcher};
 use stackmask::vocab::Vocab;
@@ -124,25 +126,24 @@ fn corrupt_artifacts_are_errors() {
     );
 }
 
-/// Compiling the same grammar twice, in two processes, one of them single-threaded,
-/// writes the same bytes (neither hash order nor the thread count, which splits the
-/// parallel parts of the build, may leak into the artifact). Java has LR conflicts,
-/// which exercise the determinizer's merging.
-#[test]
-fn artifacts_are_reproducible_across_processes() {
-    let grammar = shared_dir().join("grammars/syncode/java.lark");
-    let tok = shared_dir().join("tokenizers/gpt2.json");
-    let dir = std::env::temp_dir().join(format!("stackmask-repro-{}", std::process::id()));
+/// The artifacts `stackmask compile` writes for `grammar` (a file) under each thread
+/// count of `threads`, each compile in a process of its own.
+fn artifacts_by_thread_count(grammar: &Path, tok: &Path, threads: &[&str]) -> Vec<Vec<u8>> {
+    let dir = std::env::temp_dir().join(format!(
+        "stackmask-repro-{}-{}",
+        std::process::id(),
+        grammar.file_stem().unwrap_or_default().to_string_lossy()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let mut outs = Vec::new();
-    for i in 0..2 {
-        let out = dir.join(format!("java{i}.smk"));
+    for (i, n) in threads.iter().enumerate() {
+        let out = dir.join(format!("out{i}.smk"));
         let st = std::process::Command::new(env!("CARGO_BIN_EXE_stackmask"))
-            .env("RAYON_NUM_THREADS", if i == 0 { "1" } else { "2" })
+            .env("RAYON_NUM_THREADS", n)
             .args(["compile", "--grammar"])
-            .arg(&grammar)
+            .arg(grammar)
             .arg("--tokenizer")
-            .arg(&tok)
+            .arg(tok)
             .arg("-o")
             .arg(&out)
             .output()
@@ -155,7 +156,47 @@ fn artifacts_are_reproducible_across_processes() {
         outs.push(std::fs::read(&out).unwrap());
     }
     std::fs::remove_dir_all(&dir).ok();
+    outs
+}
+
+/// Compiling the same grammar twice, in two processes, one of them single-threaded,
+/// writes the same bytes (neither hash order nor the thread count, which splits the
+/// parallel parts of the build, may leak into the artifact). Java has LR conflicts,
+/// which exercise the determinizer's merging.
+#[test]
+fn artifacts_are_reproducible_across_processes() {
+    let outs = artifacts_by_thread_count(
+        &shared_dir().join("grammars/syncode/java.lark"),
+        &shared_dir().join("tokenizers/gpt2.json"),
+        &["1", "2"],
+    );
     assert!(outs[0] == outs[1], "two compiles wrote different artifacts");
+}
+
+/// A schema large enough for the drain's parallel batches (whose states' edges are made
+/// while the rest of the batch is explored, in an order the threads' timing decides)
+/// compiles to the same bytes on one, two and three threads.
+#[test]
+fn parallel_drain_artifacts_do_not_depend_on_the_thread_count() {
+    let file = shared_dir().join("maskbench/Kubernetes---kb_1007_Normalized.json");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file).expect("reads")).expect("parses");
+    let schema = std::env::temp_dir().join(format!("stackmask-kb1007-{}.json", std::process::id()));
+    std::fs::write(&schema, doc["schema"].to_string()).expect("writes");
+    let outs = artifacts_by_thread_count(
+        &schema,
+        &shared_dir().join("tokenizers/llama3.json"),
+        &["1", "2", "3"],
+    );
+    std::fs::remove_file(&schema).ok();
+    assert!(
+        outs[0] == outs[1],
+        "one and two threads wrote different artifacts"
+    );
+    assert!(
+        outs[0] == outs[2],
+        "one and three threads wrote different artifacts"
+    );
 }
 
 /// Building the tables and the automaton together (the automaton's lexer half beside the
