@@ -27,6 +27,7 @@
 //! (final-weight subtraction), so walks stop early.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use hashbrown::{HashMap, HashSet};
@@ -108,6 +109,14 @@ struct Effect {
 }
 
 impl Effect {
+    /// The interned lookahead set a `Next::Look` effect names.
+    fn look(&self) -> Option<u32> {
+        match self.what {
+            Next::Look(l) => Some(l),
+            Next::Shift(_) => None,
+        }
+    }
+
     /// When a state with this key is built in the drain. Shift states by depth, shallow
     /// first: besides lookahead checks, they feed only shift states of their own depth
     /// or deeper. Lookahead checks last: they are fed from every depth (their key has
@@ -421,11 +430,11 @@ const DRAIN_BATCH: usize = 256;
 
 /// Sets its flag when dropped, unwinding included: a drain task's "this state is
 /// explored", which the freezing thread waits for.
-struct MarkDone<'f>(&'f std::sync::atomic::AtomicBool);
+struct MarkDone<'f>(&'f AtomicBool);
 
 impl Drop for MarkDone<'_> {
     fn drop(&mut self) {
-        self.0.store(true, std::sync::atomic::Ordering::Release);
+        self.0.store(true, Ordering::Release);
     }
 }
 
@@ -1124,10 +1133,7 @@ impl<'a> Explorer<'a> {
             .outcomes
             .iter()
             .flat_map(|o| o.waits.keys())
-            .filter_map(|e| match e.what {
-                Next::Look(l) => Some(l),
-                Next::Shift(_) => None,
-            })
+            .filter_map(Effect::look)
             .collect();
         named.sort_unstable();
         named.dedup();
@@ -1149,15 +1155,7 @@ impl<'a> Explorer<'a> {
         looks: impl Fn(u32) -> &'l [TerminalId],
         ids: &mut Vec<u32>,
     ) -> Outcome {
-        let Some(last) = o
-            .waits
-            .keys()
-            .filter_map(|e| match e.what {
-                Next::Look(l) => Some(l),
-                Next::Shift(_) => None,
-            })
-            .max()
-        else {
+        let Some(last) = o.waits.keys().filter_map(Effect::look).max() else {
             return o;
         };
         if ids.len() <= last as usize {
@@ -1166,10 +1164,8 @@ impl<'a> Explorer<'a> {
         let mut unknown: Vec<u32> = o
             .waits
             .keys()
-            .filter_map(|e| match e.what {
-                Next::Look(l) if ids[l as usize] == u32::MAX => Some(l),
-                _ => None,
-            })
+            .filter_map(Effect::look)
+            .filter(|&l| ids[l as usize] == u32::MAX)
             .collect();
         unknown.sort_unstable_by(|&a, &b| looks(a).cmp(looks(b)));
         unknown.dedup();
@@ -1435,10 +1431,7 @@ impl Builder<'_> {
             let lr = self.tables.lr;
             let slots: Vec<Mutex<Option<(usize, Resumed)>>> =
                 batch.iter().map(|_| Mutex::new(None)).collect();
-            let done: Vec<std::sync::atomic::AtomicBool> = batch
-                .iter()
-                .map(|_| std::sync::atomic::AtomicBool::new(false))
-                .collect();
+            let done: Vec<AtomicBool> = batch.iter().map(|_| AtomicBool::new(false)).collect();
             let (workers_ref, slots_ref, done_ref) = (&workers, &slots, &done);
             let (riders_ref, looks_ref, sources_ref, batch_ref) =
                 (&riders, &looks, &sources, &batch);
@@ -1468,7 +1461,7 @@ impl Builder<'_> {
                 }
                 for (i, &(id, e, rid)) in batch_ref.iter().enumerate() {
                     // Explore while waiting: the batch's remaining chunks, in order.
-                    while !done_ref[i].load(std::sync::atomic::Ordering::Acquire) {
+                    while !done_ref[i].load(Ordering::Acquire) {
                         if rayon::yield_now() != Some(rayon::Yield::Executed) {
                             std::hint::spin_loop();
                         }
