@@ -65,52 +65,102 @@ impl EmissionTrie {
             }
         }
         let mut order: Vec<u32> = (0..num_classes).collect();
-        // Stable: classes of one group stay in id order, so node sets build sorted.
+        // By path (stable: ties stay in id order), so each node's classes are one run of
+        // `order`.
         order.sort_by(|&a, &b| paths[a as usize].cmp(&paths[b as usize]));
-        let mut trie = EmissionTrie { nodes: Vec::new() };
-        trie.build(&order, 0, &paths, &ends);
-        trie
+        let mut shape = Shape {
+            parent: Vec::new(),
+            children: Vec::new(),
+            deepest: vec![NO_NODE; n],
+        };
+        shape.build(&order, 0, NO_NODE, &paths);
+        // Each class joins the sets of the nodes on its path, visited in id order so every
+        // node's list (and each of its finals') comes out sorted: sorting each node's run of
+        // `order` instead was most of the build.
+        let num_nodes = shape.parent.len();
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); num_nodes];
+        let mut ending: Vec<Vec<(u32, u32)>> = vec![Vec::new(); num_nodes];
+        let mut chain: SmallVec<[u32; 8]> = SmallVec::new();
+        for cl in 0..num_classes {
+            chain.clear();
+            let mut v = shape.deepest[cl as usize];
+            while v != NO_NODE {
+                chain.push(v);
+                v = shape.parent[v as usize];
+            }
+            // `chain` runs from the class's deepest node up to the root (depth 0).
+            for &v in &chain {
+                members[v as usize].push(cl);
+            }
+            for &(d, j) in &ends[cl as usize] {
+                // A class ends only at depths its path reaches.
+                if let Some(&v) = chain
+                    .len()
+                    .checked_sub(d as usize + 1)
+                    .and_then(|i| chain.get(i))
+                {
+                    ending[v as usize].push((j, cl));
+                }
+            }
+        }
+        let nodes = members
+            .into_iter()
+            .zip(ending)
+            .zip(shape.children)
+            .map(|((m, mut e), children)| {
+                // Stable: each group's classes stay in increasing order.
+                e.sort_by_key(|&(j, _)| j);
+                let finals = e
+                    .chunk_by(|a, b| a.0 == b.0)
+                    .map(|g| {
+                        let set = RoaringBitmap::from_sorted_iter(g.iter().map(|&(_, cl)| cl))
+                            .expect("classes pushed in increasing order");
+                        (g[0].0, set)
+                    })
+                    .collect();
+                TrieNode {
+                    set: RoaringBitmap::from_sorted_iter(m)
+                        .expect("classes pushed in increasing order"),
+                    children,
+                    finals,
+                }
+            })
+            .collect();
+        EmissionTrie { nodes }
     }
+}
 
-    /// Adds the node for `classes` (sorted by path, all sharing their first `depth`
-    /// emissions), then its subtree; returns its id.
+/// No node (a class with no deepest node yet, the root's parent).
+const NO_NODE: u32 = u32::MAX;
+
+/// The trie's nodes before their sets: numbered in preorder, as [`EmissionTrie::nodes`].
+struct Shape {
+    parent: Vec<u32>,
+    children: Vec<Vec<(u32, u32)>>,
+    /// Per class, the node where its path ends.
+    deepest: Vec<u32>,
+}
+
+impl Shape {
+    /// Adds the node for `classes` (a run of classes sorted by path, all sharing their
+    /// first `depth` emissions), then its subtree; returns its id.
     fn build(
         &mut self,
         classes: &[u32],
         depth: usize,
+        parent: u32,
         paths: &[SmallVec<[u32; 4]>],
-        ends: &[SmallVec<[(u32, u32); 2]>],
     ) -> u32 {
-        let id = self.nodes.len() as u32;
-        let mut sorted = classes.to_vec();
-        sorted.sort_unstable();
-        let mut finals: Vec<(u32, RoaringBitmap)> = Vec::new();
-        for &cl in &sorted {
-            for &(d, j) in &ends[cl as usize] {
-                if d as usize != depth {
-                    continue;
-                }
-                match finals.iter_mut().find(|(g, _)| *g == j) {
-                    Some((_, set)) => {
-                        set.insert(cl);
-                    }
-                    None => finals.push((j, RoaringBitmap::from_iter([cl]))),
-                }
-            }
-        }
-        finals.sort_by_key(|(j, _)| *j);
-        self.nodes.push(TrieNode {
-            // `sorted` is in increasing order, so this cannot fail.
-            set: RoaringBitmap::from_sorted_iter(sorted.iter().copied()).expect("sorted class ids"),
-            children: Vec::new(),
-            finals,
-        });
+        let id = self.parent.len() as u32;
+        self.parent.push(parent);
+        self.children.push(Vec::new());
         // Classes whose path ends here sort first; the rest group by their next emission.
         let mut rest = classes;
         while let Some(&first) = rest.first() {
             if paths[first as usize].len() > depth {
                 break;
             }
+            self.deepest[first as usize] = id;
             rest = &rest[1..];
         }
         let mut children = Vec::new();
@@ -120,11 +170,11 @@ impl EmissionTrie {
                 .iter()
                 .position(|&cl| paths[cl as usize][depth] != g)
                 .unwrap_or(rest.len());
-            let child = self.build(&rest[..len], depth + 1, paths, ends);
+            let child = self.build(&rest[..len], depth + 1, id, paths);
             children.push((g, child));
             rest = &rest[len..];
         }
-        self.nodes[id as usize].children = children;
+        self.children[id as usize] = children;
         id
     }
 }
