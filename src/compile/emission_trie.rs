@@ -75,8 +75,8 @@ impl EmissionTrie {
         };
         shape.build(&order, 0, NO_NODE, &paths);
         // Each class joins the sets of the nodes on its path, visited in id order so every
-        // node's list (and each of its finals') comes out sorted: sorting each node's run of
-        // `order` instead was most of the build.
+        // node's list (and each of its finals') comes out sorted, with no per-node sort or
+        // one-by-one set insertion.
         let num_nodes = shape.parent.len();
         let mut members: Vec<Vec<u32>> = vec![Vec::new(); num_nodes];
         let mut ending: Vec<Vec<(u32, u32)>> = vec![Vec::new(); num_nodes];
