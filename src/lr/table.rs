@@ -24,19 +24,42 @@ pub enum LrValidateError {
     Invalid(String),
 }
 
+/// One slot of the packed action table: the cell of state `owner` on the terminal the
+/// slot stands for there, `actions[start..end]`. Free slots have `owner == FREE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Slot {
+    owner: u32,
+    start: u32,
+    end: u32,
+}
+
+/// The owner of a slot no cell uses.
+const FREE: u32 = u32::MAX;
+
+const FREE_SLOT: Slot = Slot {
+    owner: FREE,
+    start: 0,
+    end: 0,
+};
+
 /// LR(1)-style tables (LALR(1) lookaheads) where a cell may hold several actions.
 ///
-/// Terminals are `0..num_terminals`; `eof()` = `num_terminals` is end of input. The actions
-/// of state `s` on terminal `t` are `actions[offsets[s * (T + 1) + t] .. offsets[... + 1]]`.
-/// Gotos are stored by row, as few states have a goto on more than a handful of the
-/// nonterminals (a dense table was most of a large JSON Schema's artifact): state `s`'s
-/// are `gotos[goto_offsets[s] .. goto_offsets[s + 1]]`, `(nonterminal, target)` strictly
+/// Terminals are `0..num_terminals`; `eof()` = `num_terminals` is end of input. Action
+/// rows are packed into one comb (row displacement, as yacc packs its tables): the cell
+/// of state `s` on terminal `t` is slot `base[s] + t` if that slot's owner is `s`, else
+/// empty, so a lookup stays one load and a check while the table holds the cells that
+/// exist, not states × terminals (a dense table was most of a large JSON Schema's
+/// artifact and of its LR build's time: 30,000 states × 300 terminals). Every row's
+/// window `base[s] .. base[s] + T + 1` lies inside `slots`. Gotos are stored by row, as
+/// few states have a goto on more than a handful of the nonterminals: state `s`'s are
+/// `gotos[goto_offsets[s] .. goto_offsets[s + 1]]`, `(nonterminal, target)` strictly
 /// ascending by nonterminal. State 0 is the start state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LrTable {
     num_terminals: u32,
     num_nonterminals: u32,
-    offsets: Vec<u32>,
+    base: Vec<u32>,
+    slots: Vec<Slot>,
     actions: Vec<Action>,
     goto_offsets: Vec<u32>,
     gotos: Vec<(NonterminalId, LrStateId)>,
@@ -59,10 +82,13 @@ impl LrTable {
         if gotos.len() != cells.len() {
             return Err(LrValidateError::Invalid("goto row count".into()));
         }
+        if cells.len() >= FREE as usize {
+            return Err(LrValidateError::Invalid("too many states".into()));
+        }
         let width = num_terminals + 1;
-        let mut offsets = Vec::with_capacity(cells.len() * width + 1);
-        offsets.push(0u32);
+        // Each row as (terminal, start, end) cells, its actions appended in state order.
         let mut actions = Vec::new();
+        let mut rows: Vec<Vec<(u32, u32, u32)>> = Vec::with_capacity(cells.len());
         for mut row in cells {
             // Stable: the actions of one cell keep their order.
             row.sort_by_key(|&(t, _)| t);
@@ -71,12 +97,8 @@ impl LrTable {
                     "action terminal out of range".into(),
                 ));
             }
-            // Cell t ends at offsets[row + t + 1]: cells before an action's terminal end
-            // where the actions so far do (rows are sparse, so mostly a fill).
-            let row_start = offsets.len() - 1;
+            let mut packed = Vec::with_capacity(row.len());
             for cell in row.chunk_by(|a, b| a.0 == b.0) {
-                let t = cell[0].0.index();
-                offsets.resize(row_start + t + 1, actions.len() as u32);
                 let at = actions.len();
                 for &(_, a) in cell {
                     // Cells hold a few actions: a scan keeps each once.
@@ -84,10 +106,11 @@ impl LrTable {
                         actions.push(a);
                     }
                 }
-                offsets.push(actions.len() as u32);
+                packed.push((cell[0].0.as_u32(), at as u32, actions.len() as u32));
             }
-            offsets.resize(row_start + width + 1, actions.len() as u32);
+            rows.push(packed);
         }
+        let (base, slots) = pack(&rows, width);
         let mut goto_offsets = Vec::with_capacity(gotos.len() + 1);
         goto_offsets.push(0u32);
         let mut flat = Vec::new();
@@ -99,7 +122,8 @@ impl LrTable {
         let t = Self {
             num_terminals: num_terminals as u32,
             num_nonterminals: num_nonterminals as u32,
-            offsets,
+            base,
+            slots,
             actions,
             goto_offsets,
             gotos: flat,
@@ -115,21 +139,21 @@ impl LrTable {
     pub fn validate(&self) -> Result<(), LrValidateError> {
         let bad = |m: &str| Err(LrValidateError::Invalid(m.into()));
         let w = self.num_terminals as usize + 1;
-        if self.offsets.is_empty() || (self.offsets.len() - 1) % w != 0 {
-            return bad("offset table size");
+        let n = self.base.len();
+        if self.base.iter().any(|&b| b as usize + w > self.slots.len()) {
+            return bad("action row outside the table");
         }
-        if self.offsets.windows(2).any(|p| p[0] > p[1])
-            || *self.offsets.last().unwrap_or(&0) as usize != self.actions.len()
-        {
-            return bad("offsets not monotone");
+        if self.slots.iter().any(|c| {
+            c.owner != FREE
+                && (c.owner as usize >= n || c.start > c.end || c.end as usize > self.actions.len())
+        }) {
+            return bad("action cell out of range");
         }
         self.validate_rows()
     }
 
-    /// [`Self::validate`] but for the action offsets, which [`Self::from_parts`] makes
-    /// ascending and ending at the last action by construction (checking them again was
-    /// most of the check: a large schema has tens of thousands of states × hundreds of
-    /// terminals of them).
+    /// [`Self::validate`] but for the action slots, which [`Self::from_parts`] makes in
+    /// range by construction.
     fn validate_rows(&self) -> Result<(), LrValidateError> {
         let bad = |m: &str| Err(LrValidateError::Invalid(m.into()));
         let n = self.num_states();
@@ -177,7 +201,7 @@ impl LrTable {
 
     /// The number of states.
     pub fn num_states(&self) -> usize {
-        (self.offsets.len() - 1) / (self.num_terminals as usize + 1)
+        self.base.len()
     }
 
     /// The number of grammar terminals (end of input not counted).
@@ -203,18 +227,24 @@ impl LrTable {
     /// The actions of state `s` on terminal `t` (`t` may be [`Self::eof`]).
     #[inline]
     pub fn actions(&self, s: LrStateId, t: TerminalId) -> &[Action] {
-        let i = s.index() * (self.num_terminals as usize + 1) + t.index();
-        &self.actions[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+        let c = self.slots[self.base[s.index()] as usize + t.index()];
+        if c.owner == s.as_u32() {
+            &self.actions[c.start as usize..c.end as usize]
+        } else {
+            &[]
+        }
     }
 
     /// The terminals (end of input included) state `s` has any action on, ascending: one
-    /// pass over the state's offsets instead of a lookup per terminal.
+    /// pass over the state's window instead of a lookup per terminal.
     pub fn acting_terminals(&self, s: LrStateId) -> impl Iterator<Item = TerminalId> + '_ {
         let w = self.num_terminals as usize + 1;
-        self.offsets[s.index() * w..=(s.index() + 1) * w]
-            .windows(2)
+        let b = self.base[s.index()] as usize;
+        let owner = s.as_u32();
+        self.slots[b..b + w]
+            .iter()
             .enumerate()
-            .filter(|(_, o)| o[0] != o[1])
+            .filter(move |(_, c)| c.owner == owner && c.start != c.end)
             .map(|(t, _)| TerminalId::new(t))
     }
 
@@ -257,7 +287,106 @@ impl LrTable {
 
     /// The number of (state, terminal) cells with more than one action.
     pub fn num_conflicts(&self) -> usize {
-        self.offsets.windows(2).filter(|w| w[1] - w[0] > 1).count()
+        self.slots
+            .iter()
+            .filter(|c| c.owner != FREE && c.end - c.start > 1)
+            .count()
+    }
+}
+
+/// Positions a row may be tried at before it goes past the end of the comb.
+const PACK_TRIES: usize = 64;
+
+/// Packs action rows (`(terminal, start, end)` cells, ascending by terminal) into one
+/// comb of slots, first fit, densest rows first: returns each row's base and the slots,
+/// long enough that every row's window of `width` slots lies inside.
+fn pack(rows: &[Vec<(u32, u32, u32)>], width: usize) -> (Vec<u32>, Vec<Slot>) {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&s| std::cmp::Reverse(rows[s].len()));
+    let mut base = vec![0u32; rows.len()];
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut free = FreeSlots::default();
+    for s in order {
+        let row = &rows[s];
+        let Some(&(c0, _, _)) = row.first() else {
+            // No cell: any window will do, its slots owned by other states.
+            continue;
+        };
+        let c0 = c0 as usize;
+        let taken = |slots: &[Slot], i: usize| slots.get(i).is_some_and(|c| c.owner != FREE);
+        // The first cell goes to a free slot, the base not negative. After a few misses
+        // the row goes past the end, where every slot is free: packing stays linear in
+        // the cells whatever the rows look like.
+        let mut at = c0;
+        let mut tries = 0;
+        let b = loop {
+            at = free.next(at);
+            let b = at - c0;
+            if row[1..]
+                .iter()
+                .all(|&(t, _, _)| !taken(&slots, b + t as usize))
+            {
+                break b;
+            }
+            tries += 1;
+            if tries == PACK_TRIES {
+                break slots.len().max(c0) - c0;
+            }
+            at += 1;
+        };
+        let last = b + row.last().map_or(0, |c| c.0 as usize);
+        if slots.len() <= last {
+            slots.resize(last + 1, FREE_SLOT);
+        }
+        for &(t, start, end) in row {
+            let i = b + t as usize;
+            slots[i] = Slot {
+                owner: s as u32,
+                start,
+                end,
+            };
+            free.take(i);
+        }
+        base[s] = b as u32;
+    }
+    let len = base
+        .iter()
+        .map(|&b| b as usize + width)
+        .max()
+        .unwrap_or(width);
+    slots.resize(len.max(slots.len()), FREE_SLOT);
+    (base, slots)
+}
+
+/// The free slots of a growing comb, found in near-constant time: each taken slot links
+/// to a later slot, and lookups shorten the chains they walk (union–find by path halving).
+#[derive(Default)]
+struct FreeSlots {
+    /// `next[i] == i`: slot `i` is free; else a later slot to look at. Past the end every
+    /// slot is free.
+    next: Vec<u32>,
+}
+
+impl FreeSlots {
+    /// The first free slot at or after `i`.
+    fn next(&mut self, mut i: usize) -> usize {
+        while i < self.next.len() && self.next[i] as usize != i {
+            let j = self.next[i] as usize;
+            if j < self.next.len() {
+                self.next[i] = self.next[j];
+            }
+            i = j;
+        }
+        i
+    }
+
+    /// Marks slot `i` taken.
+    fn take(&mut self, i: usize) {
+        if self.next.len() <= i + 1 {
+            let from = self.next.len();
+            self.next.extend((from as u32)..=(i as u32 + 1));
+        }
+        self.next[i] = i as u32 + 1;
     }
 }
 
@@ -356,5 +485,91 @@ mod tests {
                 .collect();
             assert_eq!(acting(s), by_lookup, "state {s}");
         }
+    }
+
+    /// Random sparse and dense rows, with conflicts: every (state, terminal) lookup
+    /// agrees with the rows given, `acting_terminals` lists exactly the nonempty cells,
+    /// and the comb's size follows the cells, not states × terminals.
+    #[test]
+    fn packed_rows_agree_with_a_dense_table() {
+        let mut rng = crate::rng::SplitMix64::new(11);
+        for round in 0..30 {
+            let terms = 1 + rng.below(40);
+            let states = 1 + rng.below(300);
+            let width = terms + 1;
+            let mut dense = vec![vec![Vec::new(); width]; states];
+            let mut cells = vec![Vec::new(); states];
+            for (s, row) in dense.iter_mut().enumerate() {
+                // Mostly a few cells, some rows nearly full, some empty.
+                let fill = match rng.below(10) {
+                    0 => 0.0,
+                    1 => 0.9,
+                    _ => 2.0 / width as f64,
+                };
+                for (t, cell) in row.iter_mut().enumerate() {
+                    while rng.chance(fill.min(0.95)) && cell.len() < 3 {
+                        let a = match rng.below(3) {
+                            0 => Action::Shift(st(rng.below(states))),
+                            1 => Action::Reduce(ProductionId::new(0)),
+                            _ => Action::Accept,
+                        };
+                        cells[s].push((TerminalId::new(t), a));
+                        if !cell.contains(&a) {
+                            cell.push(a);
+                        }
+                        if fill < 0.5 {
+                            break;
+                        }
+                    }
+                }
+            }
+            let t = LrTable::from_parts(
+                terms,
+                1,
+                cells,
+                vec![Vec::new(); states],
+                vec![nt(0)],
+                vec![1],
+            )
+            .unwrap();
+            assert_eq!(t.validate(), Ok(()));
+            let mut nonempty = 0;
+            for (s, row) in dense.iter().enumerate() {
+                for (x, cell) in row.iter().enumerate() {
+                    assert_eq!(
+                        t.actions(st(s), TerminalId::new(x)),
+                        &cell[..],
+                        "round {round}"
+                    );
+                }
+                let acting: Vec<_> = (0..width).filter(|&x| !row[x].is_empty()).collect();
+                let got: Vec<_> = t.acting_terminals(st(s)).map(|x| x.index()).collect();
+                assert_eq!(got, acting, "round {round} state {s}");
+                nonempty += acting.len();
+            }
+            assert!(
+                t.slots.len() <= 3 * nonempty + 2 * width,
+                "round {round}: {} slots for {nonempty} cells",
+                t.slots.len()
+            );
+        }
+    }
+
+    /// A window past the end of the comb, or a cell out of range, is an invalid table.
+    #[test]
+    fn bad_action_slots_are_invalid() {
+        let cells = vec![vec![(TerminalId::new(0), Action::Accept)]];
+        let good =
+            LrTable::from_parts(1, 1, cells, vec![Vec::new()], vec![nt(0)], vec![1]).unwrap();
+        assert_eq!(good.validate(), Ok(()));
+        let mut t = good.clone();
+        t.base[0] = t.slots.len() as u32;
+        assert!(t.validate().is_err());
+        let mut t = good.clone();
+        t.slots[0].end = 5;
+        assert!(t.validate().is_err());
+        let mut t = good;
+        t.slots[0].owner = 3;
+        assert!(t.validate().is_err());
     }
 }
