@@ -1,5 +1,6 @@
 //! The `stackmask` command line: inspect vocabularies and grammars.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 mod cli;
@@ -259,26 +260,65 @@ fn run_vocab(args: &TokenizerArgs, show: &[u32]) -> Result<(), String> {
     Ok(())
 }
 
+/// Why a report stopped: an error to show, or a reader that closed standard output
+/// (`stackmask grammar … | head`), which ends the report quietly.
+enum Stop {
+    Failed(String),
+    Closed,
+}
+
+impl From<String> for Stop {
+    fn from(m: String) -> Self {
+        Stop::Failed(m)
+    }
+}
+
+impl From<std::io::Error> for Stop {
+    fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Stop::Closed
+        } else {
+            Stop::Failed(format!("cannot write to standard output: {e}"))
+        }
+    }
+}
+
 fn run_grammar(
     args: &GrammarArgs,
     doc: Option<&str>,
     tokenizer: Option<&str>,
 ) -> Result<(), String> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let r = grammar_report(&mut out, args, doc, tokenizer).and_then(|()| Ok(out.flush()?));
+    match r {
+        Ok(()) | Err(Stop::Closed) => Ok(()),
+        Err(Stop::Failed(m)) => Err(m),
+    }
+}
+
+fn grammar_report(
+    out: &mut impl Write,
+    args: &GrammarArgs,
+    doc: Option<&str>,
+    tokenizer: Option<&str>,
+) -> Result<(), Stop> {
     let spec = args.grammar.as_str();
     let g = cli::load::grammar_ir(args)?;
     let lexer = build_lexer(&g).map_err(|e| format!("{spec}:{e}"))?;
-    print!("{}", g.display());
-    println!(
+    write!(out, "{}", g.display())?;
+    writeln!(
+        out,
         "lexer: {} states, {} byte classes",
         lexer.num_states(),
         lexer.num_classes()
-    );
+    )?;
     let lr = build_lr(&g).map_err(|e| format!("{spec}:{e}"))?;
-    println!(
+    writeln!(
+        out,
         "LR (LALR(1)): {} states, {} conflicts",
         lr.table.num_states(),
         lr.conflicts().len()
-    );
+    )?;
     if let Some(tok) = tokenizer {
         let vocab = Vocab::load(tok).map_err(|e| e.to_string())?;
         let t0 = std::time::Instant::now();
@@ -289,26 +329,28 @@ fn run_grammar(
             .flat_map(|t| &t.nodes)
             .map(|n| n.finals.len())
             .sum();
-        println!(
+        writeln!(
+            out,
             "terminal tries: {} start positions, {} nodes, {} token groups, built in {:.1} ms",
             tries.len(),
             nodes,
             finals,
             t0.elapsed().as_secs_f64() * 1e3
-        );
+        )?;
         let opts = compile::lexer_build::LexerOptions::for_vocab(&vocab);
         let tables =
             compile::build_glr_tables_with(&g, &opts).map_err(|e| format!("{spec}:{e}"))?;
         let t0 = std::time::Instant::now();
         let dwa =
             stackmask::compile::dwa_build::build_dwa(&tables, &vocab).map_err(|e| e.to_string())?;
-        println!(
+        writeln!(
+            out,
             "mask automaton: {} states, {} transitions, {} weights, built in {:.1} ms",
             dwa.num_states(),
             dwa.num_transitions(),
             dwa.num_weights(),
             t0.elapsed().as_secs_f64() * 1e3
-        );
+        )?;
     }
     if let Some(path) = doc {
         let input = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
@@ -319,15 +361,16 @@ fn run_grammar(
                 .iter()
                 .map(|&t| lexer.terminal_name(t))
                 .collect();
-            println!(
+            writeln!(
+                out,
                 "{:>6}..{:<6} {:<20} {:?}",
                 l.start,
                 l.end,
                 names.join("|"),
                 String::from_utf8_lossy(&input[l.start..l.end])
-            );
+            )?;
         }
-        println!("{} lexemes", lexemes.len());
+        writeln!(out, "{} lexemes", lexemes.len())?;
     }
     Ok(())
 }
