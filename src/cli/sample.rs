@@ -1,6 +1,8 @@
 //! `stackmask sample`: random documents, token by token, each token drawn uniformly from
 //! the current mask.
 
+use std::io::Write;
+
 use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
 use stackmask::glr::walk::{self, SortedTokens};
 use stackmask::glr::GlrState;
@@ -40,6 +42,7 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
     .ok();
     let mut rng = SplitMix64::new(a.seed);
     let mut all_complete = true;
+    let mut stdout = std::io::stdout().lock();
     for k in 0..a.n {
         let mut state = GlrState::new(loaded.tables.clone());
         let mut out: Vec<u8> = Vec::new();
@@ -81,8 +84,9 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
             complete = true;
         }
         all_complete &= complete;
-        println!(
-            "--- sample {} ({}){}",
+        let written = writeln!(
+            stdout,
+            "--- sample {} ({}){}\n{}",
             k + 1,
             if complete {
                 "complete"
@@ -93,9 +97,16 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
                 " (empty document)"
             } else {
                 ""
-            }
-        );
-        println!("{}", String::from_utf8_lossy(&out));
+            },
+            String::from_utf8_lossy(&out)
+        )
+        .and_then(|()| stdout.flush());
+        match written {
+            Ok(()) => {}
+            // A reader that has seen enough (`sample --n 1000 | head`): stop quietly.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+            Err(e) => return Err(format!("cannot write to standard output: {e}")),
+        }
     }
     Ok(all_complete)
 }

@@ -155,3 +155,37 @@ fn grammar_report_stops_quietly_when_stdout_closes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `stackmask sample --n <many> | head` stops at the first write after the reader
+/// closes: status 0, nothing on stderr, long before a million documents.
+#[test]
+fn sample_stops_quietly_when_stdout_closes() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stackmask"))
+        .args(["sample", "--n", "1000000", "--max-tokens", "8"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs the binary");
+    let mut head = [0u8; 12];
+    child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_exact(&mut head)
+        .expect("the first sample is printed");
+    // The read end is dropped above: the next sample's write fails with a broken pipe.
+    let out = child.wait_with_output().expect("the binary exits");
+    assert_eq!(&head, b"--- sample 1");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
