@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 use cli::check::{CheckArgs, Engine};
 use cli::load::{GrammarArgs, TokenizerArgs};
 use cli::sample::SampleArgs;
+use cli::stdout::Stop;
 use stackmask::compile::{self, lexer_build::build_lexer, lr::build_lr};
 use stackmask::ids::TokenId;
 use stackmask::lexer::lex;
@@ -258,29 +259,6 @@ fn run_vocab(args: &TokenizerArgs, show: &[u32]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Why a report stopped: an error to show, or a reader that closed standard output
-/// (`stackmask grammar … | head`), which ends the report quietly.
-enum Stop {
-    Failed(String),
-    Closed,
-}
-
-impl From<String> for Stop {
-    fn from(m: String) -> Self {
-        Stop::Failed(m)
-    }
-}
-
-impl From<std::io::Error> for Stop {
-    fn from(e: std::io::Error) -> Self {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            Stop::Closed
-        } else {
-            Stop::Failed(format!("cannot write to standard output: {e}"))
-        }
-    }
 }
 
 fn run_grammar(

@@ -7,3 +7,4 @@ pub mod load;
 pub mod maskbench;
 pub mod sample;
 pub mod stats;
+pub mod stdout;

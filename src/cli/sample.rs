@@ -11,6 +11,7 @@ use stackmask::rng::SplitMix64;
 use stackmask::runtime::mask_set;
 
 use super::load::{self, GrammarArgs, TokenizerArgs};
+use super::stdout::Stop;
 
 /// Options of `sample`.
 pub struct SampleArgs<'a> {
@@ -101,11 +102,11 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
             String::from_utf8_lossy(&out)
         )
         .and_then(|()| stdout.flush());
-        match written {
+        match written.map_err(Stop::from) {
             Ok(()) => {}
             // A reader that has seen enough (`sample --n 1000 | head`): stop quietly.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
-            Err(e) => return Err(format!("cannot write to standard output: {e}")),
+            Err(Stop::Closed) => break,
+            Err(Stop::Failed(m)) => return Err(m),
         }
     }
     Ok(all_complete)

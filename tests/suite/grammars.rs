@@ -108,84 +108,66 @@ fn shared_grammars_load_or_fail_by_name() {
     }
 }
 
-/// `stackmask grammar … | head` ends quietly when the reader closes the pipe: exit
-/// status 0 and nothing on stderr, not a panic from `println!`. The Kubernetes schema's
-/// report is megabytes, far past any pipe buffer, so the write after the close is
-/// certain.
-#[test]
-fn grammar_report_stops_quietly_when_stdout_closes() {
+/// Runs the binary with `args`, reads the first `n` bytes of its output, closes the pipe
+/// and waits: every later write fails with a broken pipe. Asserts the run ended quietly
+/// (status 0, nothing on stderr, no `println!` panic) and returns the bytes read.
+fn head_then_close(args: &[&std::ffi::OsStr], n: usize) -> Vec<u8> {
     use std::io::Read;
     use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stackmask"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs the binary");
+    let mut head = vec![0u8; n];
+    child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_exact(&mut head)
+        .expect("the output starts");
+    let out = child.wait_with_output().expect("the binary exits");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    head
+}
+
+/// `stackmask grammar … | head` ends quietly when the reader closes the pipe. The
+/// Kubernetes schema's report is megabytes, far past any pipe buffer, so the write after
+/// the close is certain.
+#[test]
+fn grammar_report_stops_quietly_when_stdout_closes() {
     let file = shared_dir().join("maskbench/Kubernetes---kb_228_Normalized.json");
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&file).expect("reads the MaskBench file"))
             .expect("MaskBench file is JSON");
     let schema = std::env::temp_dir().join(format!("stackmask-pipe-{}.json", std::process::id()));
     std::fs::write(&schema, doc["schema"].to_string()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stackmask"))
-        .args(["grammar", "--grammar"])
-        .arg(&schema)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runs the binary");
-    let mut head = [0u8; 100];
-    child
-        .stdout
-        .take()
-        .expect("piped stdout")
-        .read_exact(&mut head)
-        .expect("the report starts");
-    // The read end is dropped above: every later write fails with a broken pipe.
-    let out = child.wait_with_output().expect("the binary exits");
+    let head = head_then_close(
+        &["grammar".as_ref(), "--grammar".as_ref(), schema.as_ref()],
+        100,
+    );
     std::fs::remove_file(&schema).ok();
     assert!(
         head.starts_with(b"terminals ("),
         "{:?}",
         String::from_utf8_lossy(&head)
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// `stackmask sample --n <many> | head` stops at the first write after the reader
-/// closes: status 0, nothing on stderr, long before a million documents.
+/// closes, long before a million documents.
 #[test]
 fn sample_stops_quietly_when_stdout_closes() {
-    use std::io::Read;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stackmask"))
-        .args(["sample", "--n", "1000000", "--max-tokens", "8"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runs the binary");
-    let mut head = [0u8; 12];
-    child
-        .stdout
-        .take()
-        .expect("piped stdout")
-        .read_exact(&mut head)
-        .expect("the first sample is printed");
-    // The read end is dropped above: the next sample's write fails with a broken pipe.
-    let out = child.wait_with_output().expect("the binary exits");
-    assert_eq!(&head, b"--- sample 1");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = ["sample", "--n", "1000000", "--max-tokens", "8"].map(std::ffi::OsStr::new);
+    assert_eq!(head_then_close(&args, 12), b"--- sample 1");
 }
