@@ -406,19 +406,54 @@ pub fn build_trie(
 pub struct WalkShare {
     /// Per bucket, a class per lexer state.
     pub classes: Vec<Vec<u32>>,
+    /// Per depth `0..=FINE_DEPTH`, a class per lexer state: what a walk deep in a part's
+    /// trie compares by, since the bytes left below a node are fewer than the bucket's.
+    fine: Vec<Vec<u32>>,
 }
+
+/// The deepest depth [`WalkShare`] keeps classes at exactly; deeper, the buckets' depths
+/// (powers of two less one) serve, rounded up. Tokens of up to 16 bytes are most of a
+/// vocabulary's trie nodes.
+const FINE_DEPTH: usize = 16;
 
 impl WalkShare {
     /// The classes of the length buckets of `tokens` under the end representatives
     /// `reps`; also returns the classes at the longest token's depth, which tell apart
     /// start positions whose tries differ.
     pub fn new(lexer: &LexerDfa, reps: &[LexStateId], tokens: &TokenParts) -> (Self, Vec<u32>) {
-        let mut depths: Vec<usize> = tokens.bounds().iter().map(|b| b - 1).collect();
-        depths.push(tokens.longest());
-        let mut classes = classes_at_depths(lexer, reps, &depths);
-        // One vector per depth was asked for.
-        let start = classes.pop().expect("one class vector per depth");
-        (Self { classes }, start)
+        let buckets: Vec<usize> = tokens.bounds().iter().map(|b| b - 1).collect();
+        let fine = FINE_DEPTH.min(tokens.longest());
+        // One refinement for every depth asked for (ascending, each once).
+        let mut depths: Vec<usize> = (0..=fine)
+            .chain(buckets.iter().copied())
+            .chain([tokens.longest()])
+            .collect();
+        depths.sort_unstable();
+        depths.dedup();
+        let mut all = classes_at_depths(lexer, reps, &depths);
+        let take = |d: usize, all: &mut Vec<Vec<u32>>| {
+            let i = depths.binary_search(&d).expect("every depth was asked for");
+            if d > fine {
+                std::mem::take(&mut all[i])
+            } else {
+                all[i].clone()
+            }
+        };
+        let start = take(tokens.longest(), &mut all);
+        let classes = buckets.iter().map(|&d| take(d, &mut all)).collect();
+        let fine = (0..=fine).map(|d| take(d, &mut all)).collect();
+        (Self { classes, fine }, start)
+    }
+
+    /// Classes under which two states of one class lex every byte string of at most
+    /// `depth` bytes alike (those of the least depth kept that reaches it; `None` past
+    /// the deepest bucket).
+    pub fn classes_to_depth(&self, depth: usize, tokens: &TokenParts) -> Option<&[u32]> {
+        if let Some(c) = self.fine.get(depth) {
+            return Some(c);
+        }
+        let m = tokens.bounds().partition_point(|&b| b - 1 < depth);
+        self.classes.get(m).map(|c| &c[..])
     }
 }
 
@@ -516,6 +551,8 @@ pub struct Walks<'t> {
     pair_of_rank: Vec<u32>,
     /// The walks of each pair, in bucket order.
     pair_walks: Vec<Vec<u32>>,
+    /// The classes walks were shared by, if any.
+    share: Option<&'t WalkShare>,
 }
 
 impl<'t> Walks<'t> {
@@ -640,7 +677,15 @@ impl<'t> Walks<'t> {
             met_before,
             pair_of_rank,
             pair_walks,
+            share,
         }
+    }
+
+    /// Classes under which two states of one class, each with no lexeme closed, give
+    /// every byte string of at most `depth` bytes the same outcomes (`None` without
+    /// sharing, or deeper than any bucket; see [`WalkShare::classes_to_depth`]).
+    pub fn classes_to_depth(&self, depth: usize) -> Option<&'t [u32]> {
+        self.share?.classes_to_depth(depth, self.tokens)
     }
 
     /// The walks position `p` (one of those the walks were made for) enters with first

@@ -219,6 +219,8 @@ pub fn atomize(
                 outs: Vec::new(),
                 live: Vec::new(),
                 pending: Vec::new(),
+                leaders: Vec::new(),
+                stamp: 0,
             };
             let parts = (0..nb)
                 .map(|i| b as usize * nb + i)
@@ -472,6 +474,8 @@ pub fn alike_positions(
                 outs: Vec::new(),
                 live: Vec::new(),
                 pending: Vec::new(),
+                leaders: Vec::new(),
+                stamp: 0,
             })
         })
         .collect();
@@ -700,14 +704,22 @@ struct StateCache<'a> {
     outs: Vec<Runs>,
     live: Vec<Vec<Alive>>,
     pending: Vec<PendingCopy>,
+    /// Per class of the node being walked, the walk that leads it, if the entry's stamp
+    /// is the node's ([`walk_part`] numbers the nodes it visits with `stamp`).
+    leaders: Vec<(u32, u32)>,
+    stamp: u32,
 }
 
 /// A walk alive at a trie node: its index in the part, lexer state and emission path.
 type Alive = (u32, LexStateId, u32);
 
-/// A walk whose outcomes for tokens `from..to` are the reference walk's, to be copied once
-/// the walk leaves the subtree ending before node `end`: `(walk, from, to, end)`.
-type PendingCopy = (u32, u32, u32, u32);
+/// A walk whose outcomes for tokens `from..to` are another's (its leader's), to be copied
+/// once both leave the subtree ending before node `end`: `(walk, leader, from, to, end)`.
+type PendingCopy = (u32, u32, u32, u32, u32);
+
+/// Fewest nodes a subtree must have for [`walk_part`]'s walks to copy its outcomes from
+/// a leader rather than walk it: copying a single token's outcome costs more than a step.
+const LEAD_MIN_NODES: usize = 4;
 
 /// In [`loop_categories`]' word: every well-formed non-ASCII character leads `q` back to
 /// itself ([`chars_loop`]).
@@ -944,9 +956,14 @@ fn group_part(
 /// (stepping alone, in a probe over o42552's long parts, took 2.3 times as long one walk
 /// after another), and each node's data is read once for all of them.
 ///
-/// A walk reaching a node in the reference walk's state there, both with nothing
-/// closed, has from there the same outcomes for every token of the node's subtree: they
-/// are copied from the reference once the subtree is behind, instead of walked.
+/// Walks reaching a node in states alike for the rest of its subtree (one class of
+/// [`Walks::classes_to_depth`] at the subtree's height), all with nothing closed, have
+/// from there the same outcomes for every token of the subtree: the first one met there
+/// (the reference, when it is among them) leads and walks on, and the others copy its
+/// outcomes once the subtree is behind. A walk that looped on every byte below an
+/// ancestor still leads there, in the state it looped in. Comparing classes, not states,
+/// is what lets a counted string's walks meet: they enter a state per count, and most
+/// counts stop mattering a few bytes in, once no token below can reach a bound.
 #[allow(clippy::too_many_arguments)]
 fn walk_part(
     lexer: &LexerDfa,
@@ -973,7 +990,12 @@ fn walk_part(
         outs,
         live,
         pending,
+        leaders,
+        stamp,
     } = cache;
+    if leaders.len() < lexer.num_states() {
+        leaders.resize(lexer.num_states(), (0, 0));
+    }
     // outs[k]: the part's tokens' outcomes under its k-th walk.
     if outs.len() < nw {
         outs.resize_with(nw, Runs::default);
@@ -997,17 +1019,33 @@ fn walk_part(
         }
     }
     let part_token = |o: usize| (o - first_token) as u32;
+    // Per node, the most bytes a token of its subtree has below it: how far walks there
+    // must be alike to share the subtree's outcomes.
+    let mut height = vec![0u8; nodes.len()];
+    for m in nodes.clone().rev() {
+        let (mut h, mut c, end) = (0u8, m + 1, tokens.subtree_end(m));
+        while c < end {
+            h = h.max(height[c - nodes.start].saturating_add(1));
+            c = tokens.subtree_end(c);
+        }
+        height[m - nodes.start] = h;
+    }
+    // Walks below a node where they looped on every byte (so were resolved for the whole
+    // subtree at once and are walked no further), still leading their class there:
+    // `(subtree end, walk, state, whether it loops on every byte, not only on whole
+    // characters)`, innermost last.
+    let mut looping: SmallVec<[(usize, u32, LexStateId, bool); 8]> = SmallVec::new();
     let mut n = nodes.start;
     while n < nodes.end {
         // Copies whose subtree is behind are due before their walks' next outcomes (a
         // later copy lies in an earlier one's subtree or after it, so the stack's top
         // ends first).
-        while let Some(&(k, from, to, end)) = pending.last() {
+        while let Some(&(k, leader, from, to, end)) = pending.last() {
             if end as usize > n {
                 break;
             }
             pending.pop();
-            copy_from_reference(outs, k as usize, reference, from, to);
+            copy_from_leader(outs, k as usize, leader as usize, from, to);
         }
         let d = tokens.depth(n);
         let (above, here) = live.split_at_mut(d);
@@ -1016,8 +1054,34 @@ fn walk_part(
         let byte = tokens.byte(n);
         let below = tokens.below(n);
         let ending = tokens.ending_at(n);
-        // The reference walk's state here, when it is alive with nothing closed.
-        let mut reference_open = NO_STATE;
+        // Walks alike to the rest of this node's subtree (one class at its height, both
+        // with nothing closed) have the same outcomes for all its tokens: the first one
+        // met leads, the others copy from it.
+        while looping.last().is_some_and(|l| l.0 <= n) {
+            looping.pop();
+        }
+        // Only where a copy spares more than it costs: a subtree of a few nodes, with
+        // some walk to copy from.
+        let lead = tokens.subtree_end(n) - n >= LEAD_MIN_NODES && parent.len() + looping.len() > 1;
+        let alike = walks.classes_to_depth(usize::from(height[n - nodes.start]));
+        let class_of = |q: LexStateId| alike.map_or(q.as_u32(), |c| c[q.index()]) as usize;
+        *stamp = stamp.wrapping_add(1);
+        if *stamp == 0 {
+            leaders.fill((0, 0));
+            *stamp = 1;
+        }
+        let stamp = *stamp;
+        if lead {
+            for &(_, k, q, every) in &looping {
+                // Looping on whole characters, it is back in `q` after an ASCII byte.
+                if every || byte < 0x80 {
+                    let slot = &mut leaders[class_of(q)];
+                    if slot.0 != stamp {
+                        *slot = (stamp, k);
+                    }
+                }
+            }
+        }
         for &(k, q, path) in parent.iter() {
             let next = if d == 1 {
                 Some((q, path))
@@ -1026,27 +1090,36 @@ fn walk_part(
             };
             // Dead: every token of the subtree stays not viable.
             let Some(w) = next else { continue };
-            let open = if w.1 == 0 { w.0.as_u32() } else { NO_STATE };
-            if k as usize == reference {
-                reference_open = open;
-            } else if open != NO_STATE && open == reference_open {
-                // Every token of the subtree behaves as under the reference walk.
-                let sub = tokens.subtree_tokens(n);
-                let end = tokens.subtree_end(n) as u32;
-                pending.push((k, part_token(sub.start), part_token(sub.end), end));
-                continue;
+            if lead && w.1 == 0 {
+                let slot = &mut leaders[class_of(w.0)];
+                if slot.0 == stamp {
+                    // Every token of the subtree behaves as under the leader.
+                    let sub = tokens.subtree_tokens(n);
+                    let end = tokens.subtree_end(n) as u32;
+                    let (from, to) = (part_token(sub.start), part_token(sub.end));
+                    pending.push((k, slot.1, from, to, end));
+                    continue;
+                }
+                *slot = (stamp, k);
             }
             // A state that loops on every byte below leaves the whole subtree's tokens
             // where it leaves the node's own: one outcome for all of them. So does one
             // that loops on the ASCII bytes below and on every character, when the
             // subtree continues with whole characters only (text in a string).
-            let whole = below != 0 && {
+            let (whole, every) = if below == 0 {
+                (false, false)
+            } else {
                 let l = loop_categories(lexer, loops, reps, w.0);
-                below & !l == 0
-                    || (l & CHARS_LOOP != 0
-                        && below & ASCII_CATEGORIES & !l == 0
-                        && tokens.whole_chars_below(n))
+                let every = below & !l == 0;
+                let chars = l & CHARS_LOOP != 0
+                    && below & ASCII_CATEGORIES & !l == 0
+                    && tokens.whole_chars_below(n);
+                (every || chars, every)
             };
+            // One looping walk per state leads (the innermost is enough).
+            if whole && w.1 == 0 && looping.last().is_none_or(|l| l.2 != w.0 || l.3 != every) {
+                looping.push((tokens.subtree_end(n), k, w.0, every));
+            }
             let ending = if whole {
                 tokens.subtree_tokens(n)
             } else {
@@ -1079,8 +1152,8 @@ fn walk_part(
             n + 1
         };
     }
-    while let Some((k, from, to, _)) = pending.pop() {
-        copy_from_reference(outs, k as usize, reference, from, to);
+    while let Some((k, leader, from, to, _)) = pending.pop() {
+        copy_from_leader(outs, k as usize, leader as usize, from, to);
     }
     for (k, r) in outs[..nw].iter_mut().enumerate() {
         if walked[k] {
@@ -1089,12 +1162,12 @@ fn walk_part(
     }
 }
 
-/// Gives walk `k` the reference walk's outcomes for tokens `from..to`, once the reference
-/// has passed them (tokens it left unset there are not viable).
-fn copy_from_reference(outs: &mut [Runs], k: usize, reference: usize, from: u32, to: u32) {
-    outs[reference].cover(to);
-    let (walk, reference) = two_mut(outs, k, reference);
-    walk.copy(reference, from, to);
+/// Gives walk `k` its leader's outcomes for tokens `from..to`, once the leader has passed
+/// them (tokens it left unset there are not viable).
+fn copy_from_leader(outs: &mut [Runs], k: usize, leader: usize, from: u32, to: u32) {
+    outs[leader].cover(to);
+    let (walk, leader) = two_mut(outs, k, leader);
+    walk.copy(leader, from, to);
 }
 
 /// Fills `outs[k]` for each walk `k` with stored outcomes, renumbered into `ids` (walks

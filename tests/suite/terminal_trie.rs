@@ -230,6 +230,12 @@ fn walk_cases(vocab: &Vocab) -> Vec<WalkCase> {
         "desk": {"type": "integer"}, "name": {"type": "string", "maxLength": 9},
         "names": {"type": "array", "items": {"type": "string"}}},
         "additionalProperties": {"type": "number"}}"#;
+    // Strings whose counts run out at different places, tokens crossing both bounds:
+    // walks from different counts meet once no token below can reach a bound
+    // (`walk_part`'s leaders), and must not before.
+    let bounded = r#"{"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 20}, "b": {"type": "string", "minLength": 3, "maxLength": 150},
+        "c": {"type": "string", "format": "email", "maxLength": 40}}}"#;
     // Text states that take some non-ASCII characters and not others, or leave for
     // another state on one: no character loop may stand in for their walks.
     let narrow =
@@ -240,6 +246,7 @@ fn walk_cases(vocab: &Vocab) -> Vec<WalkCase> {
         ("json", BUILTIN_JSON.to_string(), GrammarFormat::Lark),
         ("unicode", uni, GrammarFormat::Lark),
         ("schema", schema.to_string(), GrammarFormat::JsonSchema),
+        ("bounded", bounded.to_string(), GrammarFormat::JsonSchema),
     ]
     .into_iter()
     .map(|(name, text, format)| {
