@@ -1019,17 +1019,6 @@ fn walk_part(
         }
     }
     let part_token = |o: usize| (o - first_token) as u32;
-    // Per node, the most bytes a token of its subtree has below it: how far walks there
-    // must be alike to share the subtree's outcomes.
-    let mut height = vec![0u8; nodes.len()];
-    for m in nodes.clone().rev() {
-        let (mut h, mut c, end) = (0u8, m + 1, tokens.subtree_end(m));
-        while c < end {
-            h = h.max(height[c - nodes.start].saturating_add(1));
-            c = tokens.subtree_end(c);
-        }
-        height[m - nodes.start] = h;
-    }
     // Walks below a node where they looped on every byte (so were resolved for the whole
     // subtree at once and are walked no further), still leading their class there:
     // `(subtree end, walk, state, whether it loops on every byte, not only on whole
@@ -1063,12 +1052,19 @@ fn walk_part(
         // Only where a copy spares more than it costs: a subtree of a few nodes, with
         // some walk to copy from.
         let lead = tokens.subtree_end(n) - n >= LEAD_MIN_NODES && parent.len() + looping.len() > 1;
-        let alike = walks.classes_to_depth(usize::from(height[n - nodes.start]));
+        // How far walks here must be alike: the most bytes a token below has left.
+        let alike = if lead {
+            walks.classes_to_depth(tokens.height(n))
+        } else {
+            None
+        };
         let class_of = |q: LexStateId| alike.map_or(q.as_u32(), |c| c[q.index()]) as usize;
-        *stamp = stamp.wrapping_add(1);
-        if *stamp == 0 {
-            leaders.fill((0, 0));
-            *stamp = 1;
+        if lead {
+            *stamp = stamp.wrapping_add(1);
+            if *stamp == 0 {
+                leaders.fill((0, 0));
+                *stamp = 1;
+            }
         }
         let stamp = *stamp;
         if lead {

@@ -33,6 +33,8 @@ pub struct TokenParts {
     first: Vec<u32>,
     /// Per node, the [`byte_category`] set of the bytes strictly below it.
     below: Vec<u64>,
+    /// Per node, the most bytes a token of its subtree has below it.
+    height: Vec<u8>,
     /// Bit `n`: every token of node `n`'s subtree continues past `n` with whole, well-formed
     /// UTF-8 characters only (see [`TokenParts::whole_chars_below`]).
     whole_chars: Vec<u64>,
@@ -198,9 +200,12 @@ impl TokenParts {
         t.first.push(keyed.len() as u32);
         // Children follow their parent in preorder: fold bottom-up.
         t.below = vec![0u64; t.byte.len()];
+        t.height = vec![0u8; t.byte.len()];
         for n in (0..t.byte.len()).rev() {
             if let Some(&p) = parent.get(n).filter(|&&p| p != u32::MAX) {
                 t.below[p as usize] |= t.below[n] | 1 << byte_category(t.byte[n]);
+                let h = t.height[n].saturating_add(1);
+                t.height[p as usize] = t.height[p as usize].max(h);
             }
         }
         // Per node, the UTF-8 decoder states from which every continuation of the
@@ -300,6 +305,13 @@ impl TokenParts {
     #[inline]
     pub fn below(&self, n: usize) -> u64 {
         self.below[n]
+    }
+
+    /// The most bytes a token of node `n`'s subtree has past `n` (0 when every one ends
+    /// there; at most 255).
+    #[inline]
+    pub fn height(&self, n: usize) -> usize {
+        usize::from(self.height[n])
     }
 
     /// True when every token of node `n`'s subtree continues past `n` with whole,
@@ -481,11 +493,14 @@ mod tests {
                 assert_eq!(d == 1, n == nodes.start, "one root, first");
                 assert!(parts.subtree_end(n) > n && parts.subtree_end(n) <= nodes.end);
                 let mut below = 0u64;
+                let mut height = 0;
                 for m in n + 1..parts.subtree_end(n) {
                     assert!(parts.depth(m) > d, "a subtree holds deeper nodes only");
                     below |= 1 << byte_category(parts.byte(m));
+                    height = height.max(parts.depth(m) - d);
                 }
                 assert_eq!(parts.below(n), below, "node {n}");
+                assert_eq!(parts.height(n), height, "node {n}");
                 prefix.truncate(d - 1);
                 prefix.push(parts.byte(n));
                 for o in parts.ending_at(n) {
