@@ -214,6 +214,16 @@ impl std::ops::Deref for Piece<'_> {
 }
 
 impl Piece<'_> {
+    /// The piece's identity for [`PieceUnions`] (`None` for a set made here): the
+    /// address of a set that outlives the build, borrowed or pinned by the cache.
+    fn address(&self) -> Option<usize> {
+        match self {
+            Piece::Borrowed(b) => Some(std::ptr::from_ref::<RoaringBitmap>(b) as usize),
+            Piece::Owned(_) => None,
+            Piece::Shared(b) => Some(Arc::as_ptr(b) as usize),
+        }
+    }
+
     fn into_owned(self) -> RoaringBitmap {
         match self {
             Piece::Borrowed(b) => b.clone(),
@@ -336,6 +346,22 @@ impl MergedGroups {
     }
 }
 
+/// Unions of pieces that are all the builder's own sets or shared ones, by their
+/// addresses, shared by every explorer: explorations gather the same pieces again and
+/// again (on a Kubernetes schema, kb_228 with Llama-3, 26.5K of 27.2K such unions
+/// repeated one made before).
+#[derive(Default)]
+struct PieceUnions {
+    map: Mutex<HashMap<SmallVec<[usize; 8]>, PieceUnion>>,
+}
+
+/// A union in [`PieceUnions`], with the shared pieces among its operands, held so that
+/// their addresses are not reused while the union's key is in the map.
+struct PieceUnion {
+    union: Arc<RoaringBitmap>,
+    _pins: Vec<Arc<RoaringBitmap>>,
+}
+
 /// An [`Outcome`] gathered piece by piece (its own sets and its sub-explorations'),
 /// unioned once at the end: a start adds hundreds of pieces to a few effects (a large
 /// object's key positions: 13K classes to two effects), and adding them one at a time
@@ -378,9 +404,43 @@ impl<'s> Pieces<'s> {
         }
     }
 
-    /// The union of the pieces.
-    fn into_outcome(self) -> Outcome {
-        fn union(pieces: Vec<Piece<'_>>) -> RoaringBitmap {
+    /// The union of the pieces, through `unions` where every piece has an address.
+    fn into_outcome(self, unions: &PieceUnions) -> Outcome {
+        fn union(pieces: Vec<Piece<'_>>, unions: &PieceUnions) -> RoaringBitmap {
+            if pieces.len() < 2 {
+                return unite(pieces);
+            }
+            let Some(mut key) = pieces
+                .iter()
+                .map(Piece::address)
+                .collect::<Option<SmallVec<[usize; 8]>>>()
+            else {
+                return unite(pieces);
+            };
+            key.sort_unstable();
+            key.dedup();
+            // A poisoned lock only means another explorer panicked; the map is still whole.
+            let lock = || unions.map.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(u) = lock().get(&key) {
+                let u = u.union.clone();
+                return Arc::unwrap_or_clone(u);
+            }
+            let pins: Vec<Arc<RoaringBitmap>> = pieces
+                .iter()
+                .filter_map(|p| match p {
+                    Piece::Shared(b) => Some(b.clone()),
+                    _ => None,
+                })
+                .collect();
+            let u = unite(pieces);
+            // Made outside the lock: two explorers may both make it, with equal results.
+            lock().entry(key).or_insert_with(|| PieceUnion {
+                union: Arc::new(u.clone()),
+                _pins: pins,
+            });
+            u
+        }
+        fn unite(pieces: Vec<Piece<'_>>) -> RoaringBitmap {
             // Few pieces merge directly; many small ones are sorted together; many large
             // ones go through roaring's multi-way union, which accumulates in bitmap
             // containers and converts each back to an array when it is sparse (a scan of
@@ -412,11 +472,11 @@ impl<'s> Pieces<'s> {
             }
         }
         Outcome {
-            decided: union(self.decided),
+            decided: union(self.decided, unions),
             waits: self
                 .waits
                 .into_iter()
-                .map(|(e, ws)| (e, union(ws)))
+                .map(|(e, ws)| (e, union(ws, unions)))
                 .collect(),
         }
     }
@@ -534,6 +594,8 @@ struct Explorer<'a> {
     explore_memo: HashMap<(u32, Stack, WeightId), Kept>,
     /// Merged rider groups, shared with the other starts' explorers.
     groups: &'a MergedGroups,
+    /// Unions of pieces, shared with the other explorers.
+    unions: &'a PieceUnions,
 }
 
 struct Builder<'a> {
@@ -578,10 +640,11 @@ impl<'a> Explorer<'a> {
         actionable: &'a [TermSet],
         canon: &'a [ProductionId],
         rep: &'a [LrStateId],
-        groups: &'a MergedGroups,
+        (groups, unions): (&'a MergedGroups, &'a PieceUnions),
     ) -> Self {
         Explorer {
             groups,
+            unions,
             tables,
             sets,
             actionable,
@@ -605,7 +668,7 @@ impl<'a> Explorer<'a> {
             self.actionable,
             self.canon,
             self.rep,
-            self.groups,
+            (self.groups, self.unions),
         )
     }
 
@@ -718,7 +781,7 @@ impl<'a> Explorer<'a> {
     fn explore_fresh(&mut self, depth: u32, s: &[LrStateId], riders: Riders<'_>) -> Outcome {
         let mut pieces = Pieces::default();
         self.explore(depth, s, riders, &mut pieces);
-        let mut out = pieces.into_outcome();
+        let mut out = pieces.into_outcome(self.unions);
         let Outcome { decided, waits } = &mut out;
         waits.retain(|_, w| {
             *w -= &*decided;
@@ -1111,7 +1174,7 @@ impl<'a> Explorer<'a> {
                         let r = self.consumes[c].results[i].clone();
                         self.explore_keyed(e.depth, &r, rid, riders, &mut pieces);
                     }
-                    o = pieces.into_outcome();
+                    o = pieces.into_outcome(self.unions);
                     if o.decided != *riders {
                         for &(prod, skip) in &self.consumes[c].suspended {
                             o.wait(Effect { prod, skip, ..e }, riders);
@@ -1907,12 +1970,13 @@ pub fn finish_dwa(
     // The starts are explored first, on every thread (beside the class side they had
     // one); the rest of the automaton, which is serial, is then built beside it.
     let groups = MergedGroups::default();
+    let unions = PieceUnions::default();
     let started = start_automaton(
         tables,
         &sets,
         (&actionable, &canon, &class, &rep),
         goto_sources,
-        &groups,
+        (&groups, &unions),
         limits,
     );
     let automaton = || started.and_then(|b| b.finish(&sets, nshapes, limits));
@@ -2141,7 +2205,7 @@ fn start_automaton<'a>(
     sets: &'a ClassSets,
     (actionable, canon, class, rep): LrFacts<'a>,
     goto_sources: Vec<Vec<LrStateId>>,
-    groups: &'a MergedGroups,
+    shared: (&'a MergedGroups, &'a PieceUnions),
     limits: &DwaLimits,
 ) -> Result<Started<'a>, GrammarError> {
     let lr = tables.lr;
@@ -2149,7 +2213,7 @@ fn start_automaton<'a>(
     let max_states = limits.max_states;
     let mut b = Builder {
         tables,
-        ex: Explorer::new(tables, sets, actionable, canon, rep, groups),
+        ex: Explorer::new(tables, sets, actionable, canon, rep, shared),
         goto_sources,
         weights: WeightTable::default(),
         info: Vec::new(),
