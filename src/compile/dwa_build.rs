@@ -163,8 +163,8 @@ struct NextStacks {
 /// The classes an exploration carries.
 #[derive(Debug, Clone, Copy)]
 enum Riders<'r> {
-    /// These.
-    Set(&'r RoaringBitmap),
+    /// These: a set of the explorer's `rider_sets`, by id.
+    Set(u32),
     /// Those of these nodes of the emission trie, all at one depth: every class whose
     /// lexemes so far were one of the nodes' paths (what a start, with every class
     /// riding, carries). Nodes whose paths lead to alike stacks ride together.
@@ -592,6 +592,15 @@ struct Explorer<'a> {
     /// from the automaton's weights, which only hold sets an edge uses.
     keys: WeightTable,
     explore_memo: HashMap<(u32, Stack, WeightId), Kept>,
+    /// Rider sets that explorations carry, by id: resumed states' riders and their
+    /// intersections with the builder's class sets. Shared, so that pieces hold them.
+    rider_sets: Vec<Arc<RoaringBitmap>>,
+    /// Ids in `rider_sets` of riders interned in `keys`.
+    rider_of_key: HashMap<WeightId, u32>,
+    /// Intersections of class sets of the builder's (by address) with rider sets (by
+    /// id), as ids in `rider_sets` (`None`: empty). Explorations of one resumed state's
+    /// riders on different stacks meet the same class sets again and again.
+    and_memo: HashMap<(usize, u32), Option<u32>>,
     /// Merged rider groups, shared with the other starts' explorers.
     groups: &'a MergedGroups,
     /// Unions of pieces, shared with the other explorers.
@@ -656,6 +665,9 @@ impl<'a> Explorer<'a> {
             look_index: HashMap::new(),
             keys: WeightTable::default(),
             explore_memo: HashMap::new(),
+            rider_sets: Vec::new(),
+            rider_of_key: HashMap::new(),
+            and_memo: HashMap::new(),
         }
     }
 
@@ -737,6 +749,35 @@ impl<'a> Explorer<'a> {
         id
     }
 
+    /// The id in `rider_sets` of riders `k`, interned in `keys` as `kid`.
+    fn rider_set(&mut self, kid: WeightId, k: &RoaringBitmap) -> u32 {
+        if let Some(&r) = self.rider_of_key.get(&kid) {
+            return r;
+        }
+        let r = self.rider_sets.len() as u32;
+        self.rider_sets.push(Arc::new(k.clone()));
+        self.rider_of_key.insert(kid, r);
+        r
+    }
+
+    /// `c ∩` rider set `rid`, with its id in `rider_sets`; `None` when empty.
+    fn and_riders(&mut self, c: &'a RoaringBitmap, rid: u32) -> Option<(u32, Arc<RoaringBitmap>)> {
+        let key = (std::ptr::from_ref(c) as usize, rid);
+        let r = match self.and_memo.get(&key) {
+            Some(&r) => r,
+            None => {
+                let w = c & &*self.rider_sets[rid as usize];
+                let r = (!w.is_empty()).then(|| {
+                    self.rider_sets.push(Arc::new(w));
+                    (self.rider_sets.len() - 1) as u32
+                });
+                self.and_memo.insert(key, r);
+                r
+            }
+        };
+        r.map(|r| (r, self.rider_sets[r as usize].clone()))
+    }
+
     /// [`Explorer::explore_fresh`] through a cache by `(depth, s, riders)`, for riders `k`
     /// interned as `kid`: resumed states meet the same explorations again and again.
     /// Only these outermost explorations are cached: the ones inside them repeat rarely
@@ -755,7 +796,8 @@ impl<'a> Explorer<'a> {
             out.absorb_kept(kept, &self.keys);
             return;
         }
-        let fresh = self.explore_fresh(depth, s, Riders::Set(k));
+        let rid = self.rider_set(kid, k);
+        let fresh = self.explore_fresh(depth, s, Riders::Set(rid));
         let mut waits: Vec<(Effect, WeightId)> = fresh
             .waits
             .iter()
@@ -816,14 +858,13 @@ impl<'a> Explorer<'a> {
         // The merged view of a multi-node rider group, read by both halves below.
         let mut merged: Option<Arc<Merged>> = None;
         match riders {
-            Riders::Set(k) => {
+            Riders::Set(rid) => {
                 for (follow, c) in finals {
                     if !follow.intersects(act) {
                         continue;
                     }
-                    let kf = c & k;
-                    if !kf.is_empty() {
-                        self.decide_final(s, follow, Piece::Owned(kf), pieces);
+                    if let Some((_, kf)) = self.and_riders(c, rid) {
+                        self.decide_final(s, follow, Piece::Shared(kf), pieces);
                     }
                 }
             }
@@ -864,14 +905,13 @@ impl<'a> Explorer<'a> {
         let nexts: &'a [(Vec<TerminalId>, RoaringBitmap)] = sh.emits.get(d + 1).map_or(&[], |e| e);
         let next_terms: &'a [(TermSet, bool)] = sh.emit_terms.get(d + 1).map_or(&[], |e| e);
         match riders {
-            Riders::Set(k) => {
+            Riders::Set(rid) => {
                 for ((ts, c), (terms, ignored)) in nexts.iter().zip(next_terms) {
                     if !*ignored && !terms.intersects(act) {
                         continue;
                     }
-                    let kc = c & k;
-                    if !kc.is_empty() {
-                        self.take_emission(depth, s, ts, &kc, pieces);
+                    if let Some((rc, kc)) = self.and_riders(c, rid) {
+                        self.take_emission(depth, s, ts, (rc, &kc), pieces);
                     }
                 }
             }
@@ -1032,7 +1072,7 @@ impl<'a> Explorer<'a> {
         depth: u32,
         s: &[LrStateId],
         ts: &[TerminalId],
-        next: &RoaringBitmap,
+        (rid, next): (u32, &Arc<RoaringBitmap>),
         pieces: &mut Pieces<'a>,
     ) {
         let mut to = NextStacks::default();
@@ -1040,13 +1080,13 @@ impl<'a> Explorer<'a> {
         for &t in ts {
             self.lexeme_targets(depth, s, t, 0, &mut to, &mut waits);
             for (n, _) in to.shifts.drain(..) {
-                self.explore(depth + 1, &shifted(n, s), Riders::Set(next), pieces);
+                self.explore(depth + 1, &shifted(n, s), Riders::Set(rid), pieces);
             }
             for (r, _) in to.others.drain(..) {
-                self.explore(depth + 1, &r, Riders::Set(next), pieces);
+                self.explore(depth + 1, &r, Riders::Set(rid), pieces);
             }
             for e in waits.drain(..) {
-                pieces.wait(e, Piece::Owned(next.clone()));
+                pieces.wait(e, Piece::Shared(next.clone()));
             }
         }
     }
