@@ -255,19 +255,15 @@ impl Builder {
         w
     }
 
-    /// The union of `sets`, from the memo or made (and remembered); `known`: look the
-    /// union up among the interned sets, so that later steps compare it by id.
-    fn union(&self, memo: &mut Memo, sets: &[&Set], known: bool) -> Set {
+    /// The union of `sets`, from the memo or made (and remembered), by its id when the
+    /// table has it (so later steps compare it by id).
+    fn union(&self, memo: &mut Memo, sets: &[&Set]) -> Set {
         let key: Vec<SetKey> = sets.iter().map(|&w| SetKey(w.clone())).collect();
         if let Some(w) = memo.union.get(&key) {
             return w.clone();
         }
         let u = union_of(sets.iter().map(|w| w.get(&self.weights)));
-        let w = if known {
-            Set::known(&self.weights, u)
-        } else {
-            Set::Made(Arc::new(u))
-        };
+        let w = Set::known(&self.weights, u);
         memo.union.insert(key, w.clone());
         w
     }
@@ -315,7 +311,7 @@ impl Builder {
                     return None;
                 }
                 let sets: Vec<&Set> = key.iter().map(|(_, w)| w).collect();
-                Some(self.union(memo, &sets, true))
+                Some(self.union(memo, &sets))
             })
             .flatten();
         let decided = if undecided {
@@ -499,7 +495,7 @@ impl Builder {
                 let decided = match &decided[..] {
                     [] => Set::Id(WeightId::new(0)),
                     [d] => d.clone(),
-                    ds => self.union(memo, &ds.iter().collect::<Vec<_>>(), true),
+                    ds => self.union(memo, &ds.iter().collect::<Vec<_>>()),
                 };
                 (y, self.plan_edge(memo, decided, acc, past_budget))
             })
