@@ -357,7 +357,7 @@ fn main() -> ExitCode {
     // SAFETY: no other thread exists yet.
     #[cfg(feature = "mimalloc")]
     unsafe {
-        stackmask::allocator::keep_purged_pages_mapped()
+        stackmask::allocator::tune_for_compiles()
     };
     let cli = Cli::parse();
     let r = match &cli.cmd {

@@ -573,7 +573,7 @@ fn _check_bitmask(bitmask: &Bound<'_, PyAny>) -> PyResult<()> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // SAFETY: at import, before this extension has started any thread of its own.
-    unsafe { stackmask::allocator::keep_purged_pages_mapped() };
+    unsafe { stackmask::allocator::tune_for_compiles() };
     m.add_class::<TokenizerInfo>()?;
     m.add_class::<GrammarCompiler>()?;
     m.add_class::<CompiledGrammar>()?;
