@@ -34,13 +34,12 @@ const PURGE_DELAY_MS: std::os::raw::c_long = 10_000;
 /// mimalloc's option setters are not thread safe: call this before any other thread
 /// allocates (first thing in `main`, or when an extension module is imported).
 pub unsafe fn tune_for_compiles() {
-    let given = |name: &str| std::env::var_os(name).is_some();
+    // `set_default` changes only options the environment did not give (mimalloc reads
+    // them at process load), where `set` would override those too.
     // SAFETY (both calls): the caller guarantees no concurrent allocation.
-    if !given("MIMALLOC_PURGE_DECOMMITS") {
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DECOMMITS, 0) };
-    }
-    if !given("MIMALLOC_PURGE_DELAY") {
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    unsafe {
+        libmimalloc_sys::mi_option_set_default(MI_OPTION_PURGE_DECOMMITS, 0);
+        libmimalloc_sys::mi_option_set_default(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
     }
 }
 
