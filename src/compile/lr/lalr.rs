@@ -93,10 +93,7 @@ pub fn reductions(
             };
             let (st, t) = target[prods.symbol_index(x)];
             debug_assert_eq!(st, stamp, "every symbol after a dot has a transition");
-            let adv = Item {
-                prod: it.prod,
-                dot: it.dot + 1,
-            };
+            let adv = prods.advance(it);
             // The advanced item is in the successor's kernel by construction.
             let j = lr0.kernels[t as usize]
                 .binary_search(&adv)
@@ -274,10 +271,7 @@ mod tests {
                         .iter()
                         .find(|(y, _)| *y == x)
                         .expect("transition on a symbol after a dot");
-                    let adv = Item {
-                        prod: it.prod,
-                        dot: it.dot + 1,
-                    };
+                    let adv = prods.advance(it);
                     let j =
                         kernel_pos(target as usize, adv).expect("advanced item is in the kernel");
                     for t in set.iter() {

@@ -20,9 +20,42 @@ pub struct Prods {
     /// Grammar terminals plus end of input: symbols are numbered terminals first, then
     /// nonterminals (see [`Prods::symbol_index`]).
     pub num_terminals: usize,
+    /// Per production, the one its item takes after the dot moves past its first
+    /// symbol: for a production of a single terminal, the first such production of its
+    /// nonterminal; else itself (see [`Prods::advance`]).
+    pub advanced: Vec<u32>,
 }
 
 impl Prods {
+    /// Fills [`Prods::advanced`] from `lhs` and `rhs`.
+    pub fn merge_single_terminal_alternatives(&mut self) {
+        let mut first_of: Vec<Option<u32>> = vec![None; self.by_lhs.len()];
+        self.advanced = (0..self.rhs.len() as u32)
+            .map(|p| match self.rhs[p as usize].as_slice() {
+                [Symbol::T(_)] => *first_of[self.lhs[p as usize] as usize].get_or_insert(p),
+                _ => p,
+            })
+            .collect();
+    }
+
+    /// The item `it` becomes once the symbol after its dot is read. The alternatives of a
+    /// nonterminal that are one terminal each (`A → t₁ | t₂ | …`) advance as one
+    /// production: after any of them the state holds the same item, so a state that
+    /// closes over `A` has one successor state for all of them rather than one per
+    /// terminal. The tables keep only a production's left side and length, which these
+    /// share, so the parse is the same; a JSON schema's "any key but the declared ones"
+    /// rules list ~280 literals each, and a Kubernetes schema had 24K states of them.
+    pub fn advance(&self, it: Item) -> Item {
+        Item {
+            prod: if it.dot == 0 {
+                self.advanced[it.prod as usize]
+            } else {
+                it.prod
+            },
+            dot: it.dot + 1,
+        }
+    }
+
     /// The symbol after the dot, if any.
     pub fn next_symbol(&self, it: Item) -> Option<Symbol> {
         self.rhs[it.prod as usize].get(it.dot as usize).copied()
@@ -108,10 +141,7 @@ pub fn build(prods: &Prods, max_states: usize) -> Result<Lr0, usize> {
         by_sym.clear();
         for &it in &scratch.items {
             if let Some(x) = prods.next_symbol(it) {
-                let adv = Item {
-                    prod: it.prod,
-                    dot: it.dot + 1,
-                };
+                let adv = prods.advance(it);
                 let sl = &mut slot[prods.symbol_index(x)];
                 if sl.0 == stamp {
                     by_sym[sl.1 as usize].1.push(adv);

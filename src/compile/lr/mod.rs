@@ -75,6 +75,7 @@ fn prepare(g: &Grammar) -> (Prods, First, TerminalId) {
         rhs: vec![vec![Symbol::N(g.start)]],
         by_lhs: vec![Vec::new(); nt + 1],
         num_terminals: nterm + 1,
+        advanced: Vec::new(),
     };
     prods.by_lhs[nt].push(0);
     for (i, p) in g.productions.iter().enumerate() {
@@ -82,6 +83,7 @@ fn prepare(g: &Grammar) -> (Prods, First, TerminalId) {
         prods.rhs.push(p.rhs.clone());
         prods.by_lhs[p.lhs.index()].push(i as u32 + 1);
     }
+    prods.merge_single_terminal_alternatives();
     let first = First::compute(g, width);
     (prods, first, eof)
 }
@@ -127,4 +129,80 @@ pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
     let table = LrTable::from_parts(nterm, nt, cells, gotos, prod_lhs, prod_len)
         .expect("LR tables built consistently");
     Ok(LrBuild { table })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{compile_grammar, GrammarFormat};
+
+    fn terminal(g: &Grammar, name: &str) -> TerminalId {
+        let i = g.terminals.iter().position(|t| t.name == name);
+        TerminalId::new(i.unwrap_or_else(|| panic!("no terminal {name}")))
+    }
+
+    fn shift(t: &LrTable, s: LrStateId, x: TerminalId) -> LrStateId {
+        match t.actions(s, x) {
+            [Action::Shift(n)] => *n,
+            other => panic!("expected one shift, got {other:?}"),
+        }
+    }
+
+    /// A nonterminal's one-terminal alternatives lead to one state from a given state,
+    /// whatever the terminal, so a rule of many literals used in many places costs a
+    /// state per place rather than per (place, literal). The states still reduce by the
+    /// rule and are told apart from other items on the same terminal.
+    #[test]
+    fn single_terminal_alternatives_share_their_successor() {
+        let g = compile_grammar(
+            r#"
+            start: "x" k ":" k | "y" k2 "!" | "z" "a" "?"
+            k: "a" | "b" | "c"
+            k2: "a" | "b" | "c" | "d" "e"
+            "#,
+            GrammarFormat::Lark,
+        )
+        .unwrap();
+        let t = build_lr(&g).unwrap().table;
+        let [a, b, c, d, x, y, z] = [
+            "\"a\"", "\"b\"", "\"c\"", "\"d\"", "\"x\"", "\"y\"", "\"z\"",
+        ]
+        .map(|n| terminal(&g, n));
+        let s0 = t.start();
+        // After "x": k's three literals go to one state, which reduces k on ":".
+        let sx = shift(&t, s0, x);
+        let ka = shift(&t, sx, a);
+        assert_eq!(shift(&t, sx, b), ka);
+        assert_eq!(shift(&t, sx, c), ka);
+        let colon = terminal(&g, "\":\"");
+        assert!(matches!(t.actions(ka, colon), [Action::Reduce(_)]));
+        // After "y": k2's one-terminal alternatives share a state of their own (it
+        // reduces k2, not k); "d" starts the two-symbol alternative elsewhere.
+        let sy = shift(&t, s0, y);
+        let k2a = shift(&t, sy, a);
+        assert_eq!(shift(&t, sy, b), k2a);
+        assert_ne!(k2a, ka);
+        assert_ne!(shift(&t, sy, d), k2a);
+        // After "z", "a" is not an alternative of a rule: a state of its own.
+        assert_ne!(shift(&t, shift(&t, s0, z), a), ka);
+        // The grammar still parses: after "x" k ":" the second k reduces at the end.
+        let colon_state = shift(
+            &t,
+            t.goto(
+                sx,
+                g.nonterminals
+                    .iter()
+                    .position(|n| n.name == "k")
+                    .map(NonterminalId::new)
+                    .unwrap(),
+            )
+            .unwrap(),
+            colon,
+        );
+        let end = TerminalId::new(g.terminals.len());
+        assert!(matches!(
+            t.actions(shift(&t, colon_state, c), end),
+            [Action::Reduce(_)]
+        ));
+    }
 }
