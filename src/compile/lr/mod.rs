@@ -4,7 +4,9 @@
 //! states, which keeps the GLR stack and the mask automaton built over state ids small,
 //! and the GLR parser makes any spurious conflict harmless (an extra branch that dies). A
 //! shift/reduce or reduce/reduce conflict becomes several actions in one cell; conflicts
-//! are reported as data ([`Conflict`]), not errors.
+//! are reported as data ([`Conflict`]), not errors. A nonterminal's one-terminal
+//! alternatives share their successor state (`lr0::Prods::advance`): the tables keep
+//! only a production's left side and length, which such alternatives have in common.
 
 mod first;
 mod lalr;
