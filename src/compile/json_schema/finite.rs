@@ -72,12 +72,17 @@ pub fn filter(root: &Value, node: &Value, values: &[Value]) -> Option<Vec<Value>
     // its copy, and identifiers that would move the base URI are dropped (only local
     // references are compiled anyway).
     let prefix = format!("#/$defs/{ROOT_KEY}");
+    let mut defs = Map::new();
+    // The root is copied in only when the node refers into it: meta-validating and
+    // compiling a copy of a large root, once per draft and per filtered node, was half
+    // of a WashingtonPost schema's lowering.
+    if refers(node) {
+        defs.insert(ROOT_KEY.into(), relocate(root, &prefix));
+    }
+    defs.insert(NODE_KEY.into(), relocate(node, &prefix));
     let doc = serde_json::json!({
         "$ref": format!("#/$defs/{NODE_KEY}"),
-        "$defs": {
-            ROOT_KEY: relocate(root, &prefix),
-            NODE_KEY: relocate(node, &prefix),
-        }
+        "$defs": defs,
     });
     let mut validators = Vec::with_capacity(DRAFTS.len());
     for draft in DRAFTS {
@@ -99,6 +104,21 @@ pub fn filter(root: &Value, node: &Value, values: &[Value]) -> Option<Vec<Value>
         }
     }
     Some(kept)
+}
+
+/// Whether a schema holds a reference (`$ref`, `$recursiveRef`, `$dynamicRef`) at a
+/// schema position, which may need the root to resolve. Values (`enum`, `const`, …) are
+/// data, not schemas, and are not looked into.
+fn refers(schema: &Value) -> bool {
+    match schema {
+        Value::Object(m) => m.iter().any(|(k, v)| match k.as_str() {
+            "$ref" | "$recursiveRef" | "$dynamicRef" => true,
+            "enum" | "const" | "default" | "examples" => false,
+            _ => refers(v),
+        }),
+        Value::Array(a) => a.iter().any(refers),
+        _ => false,
+    }
 }
 
 /// A copy of a schema with local references moved under `prefix` and `$id`s removed.
@@ -160,6 +180,27 @@ mod tests {
             json!({"$id": "http://example.com/s", "definitions": {"short": {"maxLength": 2}}});
         let node = json!({"enum": ["ab", "abc"], "allOf": [{"$ref": "#/definitions/short"}]});
         assert_eq!(keep(root, node), vec![json!("ab")]);
+    }
+
+    #[test]
+    fn only_a_referring_node_brings_the_root_in() {
+        assert!(!refers(
+            &json!({"enum": [{"$ref": "#/x"}], "not": {"maxLength": 1}})
+        ));
+        assert!(refers(
+            &json!({"enum": [1], "anyOf": [{"items": {"$ref": "#/x"}}]})
+        ));
+        assert!(refers(
+            &json!({"enum": [1], "not": {"$dynamicRef": "#meta"}})
+        ));
+        // A root the validator would reject is not needed by a node that does not refer
+        // into it, so the node's values are still filtered.
+        let root = json!({"definitions": {"bad": {"type": 12}}});
+        let node = json!({"enum": ["a", "bb"], "not": {"maxLength": 1}});
+        assert_eq!(keep(root.clone(), node), vec![json!("bb")]);
+        let node = json!({"enum": ["a", "bb"], "not": {"$ref": "#/definitions/bad"}});
+        let values = candidates(node.as_object().unwrap()).unwrap();
+        assert_eq!(filter(&root, &node, &values), None);
     }
 
     #[test]
