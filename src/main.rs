@@ -10,7 +10,7 @@ mod cli;
 /// one-off stall of several milliseconds into the first commits after a compile.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: stackmask::allocator::Allocator = stackmask::allocator::Allocator;
 
 use clap::{Parser, Subcommand};
 use cli::check::{CheckArgs, Engine};

@@ -26,7 +26,7 @@ use stackmask::vocab::Vocab;
 /// large request after a compile has freed millions of small build-time blocks
 /// consolidates the fastbins: a one-off stall of milliseconds inside a later commit.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: stackmask::allocator::Allocator = stackmask::allocator::Allocator;
 
 create_exception!(
     stackmask,
