@@ -32,29 +32,44 @@ impl Default for WeightTable {
 impl WeightTable {
     /// The id of `w`, adding it on first sight.
     pub fn intern(&mut self, w: &RoaringBitmap) -> WeightId {
+        let h = self.fingerprint(w);
+        match self.find_hashed(w, h) {
+            Some(id) => id,
+            None => self.push(w.clone(), h),
+        }
+    }
+
+    /// The id of `w`, adding it on first sight without a copy: for a set the caller made
+    /// and has no further use for (a union, a grown rider set).
+    pub fn intern_owned(&mut self, w: RoaringBitmap) -> WeightId {
+        let h = self.fingerprint(&w);
+        match self.find_hashed(&w, h) {
+            Some(id) => id,
+            None => self.push(w, h),
+        }
+    }
+
+    /// The id of `w`, whose fingerprint is `h`, if it is interned.
+    fn find_hashed(&self, w: &RoaringBitmap, h: u64) -> Option<WeightId> {
         // No run containers (`optimize`): without them a set's containers depend only on
         // its contents, so equal sets compare equal container by container; and roaring's
         // subtraction from run containers is slow (it removes ranges one at a time).
-        let h = self.fingerprint(w);
-        let sets = &self.sets;
-        if let Some(&(_, id)) = self
-            .index
-            .find(h, |&(hh, id)| hh == h && sets[id.index()] == *w)
-        {
-            return id;
-        }
+        self.index
+            .find(h, |&(hh, id)| hh == h && self.sets[id.index()] == *w)
+            .map(|&(_, id)| id)
+    }
+
+    /// Adds `w` (not interned yet, fingerprint `h`).
+    fn push(&mut self, w: RoaringBitmap, h: u64) -> WeightId {
         let id = WeightId::new(self.sets.len());
-        self.sets.push(w.clone());
+        self.sets.push(w);
         self.index.insert_unique(h, (h, id), |&(hh, _)| hh);
         id
     }
 
     /// The id of `w` if it is interned.
     pub fn find(&self, w: &RoaringBitmap) -> Option<WeightId> {
-        let h = self.fingerprint(w);
-        self.index
-            .find(h, |&(hh, id)| hh == h && self.sets[id.index()] == *w)
-            .map(|&(_, id)| id)
+        self.find_hashed(w, self.fingerprint(w))
     }
 
     /// A hash of `w` from its size, smallest and largest element: sets are compared by
@@ -91,5 +106,41 @@ impl WeightTable {
     /// The sets, by id.
     pub fn into_sets(self) -> Vec<RoaringBitmap> {
         self.sets
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WeightTable;
+    use crate::ids::WeightId;
+    use roaring::RoaringBitmap;
+
+    /// A set gets one id however it is interned (by reference or owned), equal sets meet
+    /// whatever their fingerprints share (same size, least and greatest class), and `find`
+    /// sees exactly the interned sets.
+    #[test]
+    fn owned_and_borrowed_interning_agree() {
+        let mut t = WeightTable::default();
+        let empty = RoaringBitmap::new();
+        assert_eq!(t.intern(&empty), WeightId::new(0));
+        // Same size, least and greatest element: one fingerprint, different sets.
+        let a: RoaringBitmap = [1u32, 5, 9].into_iter().collect();
+        let b: RoaringBitmap = [1u32, 6, 9].into_iter().collect();
+        let c: RoaringBitmap = (0u32..70_000).step_by(3).collect();
+        assert_eq!(t.find(&a), None);
+        let ia = t.intern_owned(a.clone());
+        let ib = t.intern(&b);
+        let ic = t.intern_owned(c.clone());
+        assert_eq!([ia, ib, ic], [1, 2, 3].map(WeightId::new));
+        assert_eq!(t.intern(&a), ia);
+        assert_eq!(t.intern_owned(b.clone()), ib);
+        assert_eq!(t.intern(&c), ic);
+        assert_eq!(t.intern_owned(RoaringBitmap::new()), WeightId::new(0));
+        assert_eq!(
+            [t.find(&a), t.find(&b), t.find(&c)],
+            [Some(ia), Some(ib), Some(ic)]
+        );
+        assert_eq!((t.get(ia), t.get(ib), t.get(ic)), (&a, &b, &c));
+        assert_eq!(t.find(&[1u32, 7, 9].into_iter().collect()), None);
     }
 }
