@@ -1369,22 +1369,12 @@ impl Builder<'_> {
             return Ok(id);
         }
         let w = self.weights.get(wid);
-        let old = self.info[id.index()].riders;
-        // Most growths are a state's first riders (20K of 25K on kb_482): the set itself.
-        let riders = if old == WeightId::new(0) {
-            if w.is_empty() {
-                return Ok(id);
-            }
-            self.ex.keys.intern(w)
-        } else {
-            let old = self.ex.keys.get(old);
-            if w.is_subset(old) {
-                return Ok(id);
-            }
+        let old = self.ex.keys.get(self.info[id.index()].riders);
+        if !w.is_subset(old) {
             let grown = old | w;
-            self.ex.keys.intern_owned(grown)
-        };
-        self.grow(id, riders);
+            let riders = self.ex.keys.intern_owned(grown);
+            self.grow(id, riders);
+        }
         Ok(id)
     }
 
