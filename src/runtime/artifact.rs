@@ -66,9 +66,19 @@ pub struct VocabFingerprint {
     pub crc: u32,
 }
 
+/// [`Vocab::derived`]'s key for the fingerprint (which depends on the tokens alone).
+const FINGERPRINT_KEY: u64 = u64::from_le_bytes(*b"vocabfp\0");
+
 impl VocabFingerprint {
-    /// The fingerprint of `v`.
+    /// The fingerprint of `v`, computed once per vocabulary: every grammar compiled for
+    /// `v` carries it, and a pass over Llama-3's 128K tokens is ~67M instructions, more
+    /// than compiling a median MaskBench schema.
     pub fn of(v: &Vocab) -> Self {
+        *v.derived(FINGERPRINT_KEY, || Self::compute(v))
+    }
+
+    /// The fingerprint of `v`, from its tokens.
+    fn compute(v: &Vocab) -> Self {
         let mut h = crc32fast::Hasher::new();
         for i in 0..v.len() {
             let id = crate::ids::TokenId::new(i);
@@ -216,5 +226,36 @@ impl CompiledGrammar {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::VocabFingerprint;
+    use crate::ids::TokenId;
+    use crate::vocab::Vocab;
+
+    /// The kept fingerprint is each vocabulary's own, asked for once or again, and stays
+    /// right after the EOS tokens change (they are not part of it): two vocabularies
+    /// that differ in one byte of one token.
+    #[test]
+    fn kept_fingerprints_are_each_vocabularys_own() {
+        let tokens = |last: &[u8]| {
+            let mut t: Vec<Option<Vec<u8>>> = (0u8..200).map(|b| Some(vec![b, b'x'])).collect();
+            t.push(None);
+            t.push(Some(last.to_vec()));
+            t
+        };
+        let mut a = Vocab::from_byte_tokens("a", tokens(b"end"), &[TokenId::new(3)]).unwrap();
+        let b = Vocab::from_byte_tokens("b", tokens(b"enD"), &[TokenId::new(3)]).unwrap();
+        let fa = VocabFingerprint::of(&a);
+        assert_eq!(fa, VocabFingerprint::compute(&a));
+        assert_eq!(VocabFingerprint::of(&a), fa);
+        let fb = VocabFingerprint::of(&b);
+        assert_eq!(fb, VocabFingerprint::compute(&b));
+        assert_ne!(fa, fb);
+        a.set_eos(&[TokenId::new(201)]).unwrap();
+        assert_eq!(VocabFingerprint::of(&a), VocabFingerprint::compute(&a));
+        assert_eq!(VocabFingerprint::of(&a), fa);
     }
 }
