@@ -1412,18 +1412,34 @@ impl Atoms {
             let width = block.width as usize;
             let from = block.rows as usize + (w - block.first_walk) as usize * width;
             let atom_outcomes = (block.first_atom..).zip(&self.rows[from..from + width]);
+            // Neighbouring atoms mostly end alike (a string position's thousands of
+            // atoms all in the same lexeme): each slot's last final, with the node and
+            // list it went to, takes the next atom without a lookup.
+            let mut last = [(0u32, 0u32, 0usize); 2];
             for (a, &o) in atom_outcomes {
-                for f in [o.0, o.1] {
+                for (slot, f) in [o.0, o.1].into_iter().enumerate() {
                     if f == 0 {
+                        continue;
+                    }
+                    let (lf, lv, li) = last[slot];
+                    if lf == f {
+                        finals[lv as usize][li].1.push(a);
                         continue;
                     }
                     let (path, pos) = self.finals[f as usize - 1];
                     let v = self.node(path, &mut node_of_path, &mut made, &mut nodes, &mut finals);
                     let fs = &mut finals[v as usize];
-                    match fs.iter_mut().find(|(q, _)| *q == pos) {
-                        Some((_, list)) => list.push(a),
-                        None => fs.push((pos, vec![a])),
-                    }
+                    let i = match fs.iter().position(|(q, _)| *q == pos) {
+                        Some(i) => {
+                            fs[i].1.push(a);
+                            i
+                        }
+                        None => {
+                            fs.push((pos, vec![a]));
+                            fs.len() - 1
+                        }
+                    };
+                    last[slot] = (f, v, i);
                 }
             }
         }
