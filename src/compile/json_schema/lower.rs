@@ -178,9 +178,10 @@ struct Lowerer<'a> {
     /// Declared names a pattern-key rule must not list (they have their own slots).
     exclusions: Vec<(NonterminalId, Vec<String>)>,
     string_memo: HashMap<String, NonterminalId>,
-    /// The nonterminals of `key : value` pairs by (key, value), and of `: value` by
-    /// (colon, value) (see [`Lowerer::pair`]).
+    /// The nonterminal of each `key : value` pair by (key, value) (see [`Lowerer::pair`]).
     pairs: HashMap<(Symbol, Symbol), NonterminalId>,
+    /// The nonterminal of each `: value` by value (see [`Lowerer::pair`]).
+    colon_values: HashMap<Symbol, NonterminalId>,
     /// Whether a counted string's pattern (regex, `also`, `except`) counts exactly: the
     /// check determinizes the pattern, and schemas repeat their string shapes.
     counts_exactly: HashMap<String, bool>,
@@ -289,6 +290,7 @@ impl<'a> Lowerer<'a> {
             exclusions: Vec::new(),
             string_memo: HashMap::new(),
             pairs: HashMap::new(),
+            colon_values: HashMap::new(),
             counts_exactly: HashMap::new(),
             any_string: None,
             any_value: None,
@@ -2506,13 +2508,13 @@ impl<'a> Lowerer<'a> {
         if let Some(&n) = self.pairs.get(&(key, value)) {
             return n;
         }
-        let colon = self.f().colon;
-        let c = match self.pairs.get(&(colon, value)) {
+        let c = match self.colon_values.get(&value) {
             Some(&c) => c,
             None => {
                 let c = self.nonterminal(format!("{pointer}/:value"));
+                let colon = self.f().colon;
                 self.define(c, Ebnf::Seq(vec![e_sym(colon), e_sym(value)]));
-                self.pairs.insert((colon, value), c);
+                self.colon_values.insert(value, c);
                 c
             }
         };
