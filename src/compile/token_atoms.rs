@@ -190,20 +190,7 @@ pub fn atomize(
     // One cache per thread, kept from byte to byte (its entries are tagged by part and
     // stamp): one per byte zeroed a slot per lexer state twice for each of up to 256
     // bytes (o9904: 50M instructions of memset, 3% of the walks).
-    let caches: Vec<std::sync::Mutex<StateCache<'_>>> = (0..rayon::current_num_threads())
-        .map(|_| {
-            std::sync::Mutex::new(StateCache {
-                ends: Vec::new(),
-                loops: &loops,
-                reps: &reps,
-                outs: Vec::new(),
-                live: Vec::new(),
-                pending: Vec::new(),
-                leaders: Vec::new(),
-                stamp: 0,
-            })
-        })
-        .collect();
+    let caches = StateCache::per_thread(&loops, &reps);
     let by_byte: Vec<(ByteGroups, Vec<PartGroups>)> = (0..=255u8)
         .into_par_iter()
         .map(|b| {
@@ -480,20 +467,7 @@ pub fn alike_positions(
         .collect();
     // One cache per thread (`map_init` would make one per split job, each allocating a
     // slot per lexer state).
-    let caches: Vec<std::sync::Mutex<StateCache<'_>>> = (0..rayon::current_num_threads())
-        .map(|_| {
-            std::sync::Mutex::new(StateCache {
-                ends: Vec::new(),
-                loops: &loops,
-                reps: &reps,
-                outs: Vec::new(),
-                live: Vec::new(),
-                pending: Vec::new(),
-                leaders: Vec::new(),
-                stamp: 0,
-            })
-        })
-        .collect();
+    let caches = StateCache::per_thread(&loops, &reps);
     let walked_parts: Vec<WalkedPart> = long_parts
         .into_par_iter()
         .map(|j| {
@@ -723,6 +697,27 @@ struct StateCache<'a> {
     /// is the node's ([`walk_part`] numbers the nodes it visits with `stamp`).
     leaders: Vec<(u32, u32)>,
     stamp: u32,
+}
+
+impl<'a> StateCache<'a> {
+    /// One empty cache per rayon thread, each to be locked only by its thread (its
+    /// per-state slots are allocated on first use).
+    fn per_thread(loops: &'a [AtomicU64], reps: &'a ByteReps) -> Vec<std::sync::Mutex<Self>> {
+        (0..rayon::current_num_threads())
+            .map(|_| {
+                std::sync::Mutex::new(StateCache {
+                    ends: Vec::new(),
+                    loops,
+                    reps,
+                    outs: Vec::new(),
+                    live: Vec::new(),
+                    pending: Vec::new(),
+                    leaders: Vec::new(),
+                    stamp: 0,
+                })
+            })
+            .collect()
+    }
 }
 
 /// A walk alive at a trie node: its index in the part, lexer state and emission path.
