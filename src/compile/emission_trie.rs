@@ -53,12 +53,12 @@ impl EmissionTrie {
         // parallel: this whole build is serial beside little else, and reading the sets
         // value by value was a quarter of it on schemas of 160K classes. A group is read
         // only in the blocks its classes span (most groups lie within one shape's range).
-        let span = |c: &RoaringBitmap| c.min().zip(c.max()).unwrap_or((1, 0));
-        let emit_spans: Vec<Vec<(u32, u32)>> = emits
+        let span = |c: &RoaringBitmap| c.min().zip(c.max());
+        let emit_spans: Vec<Vec<Option<(u32, u32)>>> = emits
             .iter()
             .map(|gs| gs.iter().map(|(_, c)| span(c)).collect())
             .collect();
-        let final_spans: Vec<Vec<(u32, u32)>> = finals
+        let final_spans: Vec<Vec<Option<(u32, u32)>>> = finals
             .iter()
             .map(|gs| gs.iter().map(|(_, c)| span(c)).collect())
             .collect();
@@ -72,7 +72,8 @@ impl EmissionTrie {
             .for_each(|(k, (paths, ends))| {
                 let lo = (k * CLASS_BLOCK) as u32;
                 let hi = lo + paths.len() as u32;
-                let meets = |&(a, b): &(u32, u32)| a < hi && b >= lo;
+                // An empty group meets no block.
+                let meets = |sp: &Option<(u32, u32)>| sp.is_some_and(|(a, b)| a < hi && b >= lo);
                 for (groups, spans) in emits.iter().zip(&emit_spans).skip(1) {
                     for (i, ((_, c), sp)) in groups.iter().zip(spans).enumerate() {
                         if meets(sp) {
