@@ -44,7 +44,7 @@ use super::lexer_equiv::{canonical_end, end_reps};
 use super::lr_equiv::{
     actionable_terminals, canonical_productions, class_representatives, state_classes,
 };
-use super::string_split::{self, SplitMode, Walker};
+use super::string_split::{self, SplitMode, WalkPlan, Walker};
 use super::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
 use super::token_atoms::{alike_positions, atomize, Atoms};
 use super::token_classes::{classify, ClassList, Shape};
@@ -1713,7 +1713,8 @@ impl<'a> From<&'a Tables> for TableRefs<'a> {
 }
 
 fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<Dwa, GrammarError> {
-    let half = lexer_half(&tables.lexer, &tables.follow, vocab, &limits)?;
+    let plan = string_split::plan(&tables.lexer, limits.split);
+    let half = lexer_half(&tables.lexer, &tables.follow, plan, vocab, &limits)?;
     finish_dwa(half, tables.into(), vocab, &limits)
 }
 
@@ -1734,10 +1735,13 @@ pub struct LexerHalf {
     own_local: Vec<u32>,
 }
 
-/// The lexer half of [`build_dwa_limited`] (see [`LexerHalf`]).
+/// The lexer half of [`build_dwa_limited`] (see [`LexerHalf`]). `plan` must be
+/// `string_split::plan(lexer, limits.split)`, which needs no follow sets and so can be
+/// made beside them.
 pub fn lexer_half(
     lexer: &LexerDfa,
     follow: &LexFollow,
+    plan: Option<WalkPlan>,
     vocab: &Vocab,
     limits: &DwaLimits,
 ) -> Result<LexerHalf, GrammarError> {
@@ -1758,7 +1762,7 @@ pub fn lexer_half(
     }
     // Split string states, when that pays, and build over the lexer that has their
     // single-terminal states.
-    let walker = string_split::walker(lexer, follow, limits.split);
+    let walker = plan.map(|p| p.finish(follow));
     let (lexer, follow) = match &walker {
         Some(w) => (&w.lexer, &w.follow),
         None => (lexer, follow),

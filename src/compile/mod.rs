@@ -106,8 +106,13 @@ pub fn build_tables_and_dwa(
         let (lexed, lr) = rayon::join(
             || {
                 let lexer = lexer_build::build_lexer_with(g, opts)?;
-                let follow = lexer_follow::build_follow(&lexer);
-                let half = dwa_build::lexer_half(&lexer, &follow, vocab, &limits);
+                // The automaton's split lexer needs only the lexer: it is made beside the
+                // follow sets, and both are serial for the most part.
+                let (follow, plan) = rayon::join(
+                    || lexer_follow::build_follow(&lexer),
+                    || string_split::plan(&lexer, limits.split),
+                );
+                let half = dwa_build::lexer_half(&lexer, &follow, plan, vocab, &limits);
                 Ok::<_, GrammarError>((lexer, follow, half))
             },
             || lr::build_lr(g),

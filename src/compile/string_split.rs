@@ -52,9 +52,24 @@ pub struct Walker {
     unit: Option<UnitDfa>,
 }
 
-/// The automaton's lexer for `lexer` (whose follow sets are `follow`), or `None` when no
-/// string state is split (no facts, nothing to split, or not worth it under `mode`).
-pub fn walker(lexer: &LexerDfa, follow: &LexFollow, mode: SplitMode) -> Option<Walker> {
+/// A [`Walker`] without its follow sets: all of it that needs only the recognizer's
+/// lexer, so that it can be made while the lexer's follow sets are ([`WalkPlan::finish`]
+/// adds them).
+pub struct WalkPlan {
+    lexer: LexerDfa,
+    positions: Vec<LexPos>,
+    split: SplitBuilder,
+    from: u32,
+    shift: u32,
+    bounds: Vec<Option<(u32, u32)>>,
+    unit: Option<UnitDfa>,
+    /// The single-terminal states' pending follow sets (each can become only its terminal).
+    pending: Vec<TermSet>,
+}
+
+/// The automaton's lexer for `lexer` but for its follow sets, or `None` when no string
+/// state is split (no facts, nothing to split, or not worth it under `mode`).
+pub fn plan(lexer: &LexerDfa, mode: SplitMode) -> Option<WalkPlan> {
     if mode == SplitMode::Never {
         return None;
     }
@@ -128,9 +143,6 @@ pub fn walker(lexer: &LexerDfa, follow: &LexFollow, mode: SplitMode) -> Option<W
     }
     // Fails only past the id space (billions of counted states): read unsplit then.
     let walk_lexer = lexer.with_extra_states(&rows, emits).ok()?;
-    // No single-terminal state is an inhibitor: those that complete cannot grow.
-    let boundary = vec![follow.at_boundary(LexerDfa::DEAD).clone(); extra.len()];
-    let walk_follow = follow.with_extra_states(from as usize, pending, boundary);
     let shift = |q: usize| {
         if q as u32 >= from {
             q as u32 + m
@@ -162,16 +174,36 @@ pub fn walker(lexer: &LexerDfa, follow: &LexFollow, mode: SplitMode) -> Option<W
         .iter()
         .map(|b| b.map(|(lo, hi)| (lo, hi.unwrap_or(u32::MAX))))
         .collect();
-    Some(Walker {
+    Some(WalkPlan {
         lexer: walk_lexer,
-        follow: walk_follow,
         positions,
         split: builder,
         from,
         shift: m,
         bounds,
         unit: facts.unit.clone(),
+        pending,
     })
+}
+
+impl WalkPlan {
+    /// The walker, with follow sets made from `follow`, the follow sets of the lexer this
+    /// plan was made from.
+    pub fn finish(self, follow: &LexFollow) -> Walker {
+        // No single-terminal state is an inhibitor: those that complete cannot grow.
+        let boundary = vec![follow.at_boundary(LexerDfa::DEAD).clone(); self.pending.len()];
+        let walk_follow = follow.with_extra_states(self.from as usize, self.pending, boundary);
+        Walker {
+            lexer: self.lexer,
+            follow: walk_follow,
+            positions: self.positions,
+            split: self.split,
+            from: self.from,
+            shift: self.shift,
+            bounds: self.bounds,
+            unit: self.unit,
+        }
+    }
 }
 
 impl Walker {

@@ -167,32 +167,49 @@ impl LexerDfa {
         rows: &[u32],
         emits: Vec<Vec<TerminalId>>,
     ) -> Result<LexerDfa, LexerValidateError> {
+        use rayon::prelude::*;
         let m = emits.len() as u32;
         let stride = self.stride as usize;
         if rows.len() != emits.len() * stride {
             return Err(LexerValidateError::Invalid("extra rows".into()));
         }
+        if u64::from(self.runs.last().map_or(0, |r| r.virtual_base)) + u64::from(m)
+            > u64::from(u32::MAX)
+        {
+            return Err(LexerValidateError::Invalid("too many states".into()));
+        }
         let from = self.run_from;
+        let at = from as usize;
         let shift = |t: u32| if t >= from { t + m } else { t };
-        let n = self.num_states();
+        // The table is copied on every thread: a counted schema's is tens of MB (o82151:
+        // 90,860 states), written into fresh memory, and on one thread it took 6–50 ms.
         let mut trans = Vec::with_capacity(self.trans.len() + rows.len());
-        trans.extend(
-            self.trans[..from as usize * stride]
-                .iter()
-                .map(|&t| shift(t)),
-        );
+        trans.par_extend(self.trans[..at * stride].par_iter().map(|&t| shift(t)));
         trans.extend_from_slice(rows);
-        trans.extend(
-            self.trans[from as usize * stride..]
-                .iter()
-                .map(|&t| shift(t)),
-        );
-        let emit_of = |s: usize| {
-            self.emit[self.emit_offsets[s] as usize..self.emit_offsets[s + 1] as usize].to_vec()
-        };
-        let mut per_state: Vec<Vec<TerminalId>> = (0..from as usize).map(emit_of).collect();
-        per_state.extend(emits);
-        per_state.extend((from as usize..n).map(emit_of));
+        trans.par_extend(self.trans[at * stride..].par_iter().map(|&t| shift(t)));
+        // The old states' emissions and extendability are spliced around the extra ones'.
+        let split = self.emit_offsets[at] as usize;
+        let mut emit =
+            Vec::with_capacity(self.emit.len() + emits.iter().map(Vec::len).sum::<usize>());
+        emit.extend_from_slice(&self.emit[..split]);
+        let mut emit_offsets = Vec::with_capacity(self.emit_offsets.len() + emits.len());
+        emit_offsets.extend_from_slice(&self.emit_offsets[..=at]);
+        let too_many = || LexerValidateError::Invalid("too many emit entries".into());
+        for mut e in emits {
+            e.sort();
+            e.dedup();
+            emit.extend(e);
+            emit_offsets.push(u32::try_from(emit.len()).map_err(|_| too_many())?);
+        }
+        let added = (emit.len() - split) as u32;
+        emit.extend_from_slice(&self.emit[split..]);
+        for &o in &self.emit_offsets[at + 1..] {
+            emit_offsets.push(o.checked_add(added).ok_or_else(too_many)?);
+        }
+        let mut extendable = Vec::with_capacity(self.extendable.len() + m as usize);
+        extendable.extend_from_slice(&self.extendable[..at]);
+        extendable.extend(rows.chunks(stride).map(|row| row.iter().any(|&t| t != 0)));
+        extendable.extend_from_slice(&self.extendable[at..]);
         let runs = self
             .runs
             .iter()
@@ -203,23 +220,21 @@ impl LexerDfa {
                 ..r.clone()
             })
             .collect();
-        if u64::from(self.runs.last().map_or(0, |r| r.virtual_base)) + u64::from(m)
-            > u64::from(u32::MAX)
-        {
-            return Err(LexerValidateError::Invalid("too many states".into()));
-        }
-        Self::from_parts_with_runs(
-            self.classes.clone(),
-            self.stride,
+        let dfa = Self {
+            classes: self.classes.clone(),
+            stride: self.stride,
             trans,
-            per_state,
-            self.terminals.clone(),
-            CountRuns {
-                run_from: from + m,
-                runs,
-                margin: self.margin,
-            },
-        )
+            emit_offsets,
+            emit,
+            extendable,
+            terminals: self.terminals.clone(),
+            run_from: from + m,
+            runs,
+            margin: self.margin,
+            facts: BuildFacts::default(),
+        };
+        dfa.validate()?;
+        Ok(dfa)
     }
 
     /// The first run template's id (the number of explicit states without runs).
