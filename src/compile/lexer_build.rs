@@ -1406,9 +1406,8 @@ impl SubsetBuilder<'_> {
         }
         trans[run_from as usize * stride..].copy_from_slice(&template_rows);
         if !runs.is_empty() {
-            for t in &mut trans {
-                *t = perm[*t as usize];
-            }
+            // Tens of MB in a counted schema's lexer: renumbered on every thread.
+            trans.par_iter_mut().for_each(|t| *t = perm[*t as usize]);
         }
         let mut old_emits = self.emits;
         let emits: Vec<Vec<TerminalId>> = order
@@ -1448,32 +1447,39 @@ impl SubsetBuilder<'_> {
             })
             .collect();
         let margin = if frozen.is_empty() { 0 } else { margin };
-        let facts = super::lexer_strings::string_facts(
-            self.dfas,
-            self.counting,
-            self.prio,
-            |t| terminals[t].ignored,
-            self.reps,
-            order.iter().map(|&old| {
-                let k = &self.keys[old as usize];
-                (k.plain.as_slice(), k.count.map(|p| (p.u, p.c)))
-            }),
-        );
-        // The construction above meets every invariant `from_parts_with_runs` checks.
-        Ok(LexerDfa::from_parts_with_runs(
-            classes,
-            stride as u32,
-            trans,
-            emits,
-            lex_terminals,
-            CountRuns {
-                run_from,
-                runs: frozen,
-                margin,
-            },
-        )
-        .expect("lexer tables built consistently")
-        .with_string_facts(facts))
+        // The string facts read the keys, the frozen lexer the table: each is a serial pass
+        // over every state (a counted schema's lexer has up to 90K), made side by side.
+        let facts = || {
+            super::lexer_strings::string_facts(
+                self.dfas,
+                self.counting,
+                self.prio,
+                |t| terminals[t].ignored,
+                self.reps,
+                order.iter().map(|&old| {
+                    let k = &self.keys[old as usize];
+                    (k.plain.as_slice(), k.count.map(|p| (p.u, p.c)))
+                }),
+            )
+        };
+        let frozen_lexer = || {
+            // The construction above meets every invariant `from_parts_with_runs` checks.
+            LexerDfa::from_parts_with_runs(
+                classes,
+                stride as u32,
+                trans,
+                emits,
+                lex_terminals,
+                CountRuns {
+                    run_from,
+                    runs: frozen,
+                    margin,
+                },
+            )
+            .expect("lexer tables built consistently")
+        };
+        let (facts, lexer) = rayon::join(facts, frozen_lexer);
+        Ok(lexer.with_string_facts(facts))
     }
 }
 

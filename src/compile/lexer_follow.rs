@@ -162,7 +162,9 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
         // Only terminal bits and the end-of-input bit are ever set.
         TermSet::from_words(words, width).expect("follow words within the universe")
     };
+    // A set per state, each its own allocation: made on every thread, as are the pending ones.
     let boundary = (0..n)
+        .into_par_iter()
         .map(|p| {
             let g = group_of[p] as usize;
             set(&b[g * w..(g + 1) * w])
