@@ -21,6 +21,7 @@ use rayon::prelude::*;
 
 use crate::ids::{LexStateId, TerminalId};
 use crate::lexer::{LexFollow, LexPos, LexerDfa};
+use crate::termset::TermSet;
 
 /// For every lexer state, the state that stands for it where a token ends: the least
 /// state with the same extendability, emission and follow sets (pending, and at the
@@ -28,7 +29,9 @@ use crate::lexer::{LexFollow, LexPos, LexerDfa};
 /// so the classifier's pairing of the two outcomes of a growing complete lexeme holds.
 pub fn end_reps(lexer: &LexerDfa, follow: &LexFollow) -> Vec<LexStateId> {
     let n = lexer.num_states();
-    let mut index = HashMap::new();
+    // Keyed by reference: cloning two sets per state was most of this on 90K-state lexers.
+    let mut index: HashMap<(&[TerminalId], &TermSet, Option<&TermSet>), LexStateId> =
+        HashMap::new();
     (0..n)
         .map(|q| {
             let id = LexStateId::new(q);
@@ -39,9 +42,9 @@ pub fn end_reps(lexer: &LexerDfa, follow: &LexFollow) -> Vec<LexStateId> {
             }
             let emits = lexer.emits(id);
             let key = (
-                emits.to_vec(),
-                follow.after_pending(id).clone(),
-                (!emits.is_empty()).then(|| follow.at_boundary(id).clone()),
+                emits,
+                follow.after_pending(id),
+                (!emits.is_empty()).then(|| follow.at_boundary(id)),
             );
             *index.entry(key).or_insert(id)
         })
