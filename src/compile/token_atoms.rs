@@ -26,7 +26,8 @@
 //!
 //! Depends on `terminal_trie` (walks) and nothing at run time.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use hashbrown::HashMap;
 use rayon::prelude::*;
@@ -191,194 +192,278 @@ pub fn atomize(
     // stamp): one per byte zeroed a slot per lexer state twice for each of up to 256
     // bytes (o9904: 50M instructions of memset, 3% of the walks).
     let caches = StateCache::per_thread(&loops, &reps);
-    let by_byte: Vec<(ByteGroups, Vec<PartGroups>)> = (0..=255u8)
-        .into_par_iter()
-        .map(|b| {
-            // Positions entering byte `b` in the same pair enter the same walk of every
-            // part of `b` (one per nonempty part): group them once.
-            // By the pair's rank among the byte's pairs, the last slot for none (a hash
-            // map here, one lookup per position and byte, was about half of this
-            // closure's own samples in a Github profile).
-            let pairs = walks.pairs_of_byte(b);
-            let none = (pairs.end - pairs.start) as usize;
-            let mut group_of_pair: Vec<u32> = vec![u32::MAX; none + 1];
-            let mut pair_groups: Vec<(Option<u32>, Vec<u32>)> = Vec::new();
-            for (p, &pos) in positions.iter().enumerate() {
-                let pair = walks.pair_at(lexer, pos, b);
-                let g = &mut group_of_pair[pair.map_or(none, |x| (x - pairs.start) as usize)];
-                if *g == u32::MAX {
-                    *g = pair_groups.len() as u32;
-                    pair_groups.push((pair, Vec::new()));
-                }
-                pair_groups[*g as usize].1.push(p as u32);
+    // A byte's position groups and its parts' groups: made one byte a task, on any thread.
+    let group_byte = |b: u8| -> ByteOut {
+        // Positions entering byte `b` in the same pair enter the same walk of every
+        // part of `b` (one per nonempty part): group them once.
+        // By the pair's rank among the byte's pairs, the last slot for none (a hash
+        // map here, one lookup per position and byte, was about half of this
+        // closure's own samples in a Github profile).
+        let pairs = walks.pairs_of_byte(b);
+        let none = (pairs.end - pairs.start) as usize;
+        let mut group_of_pair: Vec<u32> = vec![u32::MAX; none + 1];
+        let mut pair_groups: Vec<(Option<u32>, Vec<u32>)> = Vec::new();
+        for (p, &pos) in positions.iter().enumerate() {
+            let pair = walks.pair_at(lexer, pos, b);
+            let g = &mut group_of_pair[pair.map_or(none, |x| (x - pairs.start) as usize)];
+            if *g == u32::MAX {
+                *g = pair_groups.len() as u32;
+                pair_groups.push((pair, Vec::new()));
             }
-            if pair_groups.iter().all(|(pair, _)| pair.is_none()) {
-                // No position takes byte `b`.
-                return (ByteGroups::default(), Vec::new());
-            }
-            // Each thread locks only its own cache, for the whole byte (nothing inside
-            // spawns work that could run on this thread meanwhile).
-            let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
-            let mut guard = caches[slot].lock().unwrap_or_else(|e| e.into_inner());
-            let cache = &mut *guard;
-            if cache.ends.is_empty() {
-                cache.ends = vec![(NO_STATE, (0, 0)); lexer.num_states()];
-            }
-            let parts = (0..nb)
-                .map(|i| b as usize * nb + i)
-                .filter(|&j| !tokens.part_is_empty(j))
-                .enumerate()
-                .filter_map(|(ordinal, j)| {
-                    let (w0, w1) = part_walks[j];
-                    let nw = w1 - w0;
-                    // No position takes the byte: the part's tokens belong to no atom.
-                    if nw == 0 {
-                        return None;
-                    }
-                    let members = pair_groups
-                        .iter()
-                        .enumerate()
-                        .map(|(g, (pair, _))| {
-                            let k = pair.map_or(nw, |pair| walks.pair_walks(pair)[ordinal] - w0);
-                            (k, g as u32)
-                        })
-                        .collect();
-                    let part = PartSpec {
-                        j,
-                        ordinal: ordinal as u32,
-                        walks: w0..w1,
-                        members,
-                        group_sizes: pair_groups.iter().map(|(_, ps)| ps.len()).collect(),
-                        known,
-                    };
-                    Some(group_part(lexer, emits, walks, &canon, part, cache))
-                })
-                .collect();
-            let mut by = ByteGroups {
-                group_of: vec![0; positions.len()],
-                hash_sums: vec![0; pair_groups.len()],
-            };
-            for (g, (_, ps)) in pair_groups.iter().enumerate() {
-                for &p in ps {
-                    by.group_of[p as usize] = g as u32;
-                    by.hash_sums[g] = by.hash_sums[g].wrapping_add(position_hash(p as usize));
-                }
-            }
-            (by, parts)
-        })
-        .collect();
-    let mut atoms = Atoms {
-        vocab_len,
-        ..Atoms::default()
-    };
-    let mut atom_of_ordinal = vec![NO_ATOM; tokens.len()];
-    let mut paths: Interned<(u32, EmitId)> = Interned::default();
-    let mut finals: Interned<(u32, LexPos)> = Interned::default();
-    // Atoms by function hash (several only on a collision), and each atom's function as
-    // its outcome per position group of its first byte (`fns[fn_start[a]..fn_start[a + 1]]`).
-    let mut atoms_of_hash: HashMap<u64, SmallVec<[u32; 1]>> = HashMap::new();
-    let mut fns: Vec<Outcome> = Vec::new();
-    let mut fn_start: Vec<u32> = vec![0];
-    // Within one first byte, a group's function is fixed by its outcome per position group
-    // of the byte: groups of the byte's parts that agree there share an atom at once.
-    let mut atom_of_byte_fn: HashMap<SmallVec<[Outcome; 8]>, Option<u32>> = HashMap::with_capacity(
-        by_byte
-            .iter()
-            .map(|(_, parts)| parts.iter().map(|pg| pg.rows.len()).sum::<usize>())
-            .max()
-            .unwrap_or(0),
-    );
-    let mut last_byte = None;
-    for (pg, by) in by_byte
-        .iter()
-        .flat_map(|(by, parts)| parts.iter().map(move |pg| (pg, by)))
-    {
-        let b = (pg.part / nb) as u8;
-        if last_byte != Some(b) {
-            atom_of_byte_fn.clear();
-            last_byte = Some(b);
+            pair_groups[*g as usize].1.push(p as u32);
         }
-        // Local paths and finals to global ones (a local path's parent comes first).
-        let mut path_map = vec![0u32; pg.paths.len() + 1];
-        for (i, &(parent, e)) in pg.paths.iter().enumerate() {
-            path_map[i + 1] = paths.id((path_map[parent as usize], e));
+        if pair_groups.iter().all(|(pair, _)| pair.is_none()) {
+            // No position takes byte `b`.
+            return (ByteGroups::default(), Vec::new());
         }
-        let final_map: Vec<u32> = std::iter::once(0)
-            .chain(
-                pg.finals
+        // Each thread locks only its own cache, for the whole byte (nothing inside
+        // spawns work that could run on this thread meanwhile).
+        let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
+        let mut guard = caches[slot].lock().unwrap_or_else(|e| e.into_inner());
+        let cache = &mut *guard;
+        if cache.ends.is_empty() {
+            cache.ends = vec![(NO_STATE, (0, 0)); lexer.num_states()];
+        }
+        let parts = (0..nb)
+            .map(|i| b as usize * nb + i)
+            .filter(|&j| !tokens.part_is_empty(j))
+            .enumerate()
+            .filter_map(|(ordinal, j)| {
+                let (w0, w1) = part_walks[j];
+                let nw = w1 - w0;
+                // No position takes the byte: the part's tokens belong to no atom.
+                if nw == 0 {
+                    return None;
+                }
+                let members = pair_groups
                     .iter()
-                    .map(|&(path, pos)| finals.id((path_map[path as usize], pos))),
-            )
-            .collect();
-        let global = |o: Outcome| -> Outcome {
-            let (x, y) = (final_map[o.0 as usize], final_map[o.1 as usize]);
-            if y != 0 && y < x {
-                (y, x)
-            } else {
-                (x, y)
-            }
-        };
-        let walk_of_group = walk_of_group(&pg.members, by.hash_sums.len(), pg.num_walks);
-        let first_atom = atoms.first_byte.len() as u32;
-        // The rows of the part's new atoms, atom by atom (stored walk by walk below).
-        let mut new_rows: Vec<Outcome> = Vec::new();
-        let group_atom: Vec<Option<u32>> = pg
-            .rows
-            .iter()
-            .map(|row| {
-                let value = |k: u32| row.get(k as usize).map_or((0, 0), |&o| global(o));
-                let byte_fn = walk_of_group.iter().map(|&k| value(k)).collect();
-                *atom_of_byte_fn.entry(byte_fn).or_insert_with_key(
-                    |byte_fn: &SmallVec<[Outcome; 8]>| {
-                        let h = fn_hash(byte_fn, by)?;
-                        let same = atoms_of_hash.entry(h).or_default();
-                        let found = same.iter().copied().find(|&a| {
-                            let a_by = &by_byte[atoms.first_byte[a as usize] as usize].0;
-                            let a_fn =
-                                &fns[fn_start[a as usize] as usize..][..a_by.hash_sums.len()];
-                            same_fn(byte_fn, by, a_fn, a_by)
-                        });
-                        Some(found.unwrap_or_else(|| {
-                            atoms.first_byte.push(b);
-                            new_rows.extend(row.iter().map(|&o| global(o)));
-                            fns.extend_from_slice(byte_fn);
-                            fn_start.push(fns.len() as u32);
-                            let a = atoms.first_byte.len() as u32 - 1;
-                            same.push(a);
-                            a
-                        }))
-                    },
-                )
+                    .enumerate()
+                    .map(|(g, (pair, _))| {
+                        let k = pair.map_or(nw, |pair| walks.pair_walks(pair)[ordinal] - w0);
+                        (k, g as u32)
+                    })
+                    .collect();
+                let part = PartSpec {
+                    j,
+                    ordinal: ordinal as u32,
+                    walks: w0..w1,
+                    members,
+                    group_sizes: pair_groups.iter().map(|(_, ps)| ps.len()).collect(),
+                    known,
+                };
+                Some(group_part(lexer, emits, walks, &canon, part, cache))
             })
             .collect();
-        let width = atoms.first_byte.len() as u32 - first_atom;
-        if width > 0 {
-            // Parts no position enters have no `PartGroups`, so `nw > 0` (`step_by` needs it).
-            let nw = pg.num_walks;
-            atoms.blocks.push(AtomBlock {
-                byte: b,
-                ordinal: pg.ordinal,
-                first_walk: pg.first_walk,
-                first_atom,
-                width,
-                rows: atoms.rows.len() as u32,
-            });
-            for k in 0..nw {
-                atoms
-                    .rows
-                    .extend(new_rows.iter().skip(k).step_by(nw).copied());
+        let mut by = ByteGroups {
+            group_of: vec![0; positions.len()],
+            hash_sums: vec![0; pair_groups.len()],
+        };
+        for (g, (_, ps)) in pair_groups.iter().enumerate() {
+            for &p in ps {
+                by.group_of[p as usize] = g as u32;
+                by.hash_sums[g] = by.hash_sums[g].wrapping_add(position_hash(p as usize));
             }
         }
-        let part = &mut atom_of_ordinal[tokens.part_tokens(pg.part)];
-        let ends = pg.token_group.iter().skip(1).map(|&(i, _)| i as usize);
-        for (&(i, g), end) in pg.token_group.iter().zip(ends.chain([part.len()])) {
-            part[i as usize..end].fill(group_atom[g as usize].unwrap_or(NO_ATOM));
+        (by, parts)
+    };
+    // Bytes are merged into atoms in byte order (so atoms are numbered as one pass would),
+    // each as soon as it and every byte before it are grouped, by whichever thread finds
+    // the merge free after grouping a byte: merged after all of them, the merge was a
+    // serial tail of 10–20 ms on lexer-heavy schemas, with the other thread idle. Threads
+    // take bytes in ascending order, so that bytes are grouped about in the order they
+    // are merged (split as a parallel iterator splits a range, the two halves were grouped
+    // side by side and the second waited for the first).
+    let slots: Vec<OnceLock<ByteOut>> = (0..256).map(|_| OnceLock::new()).collect();
+    let merge = Mutex::new(Merge::new(vocab_len, tokens.len()));
+    let next_byte = AtomicUsize::new(0);
+    rayon::scope(|sc| {
+        for _ in 0..rayon::current_num_threads() {
+            sc.spawn(|_| loop {
+                let b = next_byte.fetch_add(1, Ordering::Relaxed);
+                let Ok(byte) = u8::try_from(b) else { break };
+                // Each byte is taken once, so its slot is empty here.
+                let _ = slots[b].set(group_byte(byte));
+                if let Ok(mut m) = merge.try_lock() {
+                    m.drain(&slots, nb, tokens);
+                }
+            });
+        }
+    });
+    // A byte grouped while another thread was merging, after that merge looked for it,
+    // is merged here.
+    let mut m = merge.into_inner().unwrap_or_else(|e| e.into_inner());
+    m.drain(&slots, nb, tokens);
+    debug_assert_eq!(m.next, 256, "every byte is grouped before the last drain");
+    m.finish()
+}
+
+/// One first byte's grouping: its position groups and its nonempty parts' groups.
+type ByteOut = (ByteGroups, Vec<PartGroups>);
+
+/// The atoms being numbered, byte after byte in byte order ([`atomize`]'s merge).
+struct Merge {
+    atoms: Atoms,
+    atom_of_ordinal: Vec<u32>,
+    paths: Interned<(u32, EmitId)>,
+    finals: Interned<(u32, LexPos)>,
+    /// Atoms by function hash (several only on a collision), and each atom's function as
+    /// its outcome per position group of its first byte
+    /// (`fns[fn_start[a]..fn_start[a + 1]]`).
+    atoms_of_hash: HashMap<u64, SmallVec<[u32; 1]>>,
+    fns: Vec<Outcome>,
+    fn_start: Vec<u32>,
+    /// Within one first byte, a group's function is fixed by its outcome per position
+    /// group of the byte: groups of the byte's parts that agree there share an atom at
+    /// once (cleared from byte to byte).
+    atom_of_byte_fn: HashMap<SmallVec<[Outcome; 8]>, Option<u32>>,
+    /// The next byte to merge (256 when all are).
+    next: usize,
+}
+
+impl Merge {
+    fn new(vocab_len: usize, num_tokens: usize) -> Self {
+        Self {
+            atoms: Atoms {
+                vocab_len,
+                ..Atoms::default()
+            },
+            atom_of_ordinal: vec![NO_ATOM; num_tokens],
+            paths: Interned::default(),
+            finals: Interned::default(),
+            atoms_of_hash: HashMap::new(),
+            fns: Vec::new(),
+            fn_start: vec![0],
+            atom_of_byte_fn: HashMap::new(),
+            next: 0,
         }
     }
-    atoms.of_ordinal = atom_of_ordinal;
-    atoms.paths = paths.items;
-    atoms.finals = finals.items;
-    atoms
+
+    /// Merges the grouped bytes from [`Self::next`] on, up to the first not grouped yet.
+    fn drain(&mut self, slots: &[OnceLock<ByteOut>], nb: usize, tokens: &TokenParts) {
+        while let Some(out) = slots.get(self.next).and_then(OnceLock::get) {
+            self.merge_byte(out, slots, nb, tokens);
+            self.next += 1;
+        }
+    }
+
+    /// Merges one byte's part groups into atoms: a group whose function (outcome per
+    /// position) an earlier atom has joins it, others become new atoms. Every byte before
+    /// it is merged, so their slots are set.
+    fn merge_byte(
+        &mut self,
+        (by, parts): &ByteOut,
+        slots: &[OnceLock<ByteOut>],
+        nb: usize,
+        tokens: &TokenParts,
+    ) {
+        let Self {
+            atoms,
+            atom_of_ordinal,
+            paths,
+            finals,
+            atoms_of_hash,
+            fns,
+            fn_start,
+            atom_of_byte_fn,
+            ..
+        } = self;
+        atom_of_byte_fn.clear();
+        atom_of_byte_fn.reserve(parts.iter().map(|pg| pg.rows.len()).sum::<usize>());
+        for pg in parts {
+            let b = (pg.part / nb) as u8;
+            // Local paths and finals to global ones (a local path's parent comes first).
+            let mut path_map = vec![0u32; pg.paths.len() + 1];
+            for (i, &(parent, e)) in pg.paths.iter().enumerate() {
+                path_map[i + 1] = paths.id((path_map[parent as usize], e));
+            }
+            let final_map: Vec<u32> = std::iter::once(0)
+                .chain(
+                    pg.finals
+                        .iter()
+                        .map(|&(path, pos)| finals.id((path_map[path as usize], pos))),
+                )
+                .collect();
+            let global = |o: Outcome| -> Outcome {
+                let (x, y) = (final_map[o.0 as usize], final_map[o.1 as usize]);
+                if y != 0 && y < x {
+                    (y, x)
+                } else {
+                    (x, y)
+                }
+            };
+            let walk_of_group = walk_of_group(&pg.members, by.hash_sums.len(), pg.num_walks);
+            let first_atom = atoms.first_byte.len() as u32;
+            // The rows of the part's new atoms, atom by atom (stored walk by walk below).
+            let mut new_rows: Vec<Outcome> = Vec::new();
+            let group_atom: Vec<Option<u32>> = pg
+                .rows
+                .iter()
+                .map(|row| {
+                    let value = |k: u32| row.get(k as usize).map_or((0, 0), |&o| global(o));
+                    let byte_fn = walk_of_group.iter().map(|&k| value(k)).collect();
+                    *atom_of_byte_fn.entry(byte_fn).or_insert_with_key(
+                        |byte_fn: &SmallVec<[Outcome; 8]>| {
+                            let h = fn_hash(byte_fn, by)?;
+                            let same = atoms_of_hash.entry(h).or_default();
+                            let found = same.iter().copied().find(|&a| {
+                                let a_byte = atoms.first_byte[a as usize] as usize;
+                                // An atom's first byte is this one or merged before it.
+                                let a_by = match slots[a_byte].get() {
+                                    Some((a_by, _)) => a_by,
+                                    None => unreachable!("byte {a_byte} merged, not grouped"),
+                                };
+                                let a_fn =
+                                    &fns[fn_start[a as usize] as usize..][..a_by.hash_sums.len()];
+                                same_fn(byte_fn, by, a_fn, a_by)
+                            });
+                            Some(found.unwrap_or_else(|| {
+                                atoms.first_byte.push(b);
+                                new_rows.extend(row.iter().map(|&o| global(o)));
+                                fns.extend_from_slice(byte_fn);
+                                fn_start.push(fns.len() as u32);
+                                let a = atoms.first_byte.len() as u32 - 1;
+                                same.push(a);
+                                a
+                            }))
+                        },
+                    )
+                })
+                .collect();
+            let width = atoms.first_byte.len() as u32 - first_atom;
+            if width > 0 {
+                // Parts no position enters have no `PartGroups`, so `nw > 0` (`step_by`
+                // needs it).
+                let nw = pg.num_walks;
+                atoms.blocks.push(AtomBlock {
+                    byte: b,
+                    ordinal: pg.ordinal,
+                    first_walk: pg.first_walk,
+                    first_atom,
+                    width,
+                    rows: atoms.rows.len() as u32,
+                });
+                for k in 0..nw {
+                    atoms
+                        .rows
+                        .extend(new_rows.iter().skip(k).step_by(nw).copied());
+                }
+            }
+            let part = &mut atom_of_ordinal[tokens.part_tokens(pg.part)];
+            let ends = pg.token_group.iter().skip(1).map(|&(i, _)| i as usize);
+            for (&(i, g), end) in pg.token_group.iter().zip(ends.chain([part.len()])) {
+                part[i as usize..end].fill(group_atom[g as usize].unwrap_or(NO_ATOM));
+            }
+        }
+    }
+
+    /// The atoms, once every byte is merged.
+    fn finish(self) -> Atoms {
+        let mut atoms = self.atoms;
+        atoms.of_ordinal = self.atom_of_ordinal;
+        atoms.paths = self.paths.items;
+        atoms.finals = self.finals.items;
+        atoms
+    }
 }
 
 /// The walks of each part, `(first, end)` (a part's walks are consecutive; `(0, 0)` for
