@@ -248,6 +248,29 @@ fn union_of<'a>(sets: impl Iterator<Item = &'a RoaringBitmap> + Clone) -> Roarin
 }
 
 impl Builder {
+    /// A builder over `nfa` with no state made yet (its starts are not read).
+    fn new(nfa: Nfa, budget: usize, max_states: usize) -> Self {
+        Builder {
+            nfa_skip: nfa.skip_to,
+            nfa_trans: nfa.trans,
+            nfa_edges: nfa.edges,
+            nfa_targets: nfa.targets,
+            nfa_riders: nfa.riders,
+            weights: nfa.weights,
+            states: Vec::new(),
+            keys: Vec::new(),
+            filters: Vec::new(),
+            index: HashTable::new(),
+            edges: Vec::new(),
+            edge_index: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
+            targets: Vec::new(),
+            queue: Default::default(),
+            budget,
+            max_states,
+        }
+    }
+
     /// `a ∩ b`, from the memo or made (and remembered).
     fn and(&self, memo: &mut Memo, a: WeightId, b: WeightId) -> Set {
         let key = if a <= b { (a, b) } else { (b, a) };
@@ -596,31 +619,18 @@ impl Builder {
 
 /// Determinizes the effect automaton: fully up to `budget` states, then by effect
 /// (at most `max_states` states in all).
-pub(super) fn determinize(nfa: Nfa, budget: usize, max_states: usize) -> Result<Det, GrammarError> {
-    let mut b = Builder {
-        nfa_skip: nfa.skip_to,
-        nfa_trans: nfa.trans,
-        nfa_edges: nfa.edges,
-        nfa_targets: nfa.targets,
-        nfa_riders: nfa.riders,
-        weights: nfa.weights,
-        states: Vec::new(),
-        keys: Vec::new(),
-        filters: Vec::new(),
-        index: HashTable::new(),
-        edges: Vec::new(),
-        edge_index: HashTable::new(),
-        hasher: DefaultHashBuilder::default(),
-        targets: Vec::new(),
-        queue: Default::default(),
-        budget,
-        max_states,
-    };
+pub(super) fn determinize(
+    mut nfa: Nfa,
+    budget: usize,
+    max_states: usize,
+) -> Result<Det, GrammarError> {
+    let nfa_starts = std::mem::take(&mut nfa.starts);
+    let mut b = Builder::new(nfa, budget, max_states);
     // Stack tops that behave alike share their start edge: each is determinized once,
     // planned on every thread, then made in order.
     let mut distinct: Vec<u32> = Vec::new();
     let mut start_of: HashMap<u32, usize> = HashMap::new();
-    for &e in &nfa.starts {
+    for &e in &nfa_starts {
         if e != NO_EDGE && !start_of.contains_key(&e) {
             start_of.insert(e, distinct.len());
             distinct.push(e);
@@ -650,8 +660,7 @@ pub(super) fn determinize(nfa: Nfa, budget: usize, max_states: usize) -> Result<
     for plan in plans {
         made.push(b.apply_edge(plan)?);
     }
-    let starts = nfa
-        .starts
+    let starts = nfa_starts
         .iter()
         .map(|&e| {
             if e == NO_EDGE {
@@ -695,9 +704,9 @@ pub(super) fn determinize(nfa: Nfa, budget: usize, max_states: usize) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use super::{Builder, HashTable, WeightTable};
+    use super::{Builder, Nfa, WeightTable};
     use crate::ids::{DwaStateId, WeightId};
-    use hashbrown::{DefaultHashBuilder, HashSet};
+    use hashbrown::HashSet;
     use roaring::RoaringBitmap;
 
     /// A builder over an effect automaton of `effects` effects with no edges, each riding
@@ -705,26 +714,16 @@ mod tests {
     fn builder(effects: usize, riders: &RoaringBitmap) -> (Builder, WeightId) {
         let mut weights = WeightTable::default();
         let r = weights.intern(riders);
-        let b = Builder {
-            nfa_skip: vec![None; effects],
-            nfa_trans: vec![Vec::new(); effects],
-            nfa_edges: Vec::new(),
-            nfa_targets: Vec::new(),
-            nfa_riders: vec![r; effects],
+        let nfa = Nfa {
             weights,
-            states: Vec::new(),
-            keys: Vec::new(),
-            filters: Vec::new(),
-            index: HashTable::new(),
+            skip_to: vec![None; effects],
+            trans: vec![Vec::new(); effects],
             edges: Vec::new(),
-            edge_index: HashTable::new(),
-            hasher: DefaultHashBuilder::default(),
             targets: Vec::new(),
-            queue: Default::default(),
-            budget: usize::MAX,
-            max_states: usize::MAX,
+            starts: Vec::new(),
+            riders: vec![r; effects],
         };
-        (b, r)
+        (Builder::new(nfa, usize::MAX, usize::MAX), r)
     }
 
     /// States and edges are found again by their contents alone, through the table's
