@@ -136,10 +136,12 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
                     "ttfm_ms": ttfm_ms,
                     "tokens": mine.len(),
                     "tbm_max_us": max(mine),
+                    "tbm_sum_us": mine.iter().sum::<f64>(),
                     "wrong": wrong,
                 });
                 if times.replays > 1 {
                     line["tbm_floor_max_us"] = max(&times.floor[tbm_from..]).into();
+                    line["tbm_floor_sum_us"] = times.floor[tbm_from..].iter().sum::<f64>().into();
                 }
                 if a.compiles > 1 {
                     line["ttfm_floor_ms"] = ttfm_floor_ms.into();

@@ -11,10 +11,13 @@ use smallvec::SmallVec;
 
 use crate::ids::LrStateId;
 
+/// A node's predecessors: nearly always one.
+pub type Preds = SmallVec<[Arc<Node>; 1]>;
+
 /// One stack entry.
 pub struct Node {
     state: LrStateId,
-    preds: SmallVec<[Arc<Node>; 1]>,
+    preds: Preds,
 }
 
 impl Node {
@@ -27,7 +30,7 @@ impl Node {
     }
 
     /// A node on top of `preds` (which must be non-empty and free of duplicates).
-    pub fn push(state: LrStateId, preds: SmallVec<[Arc<Node>; 1]>) -> Arc<Node> {
+    pub fn push(state: LrStateId, preds: Preds) -> Arc<Node> {
         Arc::new(Node { state, preds })
     }
 
@@ -61,20 +64,32 @@ impl std::fmt::Debug for Node {
 impl Drop for Node {
     // Long stacks are long linked lists: drop them iteratively, not recursively, so that a
     // document of a million tokens does not overflow the thread's stack.
+    //
+    // Most drops release nodes that other stacks still share: those only lose a count, and
+    // the work list (inline for short chains) is not allocated for them.
     fn drop(&mut self) {
-        let mut work: Vec<Arc<Node>> = self.preds.drain(..).collect();
-        while let Some(n) = work.pop() {
+        let mut work: SmallVec<[Arc<Node>; 8]> = SmallVec::new();
+        let release = |n: Arc<Node>, work: &mut SmallVec<[Arc<Node>; 8]>| {
             if let Ok(mut inner) = Arc::try_unwrap(n) {
                 work.extend(inner.preds.drain(..));
             }
+        };
+        for n in self.preds.drain(..) {
+            release(n, &mut work);
+        }
+        while let Some(n) = work.pop() {
+            release(n, &mut work);
         }
     }
 }
 
+/// Head nodes as a step builds them: most steps leave a handful.
+pub type Heads = SmallVec<[Arc<Node>; 4]>;
+
 /// Merges head nodes that share an LR state into one node with the union of their
 /// predecessors (both stand for the same set of stacks), keeping order stable.
-pub fn merge_heads(heads: Vec<Arc<Node>>) -> Vec<Arc<Node>> {
-    let mut out: Vec<Arc<Node>> = Vec::with_capacity(heads.len());
+pub fn merge_heads(heads: impl IntoIterator<Item = Arc<Node>>) -> Heads {
+    let mut out = Heads::new();
     for h in heads {
         match out.iter().position(|o| o.state == h.state) {
             None => out.push(h),

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use smallvec::SmallVec;
 
-use super::gss::{merge_heads, Node};
+use super::gss::{merge_heads, Heads, Node};
 use super::step;
 use super::Tables;
 use crate::ids::TerminalId;
@@ -121,11 +121,16 @@ fn memoized_if<K: Copy + PartialEq, A: smallvec::Array<Item = (K, bool)>>(
     Some(x)
 }
 
+/// A state's configurations: nearly always one or two (a lexeme that may end here or
+/// grow), kept inline so that copying a state (a commit keeps the one before for
+/// rollback) and stepping a byte allocate nothing.
+type Configs = SmallVec<[Config; 2]>;
+
 /// The recognizer state after some prefix: cheap to clone (configurations share nodes).
 #[derive(Debug, Clone)]
 pub struct GlrState {
     tables: Arc<Tables>,
-    configs: Vec<Config>,
+    configs: Configs,
 }
 
 /// A commit that would leave no viable continuation; the state is unchanged.
@@ -158,7 +163,7 @@ impl GlrState {
         let bottom = Node::bottom(tables.lr.start());
         Self {
             tables,
-            configs: vec![Config {
+            configs: smallvec::smallvec![Config {
                 pos: LexPos::Boundary(LexerDfa::DEAD),
                 heads: Arc::from([bottom]),
                 memo: Arc::default(),
@@ -179,7 +184,7 @@ impl GlrState {
     /// Reads `bytes` and keeps the result only if it is viable.
     pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<(), Rejected> {
         let next = self.advance(bytes)?;
-        let viable: Vec<Config> = next
+        let viable: Configs = next
             .configs
             .into_iter()
             .filter(|c| self.config_viable(c))
@@ -207,14 +212,14 @@ impl GlrState {
         })
     }
 
-    fn step_byte(&self, configs: &[Config], b: u8) -> Vec<Config> {
+    fn step_byte(&self, configs: &[Config], b: u8) -> Configs {
         let lx = &self.tables.lexer;
-        let mut out: Vec<Config> = Vec::new();
+        let mut out = Configs::new();
         let mut add = |pos: LexPos, heads: Arc<[Arc<Node>]>, memo: Arc<HeadsMemo>| {
             match out.iter_mut().find(|c| c.pos == pos) {
                 Some(c) => {
-                    let all = c.heads.iter().chain(heads.iter()).cloned().collect();
-                    c.heads = merge_heads(all).into();
+                    let all = c.heads.iter().chain(heads.iter()).cloned();
+                    c.heads = Arc::from(merge_heads(all).as_slice());
                     c.memo = Arc::default(); // new heads: nothing known about them
                 }
                 None => out.push(Config { pos, heads, memo }),
@@ -260,7 +265,7 @@ impl GlrState {
         let (heads, facts) = match done.iter().find(|(t, _, _)| t.as_slice() == terms) {
             Some((_, heads, facts)) => (heads.clone(), facts.clone()),
             None => {
-                let heads: Arc<[Arc<Node>]> = self.emit(&c.heads, terms).into();
+                let heads: Arc<[Arc<Node>]> = Arc::from(self.emit(&c.heads, terms).as_slice());
                 let facts = Arc::<HeadsFacts>::default();
                 done.push((SmallVec::from_slice(terms), heads.clone(), facts.clone()));
                 (heads, facts)
@@ -275,7 +280,7 @@ impl GlrState {
     }
 
     /// The stacks after a lexeme emitted as `terms` (ignored ones keep the stacks).
-    fn emit(&self, heads: &[Arc<Node>], terms: &[TerminalId]) -> Vec<Arc<Node>> {
+    fn emit(&self, heads: &[Arc<Node>], terms: &[TerminalId]) -> Heads {
         let lx = &self.tables.lexer;
         let real: smallvec::SmallVec<[TerminalId; 2]> = terms
             .iter()
@@ -283,7 +288,7 @@ impl GlrState {
             .filter(|&t| !lx.is_ignored(t))
             .collect();
         let mut out = if real.is_empty() {
-            Vec::new()
+            Heads::new()
         } else {
             step::shift(&self.tables.lr, heads, &real)
         };

@@ -6,12 +6,13 @@
 //! classic difficulty with ε-rules in Tomita's algorithm), and frozen into immutable
 //! [`Node`]s only when a shift uses them.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 
-use super::gss::{merge_heads, Node};
+use super::gss::{merge_heads, Heads, Node, Preds};
 use crate::ids::{LrStateId, TerminalId};
 use crate::lr::{Action, LrTable};
 
@@ -33,33 +34,129 @@ impl NodeRef {
 
 struct Temp {
     state: LrStateId,
-    preds: Vec<NodeRef>,
+    preds: SmallVec<[NodeRef; 2]>,
     /// Scratch nodes that have this one among their `preds`.
-    above: Vec<usize>,
+    above: SmallVec<[usize; 2]>,
+}
+
+/// The buffers of reduction closures, kept on each thread from one closure to the next.
+///
+/// A commit runs several closures (one per emitted terminal, and one per terminal its
+/// viability check asks about); growing their scratch graphs and work lists afresh was
+/// most of a commit's ~17 allocations per token on MaskBench, each a cold block on the
+/// first document after a compile. Emptied before they are kept: no node outlives its step.
+#[derive(Default)]
+struct Scratch {
+    temps: Vec<Temp>,
+    by_state: HashMap<LrStateId, usize>,
+    /// `Level::close`'s edge counts of the previous pass, per scratch node.
+    old_len: Vec<usize>,
+    /// `Level::close`'s nodes that grew in the previous pass.
+    grown_prev: Vec<usize>,
+    /// `Level::close`'s nodes that grew in this pass, with their edge count before.
+    grown: Vec<(usize, usize)>,
+    /// `Level::close`'s pass that last recorded a node as grown.
+    stamp: Vec<u32>,
+    /// `Level::tops_reaching_fresh`'s visited stamps and work list.
+    mark: Vec<u32>,
+    reach: Vec<usize>,
+    /// The tops a pass scans, and the ends of one reduction's paths.
+    scan: Vec<NodeRef>,
+    ends: Vec<NodeRef>,
+    /// `Level::freeze`'s frozen scratch nodes (by index) and the nodes being frozen.
+    frozen: Vec<Option<Arc<Node>>>,
+    visiting: Vec<usize>,
+}
+
+/// Scratch nodes and list entries past which a thread does not keep its buffers: a
+/// closure that built more (a chain of hundreds of reductions) does far more work than the
+/// allocations it then repeats, and the thread would hold its largest step for good.
+const KEEP_ENTRIES: usize = 1 << 10;
+
+impl Scratch {
+    /// Empties every buffer (dropping the nodes they refer to), keeping capacities within
+    /// [`KEEP_ENTRIES`].
+    fn clear(&mut self) {
+        if self.temps.capacity() > KEEP_ENTRIES
+            || self.by_state.capacity() > KEEP_ENTRIES
+            || self.scan.capacity() > KEEP_ENTRIES
+            || self.ends.capacity() > KEEP_ENTRIES
+            || self.old_len.capacity() > KEEP_ENTRIES
+            || self.mark.capacity() > KEEP_ENTRIES
+            || self.reach.capacity() > KEEP_ENTRIES
+            || self.grown.capacity() > KEEP_ENTRIES
+            || self.stamp.capacity() > KEEP_ENTRIES
+            || self.grown_prev.capacity() > KEEP_ENTRIES
+            || self.frozen.capacity() > KEEP_ENTRIES
+        {
+            *self = Scratch::default();
+            return;
+        }
+        self.temps.clear();
+        // A hash table's clear writes all of its control bytes, even when it is empty.
+        if !self.by_state.is_empty() {
+            self.by_state.clear();
+        }
+        self.old_len.clear();
+        self.grown_prev.clear();
+        self.grown.clear();
+        self.stamp.clear();
+        self.mark.clear();
+        self.reach.clear();
+        self.scan.clear();
+        self.ends.clear();
+        self.frozen.clear();
+        self.visiting.clear();
+    }
+}
+
+thread_local! {
+    /// This thread's closure buffers, empty between steps.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Runs `f` on this thread's closure buffers, and empties them after (even if `f`
+/// panics). Fresh buffers if they are in use (closures do not nest today) or the thread
+/// is being torn down.
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    struct Emptied<'a>(&'a mut Scratch);
+    impl Drop for Emptied<'_> {
+        fn drop(&mut self) {
+            self.0.clear();
+        }
+    }
+    let mut f = Some(f);
+    let kept = SCRATCH.try_with(|c| {
+        let mut s = c.try_borrow_mut().ok()?;
+        let s = Emptied(&mut s);
+        // Taken once: this closure runs once, and only here is `f` taken.
+        f.take().map(|f| f(&mut *s.0))
+    });
+    match kept {
+        Ok(Some(r)) => r,
+        // `f` was not run when the buffers were unavailable.
+        _ => f.map_or_else(|| unreachable!("ran above"), |f| f(&mut Scratch::default())),
+    }
 }
 
 /// The current position's nodes during one reduction closure.
 struct Level<'a> {
     table: &'a LrTable,
     heads: &'a [Arc<Node>],
-    temps: Vec<Temp>,
-    by_state: HashMap<LrStateId, usize>,
+    /// Empty when the level begins.
+    s: &'a mut Scratch,
 }
 
 impl<'a> Level<'a> {
-    fn new(table: &'a LrTable, heads: &'a [Arc<Node>]) -> Self {
-        Self {
-            table,
-            heads,
-            temps: Vec::new(),
-            by_state: HashMap::new(),
-        }
+    /// A level over `heads`, its scratch graph in `s` (which must be empty).
+    fn new(table: &'a LrTable, heads: &'a [Arc<Node>], s: &'a mut Scratch) -> Self {
+        Self { table, heads, s }
     }
 
     fn state_of(&self, r: &NodeRef) -> LrStateId {
         match r {
             NodeRef::Old(n) => n.state(),
-            NodeRef::Temp(i) => self.temps[*i].state,
+            NodeRef::Temp(i) => self.s.temps[*i].state,
         }
     }
 
@@ -85,7 +182,8 @@ impl<'a> Level<'a> {
             NodeRef::Old(n) => At::Old(n),
             NodeRef::Temp(i) => At::Temp(*i),
         };
-        let mut work: Vec<(At<'_>, usize, bool)> = vec![(start, len, from_fresh)];
+        let mut work: SmallVec<[(At<'_>, usize, bool); 16]> = SmallVec::new();
+        work.push((start, len, from_fresh));
         while let Some((n, left, fresh)) = work.pop() {
             if left == 0 {
                 if fresh {
@@ -102,7 +200,7 @@ impl<'a> Level<'a> {
                 At::Old(n) => work.extend(n.preds().iter().map(|p| (At::Old(p), left - 1, true))),
                 At::Temp(i) => {
                     let old = old_len.get(i).copied().unwrap_or(0);
-                    for (k, p) in self.temps[i].preds.iter().enumerate() {
+                    for (k, p) in self.s.temps[i].preds.iter().enumerate() {
                         let at = match p {
                             NodeRef::Old(p) => At::Old(p),
                             NodeRef::Temp(j) => At::Temp(*j),
@@ -114,41 +212,43 @@ impl<'a> Level<'a> {
         }
     }
 
-    fn tops(&self) -> Vec<NodeRef> {
-        self.heads
-            .iter()
-            .cloned()
-            .map(NodeRef::Old)
-            .chain((0..self.temps.len()).map(NodeRef::Temp))
-            .collect()
+    /// Appends every top (heads, then scratch nodes) to `out`.
+    fn push_tops(&self, out: &mut Vec<NodeRef>) {
+        out.extend(self.heads.iter().cloned().map(NodeRef::Old));
+        out.extend((0..self.s.temps.len()).map(NodeRef::Temp));
     }
 
-    /// The tops with a fresh path (see [`Level::close`]) after the first pass: scratch
-    /// nodes that are new (from `old_tops` on) or got new edges (`grown`), and the scratch
-    /// nodes above them. Heads are never among them: nodes of earlier steps only lead to
-    /// such nodes. `mark` (one stamp per scratch node) and `pass` make the visited set
-    /// cost the nodes visited, not every scratch node: a chain of `k` reductions takes
-    /// `k` passes.
+    /// The LR states of every top.
+    fn top_states(&self) -> impl Iterator<Item = LrStateId> + '_ {
+        let temps = self.s.temps.iter().map(|t| t.state);
+        self.heads.iter().map(|h| h.state()).chain(temps)
+    }
+
+    /// Appends to `out` the tops with a fresh path (see [`Level::close`]) after the first
+    /// pass: scratch nodes that are new (from `old_tops` on) or got new edges (`grown`), and
+    /// the scratch nodes above them. Heads are never among them: nodes of earlier steps
+    /// only lead to such nodes. `mark` (one stamp per scratch node) and `pass` make the
+    /// visited set cost the nodes visited, not every scratch node: a chain of `k`
+    /// reductions takes `k` passes.
     fn tops_reaching_fresh(
         &self,
         old_tops: usize,
         grown: &[usize],
         mark: &mut Vec<u32>,
+        work: &mut Vec<usize>,
         pass: u32,
-    ) -> Vec<NodeRef> {
-        mark.resize(self.temps.len(), 0);
-        let mut work: Vec<usize> = (old_tops..self.temps.len())
-            .chain(grown.iter().copied())
-            .collect();
-        let mut out = Vec::new();
+        out: &mut Vec<NodeRef>,
+    ) {
+        mark.resize(self.s.temps.len(), 0);
+        work.clear();
+        work.extend((old_tops..self.s.temps.len()).chain(grown.iter().copied()));
         while let Some(i) = work.pop() {
             if std::mem::replace(&mut mark[i], pass) == pass {
                 continue;
             }
             out.push(NodeRef::Temp(i));
-            work.extend(self.temps[i].above.iter().copied());
+            work.extend(self.s.temps[i].above.iter().copied());
         }
-        out
     }
 
     /// Applies every reduction on lookahead `t` until no new edge appears.
@@ -161,33 +261,60 @@ impl<'a> Level<'a> {
     ///
     /// With a `budget`, gives up (returning `false`, the closure incomplete) once it has
     /// taken that many reduction paths; `true` when the closure is complete.
-    fn close(&mut self, t: TerminalId, mut budget: Option<usize>) -> bool {
+    fn close(&mut self, t: TerminalId, budget: Option<usize>) -> bool {
+        // The lists live in the scratch between closures; taken out here so that the
+        // scratch graph can grow while they are read.
+        let mut scan = std::mem::take(&mut self.s.scan);
+        let mut ends = std::mem::take(&mut self.s.ends);
+        let done = self.close_with(t, budget, &mut scan, &mut ends);
+        scan.clear();
+        ends.clear();
+        self.s.scan = scan;
+        self.s.ends = ends;
+        done
+    }
+
+    /// [`Level::close`] with its two node lists.
+    fn close_with(
+        &mut self,
+        t: TerminalId,
+        mut budget: Option<usize>,
+        scan: &mut Vec<NodeRef>,
+        ends: &mut Vec<NodeRef>,
+    ) -> bool {
         // What the previous pass saw: scratch nodes and their edge counts at its start
         // (`old_len[i]` for `i < old_tops`). Kept up to date through the nodes that grew,
         // not rebuilt per pass, so a chain of `k` passes costs `k`, not `k²`
         // (closing a 200-member object: ~600 passes).
         let mut old_tops = 0usize;
-        let mut old_len: Vec<usize> = Vec::new();
-        // Scratch nodes older than the pass that got edges in the previous pass, and in
-        // this one with their edge count before (`stamp`: the pass that last recorded one).
-        let mut grown_prev: Vec<usize> = Vec::new();
-        let mut grown: Vec<(usize, usize)> = Vec::new();
-        let mut stamp: Vec<u32> = Vec::new();
-        let mut mark: Vec<u32> = Vec::new();
+        self.s.old_len.clear();
+        self.s.grown_prev.clear();
+        self.s.stamp.clear();
+        self.s.mark.clear();
+        // Scratch nodes older than the pass that got edges in the previous pass
+        // (`grown_prev`), and in this one with their edge count before (`grown`; `stamp`:
+        // the pass that last recorded one). All start empty (`Scratch::clear`).
         let mut pass = 0u32;
         let mut first = true;
         loop {
             pass += 1;
             let mut changed = false;
-            let pass_tops = self.temps.len();
-            stamp.resize(pass_tops, 0);
-            grown.clear();
-            let scan = if first {
-                self.tops()
+            let pass_tops = self.s.temps.len();
+            self.s.stamp.resize(pass_tops, 0);
+            self.s.grown.clear();
+            scan.clear();
+            if first {
+                self.push_tops(scan);
             } else {
-                self.tops_reaching_fresh(old_tops, &grown_prev, &mut mark, pass)
-            };
-            for top in scan {
+                let mut mark = std::mem::take(&mut self.s.mark);
+                let mut reach = std::mem::take(&mut self.s.reach);
+                let grown_prev = std::mem::take(&mut self.s.grown_prev);
+                self.tops_reaching_fresh(old_tops, &grown_prev, &mut mark, &mut reach, pass, scan);
+                self.s.mark = mark;
+                self.s.reach = reach;
+                self.s.grown_prev = grown_prev;
+            }
+            for top in scan.drain(..) {
                 let top_fresh = first
                     || match top {
                         NodeRef::Temp(i) => i >= old_tops,
@@ -197,13 +324,13 @@ impl<'a> Level<'a> {
                 for a in self.table.actions(state, t) {
                     let Action::Reduce(p) = *a else { continue };
                     let lhs = self.table.lhs(p);
-                    let mut ends = Vec::new();
+                    ends.clear();
                     self.fresh_path_ends(
                         &top,
                         self.table.rhs_len(p),
                         top_fresh,
-                        &old_len,
-                        &mut ends,
+                        &self.s.old_len,
+                        ends,
                     );
                     if let Some(b) = budget.as_mut() {
                         if *b < ends.len() {
@@ -211,32 +338,34 @@ impl<'a> Level<'a> {
                         }
                         *b -= ends.len();
                     }
-                    for end in ends {
+                    for end in ends.drain(..) {
                         // LR(0) automata always have the goto for a reduction that applies.
                         let Some(g) = self.table.goto(self.state_of(&end), lhs) else {
                             continue;
                         };
-                        let idx = match self.by_state.get(&g) {
+                        let s = &mut *self.s;
+                        let idx = match s.by_state.get(&g) {
                             Some(&i) => i,
                             None => {
-                                self.temps.push(Temp {
+                                s.temps.push(Temp {
                                     state: g,
-                                    preds: Vec::new(),
-                                    above: Vec::new(),
+                                    preds: SmallVec::new(),
+                                    above: SmallVec::new(),
                                 });
-                                self.by_state.insert(g, self.temps.len() - 1);
-                                self.temps.len() - 1
+                                s.by_state.insert(g, s.temps.len() - 1);
+                                s.temps.len() - 1
                             }
                         };
-                        if !self.temps[idx].preds.iter().any(|x| x.same(&end)) {
+                        if !s.temps[idx].preds.iter().any(|x| x.same(&end)) {
                             if let NodeRef::Temp(below) = end {
-                                self.temps[below].above.push(idx);
+                                s.temps[below].above.push(idx);
                             }
-                            if idx < pass_tops && stamp[idx] != pass {
-                                stamp[idx] = pass;
-                                grown.push((idx, self.temps[idx].preds.len()));
+                            if idx < pass_tops && s.stamp[idx] != pass {
+                                s.stamp[idx] = pass;
+                                let before = s.temps[idx].preds.len();
+                                s.grown.push((idx, before));
                             }
-                            self.temps[idx].preds.push(end);
+                            s.temps[idx].preds.push(end);
                             changed = true;
                         }
                     }
@@ -249,40 +378,42 @@ impl<'a> Level<'a> {
             // Edge counts at this pass's start: nodes made in the previous pass and those
             // that grew in it have their current count, unless they grew in this pass too;
             // every other node kept the count it had.
-            old_len.resize(pass_tops, 0);
-            for i in (old_tops..pass_tops).chain(grown_prev.iter().copied()) {
-                old_len[i] = self.temps[i].preds.len();
+            let s = &mut *self.s;
+            s.old_len.resize(pass_tops, 0);
+            for i in (old_tops..pass_tops).chain(s.grown_prev.iter().copied()) {
+                s.old_len[i] = s.temps[i].preds.len();
             }
-            for &(i, before) in &grown {
-                old_len[i] = before;
+            for &(i, before) in &s.grown {
+                s.old_len[i] = before;
             }
-            grown_prev.clear();
-            grown_prev.extend(grown.iter().map(|&(i, _)| i));
+            s.grown_prev.clear();
+            s.grown_prev.extend(s.grown.iter().map(|&(i, _)| i));
             old_tops = pass_tops;
         }
     }
 
     /// Whether some top can shift `t` (or accept, if `t` is end of input).
     fn can_consume(&self, t: TerminalId) -> bool {
-        self.tops().iter().any(|top| {
+        self.top_states().any(|state| {
             self.table
-                .actions(self.state_of(top), t)
+                .actions(state, t)
                 .iter()
                 .any(|a| matches!(a, Action::Shift(_) | Action::Accept))
         })
     }
 
-    /// Freezes a scratch node (and, first, the scratch nodes below it).
+    /// Freezes a scratch node (and, first, the scratch nodes below it). `frozen` is indexed
+    /// by scratch node and as long as the scratch graph.
     fn freeze(
         &self,
         r: &NodeRef,
-        frozen: &mut HashMap<usize, Arc<Node>>,
+        frozen: &mut [Option<Arc<Node>>],
         visiting: &mut Vec<usize>,
     ) -> Option<Arc<Node>> {
         match r {
             NodeRef::Old(n) => Some(n.clone()),
             NodeRef::Temp(i) => {
-                if let Some(n) = frozen.get(i) {
+                if let Some(n) = &frozen[*i] {
                     return Some(n.clone());
                 }
                 if visiting.contains(i) {
@@ -291,15 +422,15 @@ impl<'a> Level<'a> {
                     return None;
                 }
                 visiting.push(*i);
-                let mut preds: SmallVec<[Arc<Node>; 1]> = SmallVec::new();
-                for p in &self.temps[*i].preds {
+                let mut preds = Preds::new();
+                for p in &self.s.temps[*i].preds {
                     if let Some(n) = self.freeze(p, frozen, visiting) {
                         preds.push(n);
                     }
                 }
                 visiting.pop();
-                let n = Node::push(self.temps[*i].state, preds);
-                frozen.insert(*i, n.clone());
+                let n = Node::push(self.s.temps[*i].state, preds);
+                frozen[*i] = Some(n.clone());
                 Some(n)
             }
         }
@@ -309,35 +440,42 @@ impl<'a> Level<'a> {
 /// Shifts the (lexically ambiguous) lexeme `terms` onto `heads`: for each terminal the
 /// reduction closure, then the shift; stacks that reach the same state merge. Returns the
 /// new heads (empty if no stack can take any of the terminals).
-pub fn shift(table: &LrTable, heads: &[Arc<Node>], terms: &[TerminalId]) -> Vec<Arc<Node>> {
-    let mut targets: Vec<(LrStateId, SmallVec<[Arc<Node>; 1]>)> = Vec::new();
-    for &t in terms {
-        let mut level = Level::new(table, heads);
-        level.close(t, None);
-        let mut frozen = HashMap::new();
-        for top in level.tops() {
-            for a in table.actions(level.state_of(&top), t) {
-                let Action::Shift(s) = *a else { continue };
-                let Some(node) = level.freeze(&top, &mut frozen, &mut Vec::new()) else {
-                    continue;
-                };
-                match targets.iter_mut().find(|(x, _)| *x == s) {
-                    Some((_, preds)) => {
-                        if !preds.iter().any(|p| Arc::ptr_eq(p, &node)) {
-                            preds.push(node);
+pub fn shift(table: &LrTable, heads: &[Arc<Node>], terms: &[TerminalId]) -> Heads {
+    let mut targets: SmallVec<[(LrStateId, Preds); 4]> = SmallVec::new();
+    with_scratch(|s| {
+        for &t in terms {
+            // Each terminal's closure starts from the heads alone.
+            s.clear();
+            let mut tops = std::mem::take(&mut s.scan);
+            let mut frozen = std::mem::take(&mut s.frozen);
+            let mut visiting = std::mem::take(&mut s.visiting);
+            let mut level = Level::new(table, heads, s);
+            level.close(t, None);
+            level.push_tops(&mut tops);
+            frozen.resize(level.s.temps.len(), None);
+            for top in &tops {
+                for a in table.actions(level.state_of(top), t) {
+                    let Action::Shift(s) = *a else { continue };
+                    let Some(node) = level.freeze(top, &mut frozen, &mut visiting) else {
+                        continue;
+                    };
+                    match targets.iter_mut().find(|(x, _)| *x == s) {
+                        Some((_, preds)) => {
+                            if !preds.iter().any(|p| Arc::ptr_eq(p, &node)) {
+                                preds.push(node);
+                            }
                         }
+                        None => targets.push((s, SmallVec::from_elem(node, 1))),
                     }
-                    None => targets.push((s, SmallVec::from_elem(node, 1))),
                 }
             }
+            // Back into the scratch, which the next terminal or the end empties.
+            s.scan = tops;
+            s.frozen = frozen;
+            s.visiting = visiting;
         }
-    }
-    merge_heads(
-        targets
-            .into_iter()
-            .map(|(s, preds)| Node::push(s, preds))
-            .collect(),
-    )
+    });
+    merge_heads(targets.into_iter().map(|(s, preds)| Node::push(s, preds)))
 }
 
 /// Whether some stack in `heads` can shift `t` after reductions (or accept, for end of
@@ -374,6 +512,8 @@ pub fn can_consume_within(
     if !any_reduce {
         return Some(false);
     }
-    let mut level = Level::new(table, heads);
-    level.close(t, budget).then(|| level.can_consume(t))
+    with_scratch(|s| {
+        let mut level = Level::new(table, heads, s);
+        level.close(t, budget).then(|| level.can_consume(t))
+    })
 }

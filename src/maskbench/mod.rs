@@ -49,7 +49,7 @@ pub const MAX_TRIES: usize = 40_000;
 /// A schema compiled for one engine.
 pub enum Compiled {
     /// Matcher with its mask automaton.
-    Dwa(Matcher),
+    Dwa(Box<Matcher>),
     /// Recognizer tables.
     Glr(Arc<Tables>),
     /// The oracle.
@@ -76,7 +76,7 @@ pub fn compile(
             };
             let (tables, dwa) = build_tables_and_dwa(&lowered.grammar, &opts, vocab, limits)
                 .map_err(grammar_err)?;
-            Compiled::Dwa(Matcher::new(Arc::new(tables), Arc::new(dwa)))
+            Compiled::Dwa(Box::new(Matcher::new(Arc::new(tables), Arc::new(dwa))))
         }
         Engine::Glr => Compiled::Glr(Arc::new(tables()?)),
         Engine::Reference => {

@@ -640,3 +640,41 @@ fn split_string_states_mask_as_unsplit_ones_at_every_step() {
         "only {compared} case × vocabulary pairs split"
     );
 }
+
+/// Reduction closures keep their buffers on the thread between steps: none of them may
+/// keep a stack node alive. After committing every accepted document of every case (the
+/// ambiguous and long-chain ones build the largest scratch graphs) and dropping the state,
+/// no node of its stacks survives, and a state committed afterwards still agrees.
+#[test]
+fn commits_leave_no_stack_node_behind() {
+    for case in cases() {
+        for doc in &case.accept {
+            let mut g = GlrState::new(case.tables.clone());
+            g.commit_bytes(doc)
+                .unwrap_or_else(|e| panic!("{}: accepted document rejected: {e}", case.name));
+            // Every node of the state's stacks, heads and below.
+            let mut work: Vec<_> = g.configs().iter().flat_map(|c| c.heads.iter()).collect();
+            let mut seen = std::collections::HashSet::new();
+            let mut nodes = Vec::new();
+            while let Some(n) = work.pop() {
+                if seen.insert(Arc::as_ptr(n)) {
+                    nodes.push(Arc::downgrade(n));
+                    work.extend(n.preds());
+                }
+            }
+            assert!(!nodes.is_empty(), "{}: no heads", case.name);
+            drop(g);
+            assert!(
+                nodes.iter().all(|n| n.upgrade().is_none()),
+                "{}: a stack node outlived its state",
+                case.name
+            );
+            assert_eq!(
+                glr_bad_at(&case, doc),
+                doc.len(),
+                "{}: after reuse",
+                case.name
+            );
+        }
+    }
+}
