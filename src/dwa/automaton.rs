@@ -84,18 +84,50 @@ impl ClassTokens {
 
     /// ORs into `out` the tokens of `classes`, whose words are in `pool`: dense class-set
     /// words starting at word `first_word` of the class space (classes outside this table
-    /// are ignored).
+    /// are ignored). With `fresh` set, `out` holds nothing yet (any garbage): then every
+    /// word of it is written, and `fresh` is cleared, if some class is chosen.
     #[inline]
-    pub fn expand(&self, pool: &WordPool, classes: &[u64], first_word: usize, out: &mut [u32]) {
+    pub fn expand(
+        &self,
+        pool: &WordPool,
+        classes: &[u64],
+        first_word: usize,
+        out: &mut [u32],
+        fresh: &mut bool,
+    ) {
         let (lo, hi) = (self.base as usize, self.base as usize + self.num_classes());
-        for (i, &word) in classes.iter().enumerate() {
-            let mut word = word;
-            while word != 0 {
-                let c = (first_word + i) * 64 + word.trailing_zeros() as usize;
-                word &= word - 1;
-                if c < lo || c >= hi {
-                    continue;
+        let chosen = || {
+            classes.iter().enumerate().flat_map(move |(i, &word)| {
+                let mut word = word;
+                std::iter::from_fn(move || {
+                    (word != 0).then(|| {
+                        let c = (first_word + i) * 64 + word.trailing_zeros() as usize;
+                        word &= word - 1;
+                        c
+                    })
+                })
+            })
+        };
+        let chosen = move || chosen().filter(move |&c| c >= lo && c < hi);
+        // The first set written into a fresh mask is the one spanning the most words,
+        // copied: the rest of the mask is then zeroed, not written twice.
+        let mut skip = usize::MAX;
+        if *fresh {
+            let widest = chosen()
+                .filter_map(|c| Some((pool.copy_span(self.ranges[c - lo])?, c)))
+                .max_by_key(|&(span, c)| (span, std::cmp::Reverse(c)));
+            match (widest, chosen().next()) {
+                (Some((_, c)), _) => {
+                    pool.write_into(self.ranges[c - lo], out);
+                    skip = c;
                 }
+                (None, Some(_)) => out.fill(0),
+                (None, None) => return,
+            }
+            *fresh = false;
+        }
+        for c in chosen() {
+            if c != skip {
                 pool.or_into(self.ranges[c - lo], out);
             }
         }
@@ -557,7 +589,45 @@ mod tests {
         // Choose classes 62 and 64 (table classes 0 and 2), and 61, outside the table.
         let chosen = [1u64 << 62 | 1 << 61, 1];
         let mut out = vec![0u32; 3];
-        t.expand(&pool, &chosen, 0, &mut out);
+        t.expand(&pool, &chosen, 0, &mut out, &mut false);
         assert_eq!(out, vec![0b1, 0b1000, 0b11]);
+    }
+
+    /// Into a fresh mask (garbage in every word, padding included), expanding writes the
+    /// chosen classes' tokens and zeroes the rest, whichever class is copied first; with
+    /// nothing chosen the mask is left as it was, still fresh.
+    #[test]
+    fn expanding_into_a_fresh_mask_writes_every_word() {
+        let mut pool = WordPool::new();
+        let wide: Vec<(u32, u32)> = (2..14u32).map(|w| (w, 0x10 | w)).collect();
+        let narrow: Vec<(u32, u32)> = (5..13u32).map(|w| (w, 0x100 << (w % 8))).collect();
+        let wide_r = pool.push(&wide);
+        let ranges = vec![
+            pool.push(&[(0, 0b1), (15, 0b10)]),
+            pool.push(&narrow),
+            wide_r,
+            pool.push_patched(wide_r, &[(1, 0b1), (6, 0), (16, 0x4)]),
+        ];
+        let t = ClassTokens { base: 0, ranges };
+        let garbage = || -> Vec<u32> {
+            (0..20u32)
+                .map(|w| w.wrapping_mul(0x9e37_79b9) | 1)
+                .collect()
+        };
+        for chosen in 1u64..16 {
+            let mut want = vec![0u32; 20];
+            t.expand(&pool, &[chosen], 0, &mut want, &mut false);
+            let mut out = garbage();
+            let mut fresh = true;
+            t.expand(&pool, &[chosen], 0, &mut out, &mut fresh);
+            assert!(!fresh, "classes {chosen:b}");
+            assert_eq!(out, want, "classes {chosen:b}");
+        }
+        // Nothing chosen in this table (class 40 is outside it).
+        let mut out = garbage();
+        let mut fresh = true;
+        t.expand(&pool, &[1 << 40], 0, &mut out, &mut fresh);
+        assert!(fresh);
+        assert_eq!(out, garbage());
     }
 }

@@ -144,7 +144,9 @@ fn push<'a, N: StackNode>(
 pub const CACHE_DEPTH: u32 = 16;
 
 /// ORs into `out` (bit `t % 32` of word `t / 32`) the tokens allowed for a configuration
-/// at `pos` with stack heads `heads` (EOS not included). Returns the number of work
+/// at `pos` with stack heads `heads` (EOS not included). With `fresh` set, `out` holds
+/// nothing yet: it is written whole and `fresh` cleared if some token is allowed, and left
+/// as it was otherwise. Returns the number of work
 /// items taken (stack entries read, counting those a path reached with nothing left). `out` must hold `ceil(vocab_len / 32)` words.
 /// With a `cache`, paths past its depth ([`CACHE_DEPTH`] unless set) are answered from it
 /// (and fill it); the mask is the same either way.
@@ -156,6 +158,7 @@ pub fn collect<N: StackNode + Clone>(
     pos: LexPos,
     heads: &[N],
     out: &mut [u32],
+    fresh: &mut bool,
     cache: Option<&mut WalkCache<N>>,
 ) -> usize {
     let Some(sp) = dwa.start_pos(pos) else {
@@ -242,7 +245,7 @@ pub fn collect<N: StackNode + Clone>(
             }
         }
     }
-    table.expand(dwa.words(), &decided, range.start, out);
+    table.expand(dwa.words(), &decided, range.start, out, fresh);
     if let Some(c) = cache {
         *c.scratch = Scratch {
             seen,

@@ -134,6 +134,46 @@ impl WordPool {
         }
     }
 
+    /// The words range `r` spans if it is dense or patched (its dense base's span): what
+    /// [`WordPool::write_into`] copies instead of ORing. `None` for a sparse range.
+    #[inline]
+    pub fn copy_span(&self, (a, b): (u32, u32)) -> Option<usize> {
+        if a & DENSE != 0 {
+            Some(b as usize - (a & !TAGS) as usize - 1)
+        } else if a & PATCHED != 0 {
+            let rec = &self.patched[(a & !TAGS) as usize..];
+            Some(rec[1] as usize - (rec[0] & !TAGS) as usize - 1)
+        } else {
+            None
+        }
+    }
+
+    /// Writes the token set of range `r` into `out`, every word of it: the first set of a
+    /// mask, where ORing into a zeroed mask would first write every word as zero and then
+    /// read it back. A dense span is copied and only the words around it zeroed.
+    pub fn write_into(&self, (a, b): (u32, u32), out: &mut [u32]) {
+        if a & TAGS == 0 {
+            out.fill(0);
+            self.or_into((a, b), out);
+            return;
+        }
+        let (base, patches) = if a & DENSE != 0 {
+            ((a, b), &[][..])
+        } else {
+            let rec = &self.patched[(a & !TAGS) as usize..b as usize];
+            ((rec[0], rec[1]), &rec[2..])
+        };
+        let (first, src) = self.dense_words(base.0, base.1);
+        let end = first + src.len();
+        out[..first].fill(0);
+        out[first..end].copy_from_slice(src);
+        out[end..].fill(0);
+        // Patched words replace the base's (and are added outside its span).
+        for p in patches.chunks_exact(2) {
+            out[p[0] as usize] = p[1];
+        }
+    }
+
     /// [`WordPool::or_into`] for a patched range. Each patched word's value before the
     /// base is written is kept, the base is ORed in over the stretch up to the last
     /// patched word, and each patched word is then set to its kept value with the patch
@@ -380,5 +420,37 @@ mod tests {
             "record past the pool"
         );
         assert!(!bad.range_ok((r.0 | DENSE, r.1), 48), "both tags");
+    }
+
+    /// Writing a set into a mask of garbage leaves exactly the set (what ORing it into a
+    /// zeroed mask gives), for sparse, dense and patched sets, spans at either end of the
+    /// mask, and patches before, inside and after the base's span.
+    #[test]
+    fn written_sets_replace_everything_the_mask_held() {
+        let mut pool = WordPool::new();
+        let dense_mid: Vec<(u32, u32)> = (10..30u32).map(|w| (w, 0xf0 | w)).collect();
+        let dense_start: Vec<(u32, u32)> = (0..12u32).map(|w| (w, w + 1)).collect();
+        let dense_end: Vec<(u32, u32)> = (40..48u32).map(|w| (w, 1 << (w % 32))).collect();
+        let mid = pool.push(&dense_mid);
+        let ranges = vec![
+            pool.push(&[]),
+            pool.push(&[(3, 0b101), (40, 7)]),
+            mid,
+            pool.push(&dense_start),
+            pool.push(&dense_end),
+            pool.push_patched(mid, &[(3, 0b1), (10, 0), (15, 0x1), (29, 0x300), (47, 0x8)]),
+        ];
+        for r in ranges {
+            let mut want = vec![0u32; 48];
+            pool.or_into(r, &mut want);
+            let mut out: Vec<u32> = (0..48u32)
+                .map(|w| w.wrapping_mul(0x9e37_79b9) | 1)
+                .collect();
+            pool.write_into(r, &mut out);
+            assert_eq!(out, want, "range {r:?}");
+            let span = pool.copy_span(r);
+            assert_eq!(span.is_some(), r.0 & TAGS != 0, "range {r:?}");
+        }
+        assert_eq!(pool.copy_span(mid), Some(20));
     }
 }

@@ -45,8 +45,10 @@ pub fn fill_mask_words_cached(
     out: &mut [u32],
     mut cache: Option<&mut WalkCache<Arc<Node>>>,
 ) -> usize {
-    // Words past the vocabulary (padded rows) stay zero.
-    out.fill(0);
+    // Nothing is written yet: the first set collected is written whole (copied where it is
+    // dense, the rest zeroed, so padded rows past the vocabulary stay zero), later ones
+    // ORed in; a mask nothing reached is zeroed at the end.
+    let mut fresh = true;
     let mut reads = 0;
     let lexer = &glr.tables().lexer;
     let lr = &glr.tables().lr;
@@ -60,7 +62,8 @@ pub fn fill_mask_words_cached(
         // A counted run's iterations start where their template does.
         let pos = lexer.rep_pos(c.pos);
         let Some((parts, at)) = dwa.split().and_then(|s| s.parts_at(pos)) else {
-            reads += collect(dwa, dwa.lexer_pos(pos), &c.heads, out, cache.as_deref_mut());
+            let from = dwa.lexer_pos(pos);
+            reads += collect(dwa, from, &c.heads, out, &mut fresh, cache.as_deref_mut());
             written = true;
             continue;
         };
@@ -81,29 +84,41 @@ pub fn fill_mask_words_cached(
         for (pos, f) in todo {
             match f {
                 PartFilter::Some(f) if !written => {
-                    reads += collect(dwa, pos, &c.heads, out, cache.as_deref_mut());
+                    reads += collect(dwa, pos, &c.heads, out, &mut fresh, cache.as_deref_mut());
+                    zero_if_fresh(out, &mut fresh);
                     split.apply(f, out);
                 }
                 PartFilter::Some(f) => {
                     part_words.clear();
                     part_words.resize(dwa.vocab_len().div_ceil(32), 0);
-                    reads += collect(dwa, pos, &c.heads, &mut part_words, cache.as_deref_mut());
+                    let words = &mut part_words;
+                    reads += collect(dwa, pos, &c.heads, words, &mut false, cache.as_deref_mut());
                     split.apply(f, &mut part_words);
+                    zero_if_fresh(out, &mut fresh);
                     for (o, w) in out.iter_mut().zip(&part_words) {
                         *o |= w;
                     }
                 }
-                _ => reads += collect(dwa, pos, &c.heads, out, cache.as_deref_mut()),
+                _ => reads += collect(dwa, pos, &c.heads, out, &mut fresh, cache.as_deref_mut()),
             }
             written = true;
         }
     }
+    zero_if_fresh(out, &mut fresh);
     if glr.is_accepting() {
         for t in dwa.eos() {
             out[t.index() / 32] |= 1 << (t.as_u32() % 32);
         }
     }
     reads
+}
+
+/// Zeroes `out` if nothing was written into it yet (`fresh`), which it then no longer is.
+#[inline]
+fn zero_if_fresh(out: &mut [u32], fresh: &mut bool) {
+    if std::mem::replace(fresh, false) {
+        out.fill(0);
+    }
 }
 
 /// The tokens the automaton allows after recognizer state `glr` (EOS included when the
