@@ -287,13 +287,10 @@ impl<'a> Level<'a> {
         // not rebuilt per pass, so a chain of `k` passes costs `k`, not `k²`
         // (closing a 200-member object: ~600 passes).
         let mut old_tops = 0usize;
-        self.s.old_len.clear();
-        self.s.grown_prev.clear();
-        self.s.stamp.clear();
-        self.s.mark.clear();
         // Scratch nodes older than the pass that got edges in the previous pass
         // (`grown_prev`), and in this one with their edge count before (`grown`; `stamp`:
-        // the pass that last recorded one). All start empty (`Scratch::clear`).
+        // the pass that last recorded one). All start empty: a level begins on an empty
+        // scratch.
         let mut pass = 0u32;
         let mut first = true;
         loop {

@@ -55,16 +55,12 @@ pub fn fill_mask_words_cached(
     // One part's tokens, when a length bound filters them and others were written first
     // (allocated on first use).
     let mut part_words: Vec<u32> = Vec::new();
-    // Whether anything was collected into `out` yet: until then, a filtered part can be
-    // collected into `out` and filtered in place.
-    let mut written = false;
     for c in glr.configs() {
         // A counted run's iterations start where their template does.
         let pos = lexer.rep_pos(c.pos);
         let Some((parts, at)) = dwa.split().and_then(|s| s.parts_at(pos)) else {
             let from = dwa.lexer_pos(pos);
             reads += collect(dwa, from, &c.heads, out, &mut fresh, cache.as_deref_mut());
-            written = true;
             continue;
         };
         // A string state read terminal by terminal (`dwa::split`): a terminal no head
@@ -83,7 +79,8 @@ pub fn fill_mask_words_cached(
         todo.sort_by_key(|(_, f)| matches!(f, PartFilter::All));
         for (pos, f) in todo {
             match f {
-                PartFilter::Some(f) if !written => {
+                // Nothing in `out` yet: the part is collected there and filtered in place.
+                PartFilter::Some(f) if fresh => {
                     reads += collect(dwa, pos, &c.heads, out, &mut fresh, cache.as_deref_mut());
                     zero_if_fresh(out, &mut fresh);
                     split.apply(f, out);
@@ -101,7 +98,6 @@ pub fn fill_mask_words_cached(
                 }
                 _ => reads += collect(dwa, pos, &c.heads, out, &mut fresh, cache.as_deref_mut()),
             }
-            written = true;
         }
     }
     zero_if_fresh(out, &mut fresh);
