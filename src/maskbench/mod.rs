@@ -20,7 +20,7 @@ use crate::compile::{build_glr_tables_with, build_tables_and_dwa, GrammarError};
 use crate::glr::{GlrState, Tables};
 use crate::ids::TokenId;
 use crate::reference::Reference;
-use crate::runtime::Matcher;
+use crate::runtime::{CompiledGrammar, Matcher};
 use crate::vocab::Vocab;
 
 pub use py_json::{to_python_json, PyJson};
@@ -76,7 +76,9 @@ pub fn compile(
             };
             let (tables, dwa) = build_tables_and_dwa(&lowered.grammar, &opts, vocab, limits)
                 .map_err(grammar_err)?;
-            Compiled::Dwa(Box::new(Matcher::new(Arc::new(tables), Arc::new(dwa))))
+            // Made as a server makes it: the first mask is walked as part of the compile.
+            let g = CompiledGrammar::new(Arc::new(tables), Arc::new(dwa), vocab);
+            Compiled::Dwa(Box::new(Matcher::from_compiled(&g)))
         }
         Engine::Glr => Compiled::Glr(Arc::new(tables()?)),
         Engine::Reference => {

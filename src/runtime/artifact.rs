@@ -12,10 +12,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::dwa::Dwa;
-use crate::glr::Tables;
+use crate::glr::{GlrState, Tables};
 use crate::lexer::{LexFollow, LexPos, LexerDfa};
 use crate::lr::LrTable;
 use crate::vocab::Vocab;
+
+use super::start_mask::StartMask;
 
 const MAGIC: &[u8; 8] = b"STKMASK\0";
 /// Bumped whenever the payload's encoding changes.
@@ -104,8 +106,9 @@ struct Payload {
     vocab: VocabFingerprint,
 }
 
-/// Everything a matcher needs for one grammar and one vocabulary; cheap to clone and to
-/// share across threads.
+/// Everything a matcher needs for one grammar and one vocabulary, the first mask of a
+/// document included (computed when it is made or loaded); cheap to clone and to share
+/// across threads.
 #[derive(Debug, Clone)]
 pub struct CompiledGrammar {
     /// Recognizer tables (commit).
@@ -114,15 +117,27 @@ pub struct CompiledGrammar {
     pub dwa: Arc<Dwa>,
     /// The vocabulary it was compiled for.
     pub vocab: VocabFingerprint,
+    /// The mask at the start of a document, shared by every matcher made from this.
+    pub(crate) start: StartMask,
 }
 
 impl CompiledGrammar {
-    /// Bundles tables and an automaton built for `vocab`.
+    /// Bundles tables and an automaton built for `vocab`, and walks for the first mask.
     pub fn new(tables: Arc<Tables>, dwa: Arc<Dwa>, vocab: &Vocab) -> Self {
+        Self::with_fingerprint(tables, dwa, VocabFingerprint::of(vocab))
+    }
+
+    /// [`CompiledGrammar::new`] for a vocabulary known by its fingerprint. The first mask
+    /// is computed here, not at a sequence's first `fill_mask`: it is part of the time to
+    /// first mask, and a server asks for it as soon as a request's grammar is ready.
+    fn with_fingerprint(tables: Arc<Tables>, dwa: Arc<Dwa>, vocab: VocabFingerprint) -> Self {
+        let start = StartMask::default();
+        start.get_or_fill(&GlrState::new(tables.clone()), &dwa);
         Self {
             tables,
             dwa,
-            vocab: VocabFingerprint::of(vocab),
+            vocab,
+            start,
         }
     }
 
@@ -209,11 +224,11 @@ impl CompiledGrammar {
                 "mask automaton and vocabulary fingerprint disagree".into(),
             ));
         }
-        Ok(Self {
-            tables: Arc::new(tables),
-            dwa: Arc::new(p.dwa),
-            vocab: p.vocab,
-        })
+        Ok(Self::with_fingerprint(
+            Arc::new(tables),
+            Arc::new(p.dwa),
+            p.vocab,
+        ))
     }
 
     /// Checks that `v` is the vocabulary this grammar was compiled for.

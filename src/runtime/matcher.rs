@@ -15,6 +15,8 @@ use crate::ids::{LrStateId, TokenId};
 use crate::lexer::LexPos;
 use crate::vocab::Vocab;
 
+use super::start_mask::StartMask;
+
 impl StackNode for Arc<Node> {
     #[inline]
     fn state(&self) -> LrStateId {
@@ -187,6 +189,11 @@ pub struct Matcher {
     terminated: bool,
     /// What mask walks learned about the deep, unchanging part of the stack.
     cache: CacheCell,
+    /// The grammar's first mask, shared with every matcher of the same compiled grammar.
+    pub(super) start: StartMask,
+    /// Whether `glr` is the start state (nothing committed, or all of it rolled back):
+    /// then the mask is `start`'s.
+    at_start: bool,
 }
 
 /// A matcher's walk cache, behind a lock because masks are filled through `&self` (a
@@ -215,12 +222,18 @@ impl Matcher {
             history: Vec::new(),
             terminated: false,
             cache: CacheCell::default(),
+            start: StartMask::default(),
+            at_start: true,
         }
     }
 
-    /// A matcher for a compiled grammar, at the start of a document.
+    /// A matcher for a compiled grammar, at the start of a document. Its first mask is
+    /// the grammar's, computed once for all of its matchers.
     pub fn from_compiled(g: &super::CompiledGrammar) -> Self {
-        Self::new(g.tables.clone(), g.dwa.clone())
+        Self {
+            start: g.start.clone(),
+            ..Self::new(g.tables.clone(), g.dwa.clone())
+        }
     }
 
     /// Commits bytes as one step; on error nothing changes.
@@ -231,6 +244,7 @@ impl Matcher {
         let before = self.glr.clone();
         self.glr.commit_bytes(bytes)?;
         self.history.push(before);
+        self.at_start = false;
         Ok(())
     }
 
@@ -246,11 +260,13 @@ impl Matcher {
             }
             self.history.push(self.glr.clone());
             self.terminated = true;
+            self.at_start = false;
             return Ok(());
         }
         let before = self.glr.clone();
         self.glr.commit_token(vocab, t)?;
         self.history.push(before);
+        self.at_start = false;
         Ok(())
     }
 
@@ -276,6 +292,9 @@ impl Matcher {
         self.glr = self.history.swap_remove(keep);
         self.history.truncate(keep);
         self.terminated = false;
+        // A matcher begins at the start state, and the oldest entry is the state before
+        // the first commit: everything rolled back is the start again.
+        self.at_start = keep == 0;
         Ok(())
     }
 
@@ -367,6 +386,12 @@ impl Matcher {
             for t in self.dwa.eos() {
                 out[t.index() / 32] |= 1 << (t.as_u32() % 32);
             }
+            return Ok(0);
+        }
+        if self.at_start {
+            let start = self.start.get_or_fill(&self.glr, &self.dwa);
+            out[..need].copy_from_slice(start);
+            out[need..].fill(0);
             return Ok(0);
         }
         // Another thread filling this very matcher's mask would wait on the lock: it goes

@@ -51,6 +51,7 @@
 mod artifact;
 mod forced;
 mod matcher;
+mod start_mask;
 
 pub use artifact::{ArtifactError, CompiledGrammar, VocabFingerprint, FORMAT_VERSION};
 pub use forced::MAX_FORCED_BYTES;

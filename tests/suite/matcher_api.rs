@@ -248,3 +248,64 @@ fn is_rejected_marks_viable_prefixes_without_completion() {
     }
     assert!(m.is_terminated());
 }
+
+/// A sequence's first mask is the grammar's start mask, made once when the grammar is
+/// compiled or loaded: it equals a walk from the start state (into a buffer wider than
+/// the vocabulary, whose extra words come back zero), at the start and after rolling
+/// everything back or resetting; every other step's mask is a walk from that step's
+/// state, not the start mask; a failed commit at the start keeps the start mask.
+#[test]
+fn first_masks_are_the_start_states_walked_masks() {
+    use stackmask::runtime::{mask_set, CompiledGrammar};
+    let (g, v) = json_gpt2();
+    let need = v.len().div_ceil(32);
+    let walked = |m: &Matcher| {
+        let set = mask_set(m.glr(), m.dwa());
+        let mut w = vec![0u32; need];
+        for t in &set {
+            w[t as usize / 32] |= 1 << (t % 32);
+        }
+        w
+    };
+    let loaded = CompiledGrammar::from_bytes(&g.to_bytes()).unwrap();
+    let fresh = Matcher::new(g.tables.clone(), g.dwa.clone());
+    for m in [
+        Matcher::from_compiled(&g),
+        Matcher::from_compiled(&loaded),
+        fresh,
+    ] {
+        let start = walked(&m);
+        assert!(start.iter().any(|&w| w != 0));
+        let mut wide = vec![u32::MAX; need + 3];
+        m.fill_mask(&mut wide).unwrap();
+        assert_eq!(&wide[..need], &start[..]);
+        assert_eq!(&wide[need..], &[0, 0, 0]);
+
+        let ids = v.encode(DOC).unwrap();
+        let mut m = m;
+        // `]` cannot open a document: refused, and the matcher is still at the start.
+        let close = v.encode("]").unwrap();
+        assert!(m.commit(&v, close[0]).is_err());
+        assert_eq!(mask(&m, &v), start);
+        let mut other = m.clone();
+        for (i, &t) in ids.iter().enumerate() {
+            m.commit(&v, t).unwrap();
+            assert_eq!(mask(&m, &v), walked(&m), "step {}", i + 1);
+        }
+        assert_ne!(mask(&m, &v), start);
+        // A clone taken at the start is still there.
+        assert_eq!(mask(&other, &v), start);
+        other.commit(&v, ids[0]).unwrap();
+        assert_ne!(mask(&other, &v), start);
+        for k in [1, ids.len() - 1] {
+            let mut r = m.clone();
+            r.rollback(k).unwrap();
+            assert_eq!(mask(&r, &v), walked(&r), "rollback {k}");
+        }
+        let mut r = m.clone();
+        r.rollback(ids.len()).unwrap();
+        assert_eq!(mask(&r, &v), start);
+        m.reset();
+        assert_eq!(mask(&m, &v), start);
+    }
+}
