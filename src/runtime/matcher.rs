@@ -372,7 +372,8 @@ impl Matcher {
     }
 
     /// [`Matcher::fill_mask`], also returning how many stack entries the walk read (for
-    /// benchmarks: the early-exit effect).
+    /// benchmarks: the early-exit effect); 0 when nothing was walked (after EOS, or at the
+    /// start, where the grammar's start mask is copied).
     pub fn fill_mask_counted(&self, out: &mut [u32]) -> Result<usize, MaskError> {
         let need = self.dwa.vocab_len().div_ceil(32);
         if out.len() < need {
