@@ -216,13 +216,18 @@ impl std::fmt::Debug for CacheCell {
 impl Matcher {
     /// A matcher at the start of a document.
     pub fn new(tables: Arc<Tables>, dwa: Arc<Dwa>) -> Self {
+        Self::with_start(tables, dwa, StartMask::default())
+    }
+
+    /// A matcher at the start of a document whose first mask is `start`'s.
+    fn with_start(tables: Arc<Tables>, dwa: Arc<Dwa>, start: StartMask) -> Self {
         Self {
             glr: GlrState::new(tables),
             dwa,
             history: Vec::new(),
             terminated: false,
             cache: CacheCell::default(),
-            start: StartMask::default(),
+            start,
             at_start: true,
         }
     }
@@ -230,10 +235,7 @@ impl Matcher {
     /// A matcher for a compiled grammar, at the start of a document. Its first mask is
     /// the grammar's, computed once for all of its matchers.
     pub fn from_compiled(g: &super::CompiledGrammar) -> Self {
-        Self {
-            start: g.start.clone(),
-            ..Self::new(g.tables.clone(), g.dwa.clone())
-        }
+        Self::with_start(g.tables.clone(), g.dwa.clone(), g.start.clone())
     }
 
     /// Commits bytes as one step; on error nothing changes.
