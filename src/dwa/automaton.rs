@@ -1,6 +1,7 @@
 //! The frozen mask automaton.
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use super::split::StringSplit;
 use super::word_pool::WordPool;
@@ -96,39 +97,55 @@ impl ClassTokens {
         fresh: &mut bool,
     ) {
         let (lo, hi) = (self.base as usize, self.base as usize + self.num_classes());
-        let chosen = || {
-            classes.iter().enumerate().flat_map(move |(i, &word)| {
-                let mut word = word;
-                std::iter::from_fn(move || {
-                    (word != 0).then(|| {
-                        let c = (first_word + i) * 64 + word.trailing_zeros() as usize;
-                        word &= word - 1;
-                        c
-                    })
-                })
-            })
-        };
-        let chosen = move || chosen().filter(move |&c| c >= lo && c < hi);
-        // The first set written into a fresh mask is the one spanning the most words,
-        // copied: the rest of the mask is then zeroed, not written twice.
+        // The chosen classes' ranges in class order, read off the class words once; a
+        // sparse range that continues the one before it in the pool is merged into it.
+        // The widest dense or patched one is remembered: into a fresh mask it is copied
+        // and the rest of the mask zeroed, so no word is written twice.
+        let mut chosen: SmallVec<[(u32, u32); 64]> = SmallVec::new();
+        let mut widest: Option<(usize, usize)> = None;
+        'words: for (i, &word) in classes.iter().enumerate() {
+            let mut word = word;
+            while word != 0 {
+                let c = (first_word + i) * 64 + word.trailing_zeros() as usize;
+                word &= word - 1;
+                if c < lo {
+                    continue;
+                }
+                if c >= hi {
+                    break 'words;
+                }
+                let r = self.ranges[c - lo];
+                match pool.copy_span(r) {
+                    Some(span) => {
+                        if widest.is_none_or(|(most, _)| span > most) {
+                            widest = Some((span, chosen.len()));
+                        }
+                        chosen.push(r);
+                    }
+                    None => match chosen.last_mut() {
+                        Some(last) if WordPool::is_sparse(*last) && last.1 == r.0 => last.1 = r.1,
+                        _ => chosen.push(r),
+                    },
+                }
+            }
+        }
+        if chosen.is_empty() {
+            return;
+        }
         let mut skip = usize::MAX;
         if *fresh {
-            let widest = chosen()
-                .filter_map(|c| Some((pool.copy_span(self.ranges[c - lo])?, c)))
-                .max_by_key(|&(span, c)| (span, std::cmp::Reverse(c)));
-            match (widest, chosen().next()) {
-                (Some((_, c)), _) => {
-                    pool.write_into(self.ranges[c - lo], out);
-                    skip = c;
+            match widest {
+                Some((_, k)) => {
+                    pool.write_into(chosen[k], out);
+                    skip = k;
                 }
-                (None, Some(_)) => out.fill(0),
-                (None, None) => return,
+                None => out.fill(0),
             }
             *fresh = false;
         }
-        for c in chosen() {
-            if c != skip {
-                pool.or_into(self.ranges[c - lo], out);
+        for (k, &r) in chosen.iter().enumerate() {
+            if k != skip {
+                pool.or_into(r, out);
             }
         }
     }
@@ -591,6 +608,17 @@ mod tests {
         let mut out = vec![0u32; 3];
         t.expand(&pool, &chosen, 0, &mut out, &mut false);
         assert_eq!(out, vec![0b1, 0b1000, 0b11]);
+        // All three: their sparse ranges follow each other in the pool and are written
+        // as one; into a fresh mask of garbage, every other word is zeroed.
+        let all = [3u64 << 62, 1];
+        let mut out = vec![0u32; 3];
+        t.expand(&pool, &all, 0, &mut out, &mut false);
+        assert_eq!(out, vec![0b101, 0b1000, 0b11]);
+        let mut out = vec![u32::MAX; 4];
+        let mut fresh = true;
+        t.expand(&pool, &all, 0, &mut out, &mut fresh);
+        assert!(!fresh);
+        assert_eq!(out, vec![0b101, 0b1000, 0b11, 0]);
     }
 
     /// Into a fresh mask (garbage in every word, padding included), expanding writes the
