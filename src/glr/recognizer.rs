@@ -183,12 +183,8 @@ impl GlrState {
 
     /// Reads `bytes` and keeps the result only if it is viable.
     pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<(), Rejected> {
-        let next = self.advance(bytes)?;
-        let viable: Configs = next
-            .configs
-            .into_iter()
-            .filter(|c| self.config_viable(c))
-            .collect();
+        let mut viable = self.advance(bytes)?.configs;
+        viable.retain(|c| self.config_viable(c));
         if viable.is_empty() {
             return Err(Rejected { byte: bytes.len() });
         }
@@ -199,11 +195,19 @@ impl GlrState {
     /// The state after `bytes`, without the viability check (configurations that are not
     /// viable may remain). `Err` if every configuration died on the way.
     pub fn advance(&self, bytes: &[u8]) -> Result<GlrState, Rejected> {
-        let mut configs = self.configs.clone();
-        for (i, &b) in bytes.iter().enumerate() {
+        // The first byte steps from this state's own configurations, not from a copy of
+        // them (a copy is an atomic increment per shared part, and its drop as many).
+        let Some((&first, rest)) = bytes.split_first() else {
+            return Ok(self.clone());
+        };
+        let mut configs = self.step_byte(&self.configs, first);
+        if configs.is_empty() {
+            return Err(Rejected { byte: 0 });
+        }
+        for (i, &b) in rest.iter().enumerate() {
             configs = self.step_byte(&configs, b);
             if configs.is_empty() {
-                return Err(Rejected { byte: i });
+                return Err(Rejected { byte: i + 1 });
             }
         }
         Ok(GlrState {

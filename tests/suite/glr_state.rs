@@ -109,6 +109,24 @@ fn rejected_commit_changes_nothing_and_tokens_are_checked() {
     assert!(s.is_accepting());
 }
 
+/// A rejected commit names the byte where every configuration died: the first byte of
+/// the input and a later one are both counted from the input's start.
+#[test]
+fn rejected_commits_name_the_byte_that_ended_them() {
+    let t = json();
+    let mut s = GlrState::new(t);
+    let before = format!("{:?}", s.configs());
+    // `]` cannot start a document.
+    assert_eq!(s.commit_bytes(b"]").unwrap_err().byte, 0);
+    // `[` and `1` read; `x` neither extends the number nor starts a terminal.
+    assert_eq!(s.commit_bytes(b"[1x").unwrap_err().byte, 2);
+    assert_eq!(before, format!("{:?}", s.configs()));
+    // Empty input is no step: the state stays as it is, and stays usable.
+    s.commit_bytes(b"").unwrap();
+    s.commit_bytes(b"[1]").unwrap();
+    assert!(s.is_accepting());
+}
+
 /// Regression (found by the `commit_bytes` fuzz target, which printed states to compare
 /// them): `Debug` of a state must not walk every stack path. With no precedence, `1+1+…`
 /// of n operands has Catalan(n-1) parse stacks merged into one graph; the old derived
