@@ -7,6 +7,7 @@
 //! `dwa` or `reference`. Recognition only: no parse forests.
 
 pub mod gss;
+mod lr_run;
 pub mod recognizer;
 pub mod step;
 pub mod walk;

@@ -13,6 +13,7 @@ use hashbrown::HashMap;
 use smallvec::SmallVec;
 
 use super::gss::{merge_heads, Heads, Node, Preds};
+use super::lr_run::{self, RunEnd};
 use crate::ids::{LrStateId, TerminalId};
 use crate::lr::{Action, LrTable};
 
@@ -438,7 +439,49 @@ impl<'a> Level<'a> {
 /// reduction closure, then the shift; stacks that reach the same state merge. Returns the
 /// new heads (empty if no stack can take any of the terminals).
 pub fn shift(table: &LrTable, heads: &[Arc<Node>], terms: &[TerminalId]) -> Heads {
-    let mut targets: SmallVec<[(LrStateId, Preds); 4]> = SmallVec::new();
+    shift_by_lr_run(table, heads, terms).unwrap_or_else(|| shift_closure(table, heads, terms))
+}
+
+/// [`shift`]'s fast path: plain LR runs on a single stack, `None` where that does not
+/// apply (several heads, or some terminal's step needs the full closure: a conflict, a
+/// merged stack under a pop). Equal to [`shift_closure`] whenever it is `Some`.
+pub fn shift_by_lr_run(
+    table: &LrTable,
+    heads: &[Arc<Node>],
+    terms: &[TerminalId],
+) -> Option<Heads> {
+    let [head] = heads else { return None };
+    let mut targets: Targets = SmallVec::new();
+    for &t in terms {
+        let (end, stack) = lr_run::run(table, head, t)?;
+        if let RunEnd::Shift(s) = end {
+            add_target(&mut targets, s, stack.freeze());
+        }
+    }
+    Some(merge_heads(
+        targets.into_iter().map(|(s, preds)| Node::push(s, preds)),
+    ))
+}
+
+/// Shift targets as a step gathers them: each state with the nodes it goes on.
+type Targets = SmallVec<[(LrStateId, Preds); 4]>;
+
+/// Records that `node` shifts into state `s` (once: the terminals of an ambiguous lexeme
+/// can shift the same node into the same state).
+fn add_target(targets: &mut Targets, s: LrStateId, node: Arc<Node>) {
+    match targets.iter_mut().find(|(x, _)| *x == s) {
+        Some((_, preds)) => {
+            if !preds.iter().any(|p| Arc::ptr_eq(p, &node)) {
+                preds.push(node);
+            }
+        }
+        None => targets.push((s, SmallVec::from_elem(node, 1))),
+    }
+}
+
+/// [`shift`] by the full reduction closure, for any heads.
+pub fn shift_closure(table: &LrTable, heads: &[Arc<Node>], terms: &[TerminalId]) -> Heads {
+    let mut targets: Targets = SmallVec::new();
     with_scratch(|s| {
         for &t in terms {
             // Each terminal's closure starts from the heads alone.
@@ -456,14 +499,7 @@ pub fn shift(table: &LrTable, heads: &[Arc<Node>], terms: &[TerminalId]) -> Head
                     let Some(node) = level.freeze(top, &mut frozen, &mut visiting) else {
                         continue;
                     };
-                    match targets.iter_mut().find(|(x, _)| *x == s) {
-                        Some((_, preds)) => {
-                            if !preds.iter().any(|p| Arc::ptr_eq(p, &node)) {
-                                preds.push(node);
-                            }
-                        }
-                        None => targets.push((s, SmallVec::from_elem(node, 1))),
-                    }
+                    add_target(&mut targets, s, node);
                 }
             }
             // Back into the scratch, which the next terminal or the end empties.
@@ -509,6 +545,30 @@ pub fn can_consume_within(
     if !any_reduce {
         return Some(false);
     }
+    // One stack and no conflict on the way: a plain LR run answers, whatever the budget
+    // (it costs a step per reduction, not a closure).
+    if let Some(x) = can_consume_by_lr_run(table, heads, t) {
+        return Some(x);
+    }
+    can_consume_closure(table, heads, t, budget)
+}
+
+/// [`can_consume`]'s fast path: a plain LR run on a single stack, `None` where that does
+/// not apply (as [`shift_by_lr_run`]). Equal to [`can_consume_closure`] without a budget
+/// whenever it is `Some`.
+pub fn can_consume_by_lr_run(table: &LrTable, heads: &[Arc<Node>], t: TerminalId) -> Option<bool> {
+    let [head] = heads else { return None };
+    let (end, _) = lr_run::run(table, head, t)?;
+    Some(matches!(end, RunEnd::Shift(_) | RunEnd::Accept))
+}
+
+/// [`can_consume_within`] by the full reduction closure, for any heads.
+pub fn can_consume_closure(
+    table: &LrTable,
+    heads: &[Arc<Node>],
+    t: TerminalId,
+    budget: Option<usize>,
+) -> Option<bool> {
     with_scratch(|s| {
         let mut level = Level::new(table, heads, s);
         level.close(t, budget).then(|| level.can_consume(t))

@@ -678,3 +678,100 @@ fn commits_leave_no_stack_node_behind() {
         }
     }
 }
+
+/// Every stack under `heads`, bottom state first, as LR state numbers (`None` past
+/// `cap` stacks: merged stacks can multiply).
+fn stacks_of(heads: &[Arc<stackmask::glr::gss::Node>], cap: usize) -> Option<Vec<Vec<u32>>> {
+    let mut out = Vec::new();
+    let mut work: Vec<(&stackmask::glr::gss::Node, Vec<u32>)> =
+        heads.iter().map(|h| (&**h, Vec::new())).collect();
+    while let Some((n, mut above)) = work.pop() {
+        above.push(n.state().as_u32());
+        if n.preds().is_empty() {
+            above.reverse();
+            out.push(above);
+            if out.len() > cap {
+                return None;
+            }
+            continue;
+        }
+        for p in n.preds() {
+            work.push((p, above.clone()));
+        }
+    }
+    out.sort();
+    Some(out)
+}
+
+/// The GLR step's fast path (a plain LR run on a single stack) builds the very stacks
+/// the full reduction closure builds, and answers viability questions as it does: at
+/// every byte of every accepted document of the corpus (ambiguous, merged-stack and
+/// long-chain grammars included), for every configuration and every terminal. The fast
+/// path must also apply to most single-stack steps, or the commit would not use it.
+#[test]
+fn lr_runs_build_the_stacks_the_full_closure_builds() {
+    use stackmask::glr::step;
+    use stackmask::ids::TerminalId;
+    let (mut fast_shifts, mut single_stack_shifts, mut fast_verdicts) = (0usize, 0usize, 0usize);
+    let mut closure_only = std::collections::BTreeSet::new();
+    for case in cases() {
+        let lr = &case.tables.lr;
+        let terminals: Vec<TerminalId> = (0..=lr.num_terminals() as u32)
+            .map(TerminalId::from_u32)
+            .collect();
+        for doc in &case.accept {
+            let mut s = GlrState::new(case.tables.clone());
+            // The first bytes of long documents cover their grammar's steps.
+            for &b in doc.iter().take(400) {
+                s.commit_bytes(&[b]).unwrap();
+                for c in s.configs() {
+                    for &t in &terminals {
+                        let closure = step::shift_closure(lr, &c.heads, &[t]);
+                        if c.heads.len() == 1 {
+                            single_stack_shifts += 1;
+                        }
+                        match step::shift_by_lr_run(lr, &c.heads, &[t]) {
+                            Some(fast) => {
+                                fast_shifts += 1;
+                                assert_eq!(
+                                    stacks_of(&fast, 256),
+                                    stacks_of(&closure, 256),
+                                    "{}: stacks after shifting {t:?}",
+                                    case.name
+                                );
+                            }
+                            None => {
+                                closure_only.insert(case.name.clone());
+                            }
+                        }
+                        assert_eq!(
+                            stacks_of(&step::shift(lr, &c.heads, &[t]), 256),
+                            stacks_of(&closure, 256),
+                            "{}: shift of {t:?}",
+                            case.name
+                        );
+                        let full = step::can_consume_closure(lr, &c.heads, t, None);
+                        if let Some(fast) = step::can_consume_by_lr_run(lr, &c.heads, t) {
+                            fast_verdicts += 1;
+                            assert_eq!(Some(fast), full, "{}: can consume {t:?}", case.name);
+                        }
+                        assert_eq!(step::can_consume_within(lr, &c.heads, t, None), full);
+                        // Within a budget the answer may be unknown, never different.
+                        let quick = step::can_consume_within(lr, &c.heads, t, Some(2));
+                        assert!(quick.is_none() || quick == full, "{}: {t:?}", case.name);
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        fast_shifts * 10 >= single_stack_shifts * 9,
+        "the fast path took {fast_shifts} of {single_stack_shifts} single-stack shifts"
+    );
+    assert!(fast_verdicts > 0);
+    // The ambiguous grammars do reach the full closure.
+    assert!(
+        closure_only.contains("expr_ambiguous") && closure_only.contains("merged_stacks"),
+        "cases that needed the full closure: {closure_only:?}"
+    );
+}
