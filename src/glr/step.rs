@@ -444,7 +444,8 @@ pub fn shift(table: &LrTable, heads: &[Arc<Node>], terms: &[TerminalId]) -> Head
 
 /// [`shift`]'s fast path: plain LR runs on a single stack, `None` where that does not
 /// apply (several heads, or some terminal's step needs the full closure: a conflict, a
-/// merged stack under a pop). Equal to [`shift_closure`] whenever it is `Some`.
+/// pop through merged stacks, a state made twice, a long run; see `lr_run::run`). Equal
+/// to [`shift_closure`] whenever it is `Some`.
 pub fn shift_by_lr_run(
     table: &LrTable,
     heads: &[Arc<Node>],
