@@ -171,6 +171,11 @@ enum Cmd {
         /// (with --json, on a line before the summary).
         #[arg(long)]
         noise: bool,
+        /// Take every compiled grammar through its artifact bytes and back and compare the
+        /// loaded grammar's masks with the original's at every step of every instance
+        /// (with --json, counts on a line before the summary; `dwa` engine only).
+        #[arg(long)]
+        round_trip: bool,
     },
     /// Run the benchmark matrix (benches/data/matrix.toml): compile time, peak RSS,
     /// artifact size, mask and commit latency per workload, then batched masks.
@@ -429,6 +434,7 @@ fn main() -> ExitCode {
             replays,
             compiles,
             noise,
+            round_trip,
         } => cli::load::vocab(tokenizer).and_then(|vocab| {
             let engine = match engine {
                 BenchEngine::Reference => stackmask::maskbench::Engine::Reference,
@@ -452,6 +458,7 @@ fn main() -> ExitCode {
                     replays: *replays as usize,
                     compiles: *compiles as usize,
                     noise: *noise,
+                    round_trip: *round_trip,
                 },
                 &vocab,
             )

@@ -3,7 +3,8 @@
 //! reference oracle's at every step (fully determinized, and with no determinization
 //! budget so every suspended effect is its own state; with string states split wherever
 //! the lexer allows, or only where that pays). Quoted-string terminals of equal priority
-//! make the split apply.
+//! make the split apply. The automaton also goes through its artifact bytes and back: the
+//! loaded grammar loads and masks alike at every step.
 #![no_main]
 
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use stackmask::compile::string_split::SplitMode;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
 use stackmask::ids::TokenId;
 use stackmask::reference::Reference;
-use stackmask::runtime::Matcher;
+use stackmask::runtime::{CompiledGrammar, Matcher};
 use stackmask::vocab::Vocab;
 
 struct Bytes<'a>(&'a [u8]);
@@ -109,11 +110,16 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let reference = Reference::new(&g, &tables.lexer);
-    let mut m = Matcher::new(tables, Arc::new(dwa));
+    let compiled = CompiledGrammar::new(tables, Arc::new(dwa), &vocab);
+    let loaded = CompiledGrammar::from_bytes(&compiled.to_bytes())
+        .unwrap_or_else(|e| panic!("grammar:\n{text}\nartifact refused: {e}"));
+    let mut m = Matcher::from_compiled(&compiled);
+    let mut back = Matcher::from_compiled(&loaded);
     let mut p = reference.empty();
     for _ in 0..12 {
         let want = reference.mask(&p, &vocab);
         let got = m.mask_set();
+        assert_eq!(back.mask_set(), got, "grammar:\n{text}\nloaded artifact's mask");
         for (k, &w) in want.iter().enumerate() {
             assert_eq!(got.contains(k as u32), w, "grammar:\n{text}\nstep token {k}");
         }
@@ -124,6 +130,7 @@ fuzz_target!(|data: &[u8]| {
         let t = allowed[b.below(allowed.len().min(255) as u8) as usize];
         let bytes = vocab.token_bytes(TokenId::new(t)).unwrap().to_vec();
         m.commit_bytes(&bytes).unwrap();
+        back.commit_bytes(&bytes).unwrap();
         p = reference.commit(&p, &bytes);
     }
 });

@@ -7,7 +7,7 @@ use std::io::Write;
 use serde_json::Value;
 use stackmask::compile::json_schema::{SchemaError, SchemaOptions};
 use stackmask::maskbench::noise::Workload;
-use stackmask::maskbench::{self, Engine, FileOutcome, PyJson};
+use stackmask::maskbench::{self, Engine, FileOutcome, PyJson, RoundTrip};
 use stackmask::vocab::Vocab;
 
 use super::stats::percentiles;
@@ -19,6 +19,25 @@ const MAX_NOISE_ROUNDS: u32 = 1 << 14;
 const MAX_NOISE_SAMPLES: usize = 2_000_000;
 /// Noise samples stop at about this many seconds of workload (slow engines' tokens).
 const MAX_NOISE_SECONDS: f64 = 60.0;
+
+/// Counts of compiled grammars by [`RoundTrip`] outcome.
+#[derive(Default)]
+struct Trips {
+    masks_equal: usize,
+    differ: usize,
+    refused: usize,
+}
+
+impl Trips {
+    fn to_json(&self) -> Value {
+        serde_json::json!({
+            "compiled": self.masks_equal + self.differ + self.refused,
+            "masks_equal": self.masks_equal,
+            "mask_differs": self.differ,
+            "refused": self.refused,
+        })
+    }
+}
 
 /// Options of `maskbench`.
 pub struct MaskbenchArgs<'a> {
@@ -38,6 +57,9 @@ pub struct MaskbenchArgs<'a> {
     /// Also time a fixed computation as long as the median token, as many times as
     /// tokens were timed: the machine's own noise at that length.
     pub noise: bool,
+    /// Take every compiled grammar through its artifact bytes and back, and compare the
+    /// loaded grammar's masks with the original's along every instance (automaton only).
+    pub round_trip: bool,
 }
 
 /// Runs the replay and prints the summary; returns it.
@@ -74,6 +96,14 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
     let mut ttfm: Vec<f64> = Vec::new();
     let mut ttfm_floor: Vec<f64> = Vec::new();
     let mut times = maskbench::TokenTimes::new(a.replays);
+    let mut trips = Trips::default();
+    let run = maskbench::RunOptions {
+        schema: &a.schema,
+        engine: a.engine,
+        style,
+        compiles: a.compiles,
+        round_trip: a.round_trip,
+    };
     for path in &files {
         bar.inc(1);
         total += 1;
@@ -87,9 +117,7 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
             .map_err(|e| e.to_string())
             .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
         {
-            Ok(file) => maskbench::run_file(
-                &file, &a.schema, a.engine, vocab, style, &mut times, a.compiles,
-            ),
+            Ok(file) => maskbench::run_file(&file, &run, vocab, &mut times),
             Err(e) => FileOutcome::BadFile(e),
         };
         let line = match outcome {
@@ -110,6 +138,7 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
                 ttfm_ms,
                 ttfm_floor_ms,
                 instances,
+                round_trip,
             } => {
                 compiled += 1;
                 ttfm.push(ttfm_ms);
@@ -145,6 +174,23 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
                 }
                 if a.compiles > 1 {
                     line["ttfm_floor_ms"] = ttfm_floor_ms.into();
+                }
+                if let Some(rt) = round_trip {
+                    let (status, said) = match rt {
+                        RoundTrip::MasksEqual => {
+                            trips.masks_equal += 1;
+                            ("masks_equal", String::new())
+                        }
+                        RoundTrip::MaskDiffers { index, step } => {
+                            trips.differ += 1;
+                            ("mask_differs", format!("test {index} step {step}"))
+                        }
+                        RoundTrip::Refused(e) => {
+                            trips.refused += 1;
+                            ("refused", e.to_string())
+                        }
+                    };
+                    line["round_trip"] = serde_json::json!({"status": status, "detail": said});
                 }
                 line
             }
@@ -203,6 +249,9 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
         if let Some(n) = &noise {
             println!("{n}");
         }
+        if a.round_trip {
+            println!("{}", serde_json::json!({"round_trip": trips.to_json()}));
+        }
         println!("{summary}");
     } else {
         println!("schemas: {total} total, {compiled} compiled");
@@ -226,6 +275,16 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
             println!(
                 "TBM µs, each token's minimum over {} replays: {f}",
                 times.replays
+            );
+        }
+        if a.round_trip {
+            println!(
+                "artifact round trip: {} compiled, {} loaded back with equal masks, {} with a \
+                 differing mask, {} refused",
+                trips.masks_equal + trips.differ + trips.refused,
+                trips.masks_equal,
+                trips.differ,
+                trips.refused
             );
         }
         if let Some(n) = &noise {

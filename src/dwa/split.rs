@@ -239,6 +239,34 @@ impl StringSplit {
         Ok(())
     }
 
+    /// Checks the split against the recognizer's lexer of `num_states` explicit states
+    /// whose run templates start at `run_from`: one entry slot per explicit state, the
+    /// inserted states placed where the recognizer's run templates begin, and every part
+    /// naming an inserted state.
+    pub fn validate_lexer(&self, num_states: usize, run_from: u32) -> Result<(), String> {
+        if self.of_state.len() != num_states {
+            return Err("split state table size".into());
+        }
+        if self.from != run_from {
+            return Err("split states not placed at the run templates".into());
+        }
+        let inserted = u64::from(self.from)..u64::from(self.from) + u64::from(self.shift);
+        if self
+            .parts
+            .iter()
+            .any(|p| !inserted.contains(&u64::from(p.state.as_u32())))
+        {
+            return Err("split part names a state the automaton's lexer lacks".into());
+        }
+        Ok(())
+    }
+
+    /// The explicit states of the automaton's lexer, for a recognizer lexer of
+    /// `num_states`: the recognizer's and the inserted single-terminal states.
+    pub fn automaton_lexer_states(&self, num_states: usize) -> usize {
+        num_states + self.shift as usize
+    }
+
     /// The number of terminals the bounds table covers.
     pub fn num_terminals(&self) -> usize {
         self.bounds.len()

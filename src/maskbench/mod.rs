@@ -20,7 +20,7 @@ use crate::compile::{build_glr_tables_with, build_tables_and_dwa, GrammarError};
 use crate::glr::{GlrState, Tables};
 use crate::ids::TokenId;
 use crate::reference::Reference;
-use crate::runtime::{CompiledGrammar, Matcher};
+use crate::runtime::{ArtifactError, CompiledGrammar, Matcher};
 use crate::vocab::Vocab;
 
 pub use py_json::{to_python_json, PyJson};
@@ -48,8 +48,8 @@ pub const MAX_TRIES: usize = 40_000;
 
 /// A schema compiled for one engine.
 pub enum Compiled {
-    /// Matcher with its mask automaton.
-    Dwa(Box<Matcher>),
+    /// The compiled grammar (tables, mask automaton and first mask).
+    Dwa(Box<CompiledGrammar>),
     /// Recognizer tables.
     Glr(Arc<Tables>),
     /// The oracle.
@@ -78,7 +78,7 @@ pub fn compile(
                 .map_err(grammar_err)?;
             // Made as a server makes it: the first mask is walked as part of the compile.
             let g = CompiledGrammar::new(Arc::new(tables), Arc::new(dwa), vocab);
-            Compiled::Dwa(Box::new(Matcher::from_compiled(&g)))
+            Compiled::Dwa(Box::new(g))
         }
         Engine::Glr => Compiled::Glr(Arc::new(tables()?)),
         Engine::Reference => {
@@ -97,8 +97,8 @@ pub fn replay(
     tbm_us: &mut Vec<f64>,
 ) -> bool {
     match c {
-        Compiled::Dwa(base) => {
-            let mut m = base.clone();
+        Compiled::Dwa(g) => {
+            let mut m = Matcher::from_compiled(g);
             for &t in tokens {
                 let t0 = Instant::now();
                 let ok = m.fill_mask(words).is_ok()
@@ -179,7 +179,68 @@ pub enum FileOutcome {
         ttfm_floor_ms: f64,
         /// Per instance.
         instances: Vec<InstanceOutcome>,
+        /// The artifact round trip, when asked for (automaton engine only).
+        round_trip: Option<RoundTrip>,
     },
+}
+
+/// A compiled grammar taken through its artifact bytes and back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoundTrip {
+    /// Loaded back; at every step of every replayed instance the loaded grammar's mask
+    /// equals the original's.
+    MasksEqual,
+    /// Loaded back, but a mask differs: the instance's index and the step.
+    MaskDiffers {
+        /// Index in the file's `tests`.
+        index: usize,
+        /// Tokens committed before the differing mask.
+        step: usize,
+    },
+    /// The bytes were refused.
+    Refused(ArtifactError),
+}
+
+/// Writes `g` to bytes, loads them back, and compares the two grammars' masks at every
+/// step of each of `docs` (instance index, tokens): from the start up to the first token
+/// the original's mask does not allow, or the end.
+pub fn round_trip(g: &CompiledGrammar, vocab: &Vocab, docs: &[(usize, &[TokenId])]) -> RoundTrip {
+    let back = match CompiledGrammar::from_bytes(&g.to_bytes()) {
+        Ok(b) => b,
+        Err(e) => return RoundTrip::Refused(e),
+    };
+    let words = vocab.len().div_ceil(32);
+    let (mut want, mut got) = (vec![0u32; words], vec![0u32; words]);
+    for &(index, tokens) in docs {
+        let (mut a, mut b) = (Matcher::from_compiled(g), Matcher::from_compiled(&back));
+        for step in 0..=tokens.len() {
+            let ok_a = a.fill_mask(&mut want).is_ok();
+            let ok_b = b.fill_mask(&mut got).is_ok();
+            if ok_a != ok_b || want != got {
+                return RoundTrip::MaskDiffers { index, step };
+            }
+            let Some(&t) = tokens.get(step) else { break };
+            let allowed = want
+                .get(t.index() / 32)
+                .is_some_and(|w| w >> (t.index() % 32) & 1 == 1);
+            if !ok_a || !allowed || a.commit(vocab, t).is_err() {
+                break;
+            }
+            if b.commit(vocab, t).is_err() {
+                return RoundTrip::MaskDiffers {
+                    index,
+                    step: step + 1,
+                };
+            }
+        }
+        if a.is_accepting() != b.is_accepting() {
+            return RoundTrip::MaskDiffers {
+                index,
+                step: tokens.len(),
+            };
+        }
+    }
+    RoundTrip::MasksEqual
 }
 
 /// Per-token times of a replay run (µs), appended file after file in replay order.
@@ -211,7 +272,36 @@ impl TokenTimes {
     }
 }
 
-/// Compiles a file's schema and replays its instances; then, past `compiles` = 1,
+/// How [`run_file`] compiles and replays a file.
+#[derive(Debug, Clone, Copy)]
+pub struct RunOptions<'a> {
+    /// The JSON Schema front end's options.
+    pub schema: &'a SchemaOptions,
+    /// The engine that replays.
+    pub engine: Engine,
+    /// How instances are serialized.
+    pub style: PyJson,
+    /// Compiles per schema (at least 1): past one, the least compile time is kept too.
+    pub compiles: usize,
+    /// Take the compiled grammar through its artifact bytes and back, and compare masks
+    /// along every replayed instance ([`round_trip`]; automaton engine only).
+    pub round_trip: bool,
+}
+
+impl<'a> RunOptions<'a> {
+    /// One compile, no round trip, `json.dumps` defaults.
+    pub fn new(schema: &'a SchemaOptions, engine: Engine) -> Self {
+        Self {
+            schema,
+            engine,
+            style: PyJson::default(),
+            compiles: 1,
+            round_trip: false,
+        }
+    }
+}
+
+/// Compiles a file's schema and replays its instances; then, past `o.compiles` = 1,
 /// compiles it again that many times less one, for the floor of its compile time.
 ///
 /// The further compiles come after the replays, so that the first replays run on the
@@ -221,13 +311,11 @@ impl TokenTimes {
 /// vocabulary's own tables, which the first compile already made.
 pub fn run_file(
     file: &Value,
-    opts: &SchemaOptions,
-    engine: Engine,
+    o: &RunOptions,
     vocab: &Vocab,
-    style: PyJson,
     times: &mut TokenTimes,
-    compiles: usize,
 ) -> FileOutcome {
+    let (opts, engine, style, compiles) = (o.schema, o.engine, o.style, o.compiles);
     let (Some(schema), Some(tests)) = (
         file.get("schema"),
         file.get("tests").and_then(Value::as_array),
@@ -242,8 +330,8 @@ pub fn run_file(
     let ttfm_ms = t0.elapsed().as_secs_f64() * 1e3;
     let mut words = vec![0u32; vocab.len().div_ceil(32)];
     let mut instances = Vec::new();
-    // Each replayed instance's tokens and where its times start.
-    let mut replayed: Vec<(Vec<TokenId>, usize)> = Vec::new();
+    // Each replayed instance's index, tokens and where its times start.
+    let mut replayed: Vec<(usize, Vec<TokenId>, usize)> = Vec::new();
     for (index, test) in tests.iter().enumerate() {
         let (Some(data), Some(valid)) =
             (test.get("data"), test.get("valid").and_then(Value::as_bool))
@@ -256,7 +344,7 @@ pub fn run_file(
                 let from = times.first.len();
                 let accepted = replay(&compiled, vocab, &tokens, &mut words, &mut times.first);
                 times.floor.extend_from_slice(&times.first[from..]);
-                replayed.push((tokens, from));
+                replayed.push((index, tokens, from));
                 accepted
             }
             Err(_) => false,
@@ -272,7 +360,7 @@ pub fn run_file(
     // would alone (not on caches an instance's own replays just warmed).
     let mut again = Vec::new();
     for _ in 1..times.replays {
-        for (tokens, from) in &replayed {
+        for (_, tokens, from) in &replayed {
             again.clear();
             // Replays are deterministic: they take the same tokens to the same outcome.
             replay(&compiled, vocab, tokens, &mut words, &mut again);
@@ -281,6 +369,16 @@ pub fn run_file(
             }
         }
     }
+    let round_trip = match &compiled {
+        Compiled::Dwa(g) if o.round_trip => {
+            let docs: Vec<(usize, &[TokenId])> = replayed
+                .iter()
+                .map(|(index, tokens, _)| (*index, tokens.as_slice()))
+                .collect();
+            Some(round_trip(g, vocab, &docs))
+        }
+        _ => None,
+    };
     let mut ttfm_floor_ms = ttfm_ms;
     for _ in 1..compiles {
         let t0 = Instant::now();
@@ -294,5 +392,6 @@ pub fn run_file(
         ttfm_ms,
         ttfm_floor_ms,
         instances,
+        round_trip,
     }
 }

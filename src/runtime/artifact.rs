@@ -143,23 +143,13 @@ impl CompiledGrammar {
 
     /// The on-disk form.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let payload = Payload {
+        encode(&Payload {
             lexer: self.tables.lexer.clone(),
             follow: self.tables.follow.clone(),
             lr: self.tables.lr.clone(),
             dwa: (*self.dwa).clone(),
             vocab: self.vocab,
-        };
-        // Encoding plain in-memory data into a Vec cannot fail.
-        let body = bincode::serde::encode_to_vec(&payload, bincode::config::standard())
-            .expect("encoding into memory");
-        let mut out = Vec::with_capacity(HEADER + body.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        out.extend_from_slice(&body);
-        out
+        })
     }
 
     /// Loads and checks an artifact.
@@ -211,7 +201,15 @@ impl CompiledGrammar {
                 "mask automaton and LR tables disagree on states".into(),
             ));
         }
-        let nq = tables.lexer.num_states();
+        // Positions are in the automaton's lexer: the recognizer's, with a split's
+        // single-terminal states inserted before the run templates.
+        let mut nq = tables.lexer.num_states();
+        if let Some(split) = p.dwa.split() {
+            split
+                .validate_lexer(nq, tables.lexer.run_from())
+                .map_err(invalid)?;
+            nq = split.automaton_lexer_states(nq);
+        }
         if p.dwa.positions().iter().any(|sp| match sp.pos {
             LexPos::Pending(q) | LexPos::Boundary(q) => q.index() >= nq,
         }) {
@@ -244,9 +242,102 @@ impl CompiledGrammar {
     }
 }
 
+/// The header and the payload's bytes.
+fn encode(payload: &Payload) -> Vec<u8> {
+    // Encoding plain in-memory data into a Vec cannot fail.
+    let body = bincode::serde::encode_to_vec(payload, bincode::config::standard())
+        .expect("encoding into memory");
+    let mut out = Vec::with_capacity(HEADER + body.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::VocabFingerprint;
+    use std::sync::Arc;
+
+    use super::{encode, ArtifactError, CompiledGrammar, Payload, VocabFingerprint};
+    use crate::compile::dwa_build::{build_dwa_limited, DwaLimits};
+    use crate::compile::string_split::SplitMode;
+    use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat};
+    use crate::ids::LexStateId;
+    use crate::lexer::LexPos;
+
+    /// A grammar whose automaton splits string states: two quoted strings alive at once.
+    /// Its split single-terminal states lie past the recognizer's lexer states, and
+    /// positions there load; a position or a split part past the automaton's lexer does
+    /// not.
+    #[test]
+    fn split_positions_load_and_ids_past_the_automatons_lexer_are_refused() {
+        let g = compile_grammar(
+            "start: (Q | R | W)+\nW: /[ab]+/\nQ: /\"[ab -]*\"/\nR: /\"a[ab]*\"/\n",
+            GrammarFormat::Lark,
+        )
+        .unwrap();
+        let tables = Arc::new(build_glr_tables(&g).unwrap());
+        let toks = [
+            &b"\"a"[..],
+            b"b\"",
+            b"a",
+            b"-",
+            b" ",
+            b"\"",
+            b"ab",
+            b"<eos>",
+        ]
+        .iter()
+        .map(|t| Some(t.to_vec()))
+        .collect();
+        let vocab = Vocab::from_byte_tokens("t", toks, &[crate::ids::TokenId::new(7)]).unwrap();
+        let limits = DwaLimits {
+            split: SplitMode::Always,
+            ..DwaLimits::default()
+        };
+        let dwa = build_dwa_limited(&tables, &vocab, limits).unwrap();
+        let split = dwa.split().expect("the string states split").clone();
+        let nq = tables.lexer.num_states();
+        let beyond = split.automaton_lexer_states(nq);
+        assert!(beyond > nq);
+        let top = |p: &LexPos| match *p {
+            LexPos::Pending(q) | LexPos::Boundary(q) => q.index(),
+        };
+        assert!(
+            dwa.positions().iter().any(|p| top(&p.pos) >= nq),
+            "no position in a split state: the case tests nothing"
+        );
+        let g = CompiledGrammar::new(tables.clone(), Arc::new(dwa.clone()), &vocab);
+        let back = CompiledGrammar::from_bytes(&g.to_bytes()).expect("loads back");
+        assert_eq!(*back.dwa, dwa);
+        let payload = |dwa| Payload {
+            lexer: tables.lexer.clone(),
+            follow: tables.follow.clone(),
+            lr: tables.lr.clone(),
+            dwa,
+            vocab: g.vocab,
+        };
+        // The last position moved to the first id past the automaton's lexer.
+        let mut bad = dwa.clone();
+        let last = bad.positions.last_mut().unwrap();
+        let q = LexStateId::new(beyond);
+        last.pos = match last.pos {
+            LexPos::Pending(_) => LexPos::Pending(q),
+            LexPos::Boundary(_) => LexPos::Boundary(q),
+        };
+        let err = CompiledGrammar::from_bytes(&encode(&payload(bad))).unwrap_err();
+        assert!(
+            matches!(&err, ArtifactError::Invalid(m) if m.contains("lexer state")),
+            "{err}"
+        );
+        // The same position read against a split that inserts no state.
+        let mut unsplit = dwa.clone();
+        unsplit.split = None;
+        assert!(CompiledGrammar::from_bytes(&encode(&payload(unsplit))).is_err());
+    }
+
     use crate::ids::TokenId;
     use crate::vocab::Vocab;
 

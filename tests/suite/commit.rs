@@ -413,7 +413,7 @@ fn dwa_masks_equal_reference_masks() {
     use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
     use stackmask::compile::string_split::SplitMode;
     use stackmask::dwa::walk_cache::WalkCache;
-    use stackmask::runtime::{fill_mask_words_cached, Matcher};
+    use stackmask::runtime::{fill_mask_words_cached, CompiledGrammar, Matcher};
     let words_to_set = |w: &[u32]| -> roaring::RoaringBitmap {
         (0..w.len() * 32)
             .filter(|&t| w[t / 32] >> (t % 32) & 1 == 1)
@@ -452,7 +452,7 @@ fn dwa_masks_equal_reference_masks() {
             // Every string state the lexer can split, split (`compile::string_split`;
             // the default splits only where that pays), and none: checked beside the
             // default against the same reference masks.
-            let others: Vec<(&str, Arc<stackmask::dwa::Dwa>)> =
+            let mut others: Vec<(&str, Arc<Tables>, Arc<stackmask::dwa::Dwa>)> =
                 [("split", SplitMode::Always), ("unsplit", SplitMode::Never)]
                     .into_iter()
                     .map(|(name, split)| {
@@ -462,9 +462,34 @@ fn dwa_masks_equal_reference_masks() {
                         if d.split().is_some() {
                             split_cases.insert(case.name.clone());
                         }
-                        (name, Arc::new(d))
+                        (name, case.tables.clone(), Arc::new(d))
                     })
                     .collect();
+            // Each automaton also through its artifact bytes and back: the loaded
+            // grammar's masks are checked at the same steps.
+            let loaded: Vec<_> = [("default", &dwa), ("split", &others[0].2)]
+                .into_iter()
+                .map(|(name, d)| {
+                    let g = CompiledGrammar::new(case.tables.clone(), d.clone(), v);
+                    let back = CompiledGrammar::from_bytes(&g.to_bytes()).unwrap_or_else(|e| {
+                        panic!(
+                            "{} {name} on {}: artifact refused: {e}",
+                            case.name,
+                            v.name()
+                        )
+                    });
+                    assert_eq!(*back.dwa, **d, "{}: {name} automaton changed", case.name);
+                    (name, back.tables.clone(), back.dwa.clone())
+                })
+                .collect();
+            others.extend(loaded.into_iter().map(|(name, t, d)| {
+                let name = if name == "default" {
+                    "loaded"
+                } else {
+                    "loaded split"
+                };
+                (name, t, d)
+            }));
             for (di, doc) in case.accept.iter().enumerate() {
                 for (how, ids) in segmentations(v, doc)
                     .into_iter()
@@ -474,7 +499,7 @@ fn dwa_masks_equal_reference_masks() {
                     let mut m = Matcher::new(case.tables.clone(), dwa.clone());
                     let mut ms: Vec<(&str, Matcher)> = others
                         .iter()
-                        .map(|(name, d)| (*name, Matcher::new(case.tables.clone(), d.clone())))
+                        .map(|(name, t, d)| (*name, Matcher::new(t.clone(), d.clone())))
                         .collect();
                     let mut p = case.reference.empty();
                     // A walk cache that answers from the first entry below the heads,

@@ -314,12 +314,9 @@ fn maskbench_sample_has_no_validation_or_invalidation_errors() {
         let file: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
         match maskbench::run_file(
             &file,
-            &opts,
-            Engine::Glr,
+            &maskbench::RunOptions::new(&opts, Engine::Glr),
             &vocab,
-            PyJson::default(),
             &mut tbm,
-            1,
         ) {
             FileOutcome::BadFile(e) => failures.push(format!("{name}: bad file: {e}")),
             FileOutcome::Error(SchemaError::Unsupported { keyword, .. }) => {
@@ -376,6 +373,69 @@ fn maskbench_sample_has_no_validation_or_invalidation_errors() {
     );
 }
 
+/// The MaskBench sample of the test above, compiled with the mask automaton as a server
+/// compiles it: every compiled grammar goes through its artifact bytes and back, and the
+/// loaded grammar's mask equals the original's at every step of every instance (up to
+/// the first token the mask refuses). Llama-3, whose counted and split string states
+/// name lexer states the recognizer's lexer lacks.
+#[test]
+fn maskbench_sample_artifacts_load_back_with_equal_masks() {
+    use stackmask::maskbench::RoundTrip;
+    let dir = shared_dir().join("maskbench");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("../shared/maskbench")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let sample: Vec<_> = files.iter().step_by(20).collect();
+    let vocab = Vocab::load(
+        &shared_dir()
+            .join("tokenizers/llama3.json")
+            .to_string_lossy(),
+    )
+    .unwrap();
+    let opts = SchemaOptions::default();
+    let (mut equal, mut split) = (0, 0);
+    let mut failures = Vec::new();
+    for path in &sample {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let file: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let Ok(maskbench::Compiled::Dwa(g)) =
+            maskbench::compile(&file["schema"], &opts, Engine::Dwa, &vocab)
+        else {
+            continue;
+        };
+        let docs: Vec<(usize, Vec<_>)> = file["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(i, t)| {
+                let text = maskbench::to_python_json(&t["data"], PyJson::default());
+                vocab.encode(&text).ok().map(|ids| (i, ids))
+            })
+            .collect();
+        let docs: Vec<_> = docs.iter().map(|(i, ids)| (*i, ids.as_slice())).collect();
+        match maskbench::round_trip(&g, &vocab, &docs) {
+            RoundTrip::MasksEqual => equal += 1,
+            other => failures.push(format!("{name}: {other:?}")),
+        }
+        // The split string states name lexer states the recognizer's lexer lacks.
+        split += usize::from(g.dwa.split().is_some());
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        equal >= 200,
+        "only {equal} of {} round-tripped",
+        sample.len()
+    );
+    assert!(
+        split >= 10,
+        "only {split} split automata: the split path is barely tested"
+    );
+}
+
 /// `TokenTimes` with several replays (and several compiles): the instances are judged as
 /// with one, the floor has one time per token of the first replay, and no token's floor
 /// exceeds its first time (a floor taken from the wrong token, or not a minimum, fails
@@ -399,19 +459,16 @@ fn replays_keep_outcomes_and_floor_each_token() {
     });
     let opts = SchemaOptions::default();
     let judge = |times: &mut maskbench::TokenTimes, compiles: usize| -> Vec<(bool, bool)> {
-        match maskbench::run_file(
-            &file,
-            &opts,
-            Engine::Dwa,
-            &vocab,
-            PyJson::default(),
-            times,
+        let run = maskbench::RunOptions {
             compiles,
-        ) {
+            ..maskbench::RunOptions::new(&opts, Engine::Dwa)
+        };
+        match maskbench::run_file(&file, &run, &vocab, times) {
             FileOutcome::Compiled {
                 instances,
                 ttfm_ms,
                 ttfm_floor_ms,
+                ..
             } => {
                 // One compile is its own floor; more can only lower it.
                 if compiles == 1 {
