@@ -100,20 +100,21 @@ enum Cmd {
         #[arg(long)]
         artifact: Option<String>,
     },
-    /// Print random documents generated token by token from the masks.
+    /// Print documents generated token by token from the masks (a crude prior picks
+    /// among the allowed tokens), each with its token count and mask/commit latencies.
     Sample {
         #[command(flatten)]
         grammar: GrammarArgs,
         #[command(flatten)]
         tokenizer: TokenizerArgs,
         /// Number of documents.
-        #[arg(long, default_value_t = 3)]
+        #[arg(long, default_value_t = 5)]
         n: usize,
         /// Random seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Most tokens per document.
-        #[arg(long, default_value_t = 48)]
+        /// Most tokens per document (past a third of it, closing tokens are preferred).
+        #[arg(long, default_value_t = 120)]
         max_tokens: usize,
         /// Probability of ending when the document may end.
         #[arg(long, default_value_t = 0.5)]
@@ -320,12 +321,10 @@ fn grammar_report(
             finals,
             t0.elapsed().as_secs_f64() * 1e3
         )?;
-        let opts = compile::lexer_build::LexerOptions::for_vocab(&vocab);
-        let tables =
-            compile::build_glr_tables_with(&g, &opts).map_err(|e| format!("{spec}:{e}"))?;
+        let compiler = compile::Compiler::new(&vocab);
+        let tables = compiler.tables(&g).map_err(|e| format!("{spec}:{e}"))?;
         let t0 = std::time::Instant::now();
-        let dwa =
-            stackmask::compile::dwa_build::build_dwa(&tables, &vocab).map_err(|e| e.to_string())?;
+        let dwa = compiler.automaton(&tables).map_err(|e| e.to_string())?;
         writeln!(
             out,
             "mask automaton: {} states, {} transitions, {} weights, built in {:.1} ms",

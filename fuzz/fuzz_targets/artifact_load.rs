@@ -6,12 +6,10 @@
 //! lexer counts a long string in runs).
 #![no_main]
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use stackmask::compile::dwa_build::build_dwa;
-use stackmask::compile::lexer_build::LexerOptions;
-use stackmask::compile::{build_glr_tables_with, compile_grammar, GrammarFormat, BUILTIN_JSON};
+use stackmask::compile::{Compiler, GrammarFormat, BUILTIN_JSON};
 use stackmask::runtime::{CompiledGrammar, Matcher};
 use stackmask::vocab::Vocab;
 
@@ -33,11 +31,7 @@ fn valid() -> &'static (Vec<Vec<u8>>, Vocab) {
         let artifacts = bases
             .iter()
             .map(|&(text, format)| {
-                let g = compile_grammar(text, format).unwrap();
-                let opts = LexerOptions::for_vocab(&vocab);
-                let tables = Arc::new(build_glr_tables_with(&g, &opts).unwrap());
-                let dwa = Arc::new(build_dwa(&tables, &vocab).unwrap());
-                CompiledGrammar::new(tables, dwa, &vocab).to_bytes()
+                Compiler::new(&vocab).compile(text, format).unwrap().to_bytes()
             })
             .collect();
         (artifacts, vocab)

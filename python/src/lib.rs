@@ -14,10 +14,7 @@ use pyo3::types::PyBytes;
 
 use stackmask::compile::dwa_build::DwaLimits;
 use stackmask::compile::json_schema::{self, SchemaError, SchemaOptions};
-use stackmask::compile::lexer_build::LexerOptions;
-use stackmask::compile::{
-    build_tables_and_dwa, compile_grammar, Grammar, GrammarError, GrammarFormat,
-};
+use stackmask::compile::{compile_grammar, Compiler, Grammar, GrammarError, GrammarFormat};
 use stackmask::ids::TokenId;
 use stackmask::runtime::{self, Matcher, VocabFingerprint};
 use stackmask::vocab::Vocab;
@@ -262,10 +259,6 @@ impl GrammarCompiler {
     ) -> Result<CompiledGrammar, GrammarError> {
         let vocab = self.tokenizer.vocab.clone();
         let inner = py.detach(move || -> Result<runtime::CompiledGrammar, GrammarError> {
-            let mut opts = LexerOptions::for_vocab(&vocab);
-            if let Some(max) = limits.max_lexer_states {
-                opts.max_states = max;
-            }
             let mut dwa_limits = DwaLimits::default();
             if let Some(max) = limits.max_automaton_states {
                 dwa_limits.max_states = max;
@@ -273,9 +266,11 @@ impl GrammarCompiler {
             if let Some(max) = limits.max_tries {
                 dwa_limits.max_tries = max;
             }
-            let (tables, dwa) = build_tables_and_dwa(&grammar, &opts, &vocab, dwa_limits)?;
-            let (tables, dwa) = (Arc::new(tables), Arc::new(dwa));
-            Ok(runtime::CompiledGrammar::new(tables, dwa, &vocab))
+            let mut compiler = Compiler::new(&vocab).with_limits(dwa_limits);
+            if let Some(max) = limits.max_lexer_states {
+                compiler = compiler.with_max_lexer_states(max);
+            }
+            compiler.compile_ir(&grammar)
         })?;
         Ok(CompiledGrammar {
             inner,

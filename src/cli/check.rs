@@ -7,7 +7,7 @@ use std::time::Instant;
 use stackmask::glr::walk::{self, SortedTokens};
 use std::sync::Arc;
 
-use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::Compiler;
 use stackmask::glr::GlrState;
 use stackmask::ids::TokenId;
 use stackmask::reference::Reference;
@@ -105,7 +105,9 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
                     Matcher::from_compiled(&g)
                 }
                 None => {
-                    let dwa = build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?;
+                    let dwa = Compiler::new(&vocab)
+                        .automaton(&loaded.tables)
+                        .map_err(|e| e.to_string())?;
                     Matcher::new(loaded.tables.clone(), Arc::new(dwa))
                 }
             };

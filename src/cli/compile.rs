@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::Compiler;
 use stackmask::runtime::CompiledGrammar;
 
 use super::load::{self, GrammarArgs, TokenizerArgs};
@@ -14,7 +14,9 @@ pub fn run(grammar: &GrammarArgs, tokenizer: &TokenizerArgs, out: &str) -> Resul
     let vocab = load::vocab(tokenizer)?;
     let loaded = load::grammar(grammar, &vocab)?;
     let t0 = Instant::now();
-    let dwa = build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?;
+    let dwa = Compiler::new(&vocab)
+        .automaton(&loaded.tables)
+        .map_err(|e| e.to_string())?;
     let dwa_ms = t0.elapsed().as_secs_f64() * 1e3;
     let g = CompiledGrammar::new(loaded.tables.clone(), Arc::new(dwa), &vocab);
     let bytes = g.to_bytes();

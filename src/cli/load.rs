@@ -119,9 +119,9 @@ pub fn grammar(args: &GrammarArgs, vocab: &Vocab) -> Result<Loaded, String> {
     let spec = args.grammar.as_str();
     let t0 = Instant::now();
     let grammar = grammar_ir(args)?;
-    let opts = compile::lexer_build::LexerOptions::for_vocab(vocab);
-    let tables =
-        compile::build_glr_tables_with(&grammar, &opts).map_err(|e| format!("{spec}:{e}"))?;
+    let tables = compile::Compiler::new(vocab)
+        .tables(&grammar)
+        .map_err(|e| format!("{spec}:{e}"))?;
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(Loaded {
         grammar,

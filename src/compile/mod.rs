@@ -10,6 +10,7 @@
 //! never import this module.
 
 pub mod class_tables;
+mod compiler;
 mod dense_words;
 pub mod dwa_build;
 mod dwa_determinize;
@@ -35,6 +36,7 @@ pub mod token_atoms;
 pub mod token_classes;
 pub mod weight_table;
 
+pub use compiler::Compiler;
 pub use error::{GrammarError, Span};
 pub use ir::Grammar;
 
@@ -88,48 +90,6 @@ pub fn compile_grammar_bytes(bytes: &[u8], format: GrammarFormat) -> Result<Gram
         offset: e.valid_up_to(),
     })?;
     compile_grammar(text, format)
-}
-
-/// Compiles a grammar IR into recognizer tables and their mask automaton for `vocab`: the
-/// same as [`build_glr_tables_with`] then [`dwa_build::build_dwa_limited`], with the
-/// automaton's lexer half ([`dwa_build::lexer_half`]) built while the LR table is (tens
-/// of milliseconds on one thread for a large schema). Errors come in the same order.
-pub fn build_tables_and_dwa(
-    g: &Grammar,
-    opts: &lexer_build::LexerOptions,
-    vocab: &crate::vocab::Vocab,
-    limits: dwa_build::DwaLimits,
-) -> Result<(crate::glr::Tables, crate::dwa::Dwa), GrammarError> {
-    // On one of rayon's threads, as `build_dwa_limited` is: the automaton's parallel
-    // steps then fork and join in place.
-    rayon::scope(|_| {
-        let (lexed, lr) = rayon::join(
-            || {
-                let lexer = lexer_build::build_lexer_with(g, opts)?;
-                // The automaton's split lexer needs only the lexer: it is made beside the
-                // follow sets, and both are serial for the most part.
-                let (follow, plan) = rayon::join(
-                    || lexer_follow::build_follow(&lexer),
-                    || string_split::plan(&lexer, limits.split),
-                );
-                let half = dwa_build::lexer_half(&lexer, &follow, plan, vocab, &limits);
-                Ok::<_, GrammarError>((lexer, follow, half))
-            },
-            || lr::build_lr(g),
-        );
-        let (lexer, follow, half) = lexed?;
-        let lr = lr?.table;
-        let refs = dwa_build::TableRefs {
-            lexer: &lexer,
-            follow: &follow,
-            lr: &lr,
-        };
-        let dwa = dwa_build::finish_dwa(half?, refs, vocab, &limits)?;
-        // The lexer and LR tables come from the same grammar, so they agree on terminals.
-        let tables =
-            crate::glr::Tables::from_parts(lexer, follow, lr).expect("tables from one grammar");
-        Ok((tables, dwa))
-    })
 }
 
 /// Compiles a grammar IR into the tables the GLR recognizer runs on (counted strings keep

@@ -15,8 +15,7 @@ use serde_json::Value;
 
 use crate::compile::dwa_build::DwaLimits;
 use crate::compile::json_schema::{self, SchemaError, SchemaOptions};
-use crate::compile::lexer_build::LexerOptions;
-use crate::compile::{build_glr_tables_with, build_tables_and_dwa, GrammarError};
+use crate::compile::{Compiler, GrammarError};
 use crate::glr::{GlrState, Tables};
 use crate::ids::TokenId;
 use crate::reference::Reference;
@@ -65,21 +64,17 @@ pub fn compile(
 ) -> Result<Compiled, SchemaError> {
     let lowered = json_schema::compile_value(schema, opts)?;
     let grammar_err = |e: GrammarError| SchemaError::Grammar(Box::new(e));
-    let opts = LexerOptions::for_vocab(vocab);
-    let tables = || build_glr_tables_with(&lowered.grammar, &opts).map_err(grammar_err);
+    let compiler = Compiler::new(vocab).with_limits(DwaLimits {
+        max_states: MAX_DWA_STATES,
+        max_tries: MAX_TRIES,
+        ..DwaLimits::default()
+    });
+    let tables = || compiler.tables(&lowered.grammar).map_err(grammar_err);
     Ok(match engine {
-        Engine::Dwa => {
-            let limits = DwaLimits {
-                max_states: MAX_DWA_STATES,
-                max_tries: MAX_TRIES,
-                ..DwaLimits::default()
-            };
-            let (tables, dwa) = build_tables_and_dwa(&lowered.grammar, &opts, vocab, limits)
-                .map_err(grammar_err)?;
-            // Made as a server makes it: the first mask is walked as part of the compile.
-            let g = CompiledGrammar::new(Arc::new(tables), Arc::new(dwa), vocab);
-            Compiled::Dwa(Box::new(g))
-        }
+        // Made as a server makes it: the first mask is walked as part of the compile.
+        Engine::Dwa => Compiled::Dwa(Box::new(
+            compiler.compile_ir(&lowered.grammar).map_err(grammar_err)?,
+        )),
         Engine::Glr => Compiled::Glr(Arc::new(tables()?)),
         Engine::Reference => {
             Compiled::Reference(Box::new(Reference::new(&lowered.grammar, &tables()?.lexer)))

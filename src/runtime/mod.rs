@@ -8,9 +8,7 @@
 //! # Example: the decode loop
 //!
 //! ```
-//! use std::sync::Arc;
-//! use stackmask::compile::{build_glr_tables, compile_grammar, dwa_build::build_dwa};
-//! use stackmask::compile::{GrammarFormat, BUILTIN_JSON};
+//! use stackmask::compile::{Compiler, GrammarFormat, BUILTIN_JSON};
 //! use stackmask::ids::TokenId;
 //! use stackmask::runtime::{CompiledGrammar, Matcher};
 //! use stackmask::vocab::Vocab;
@@ -23,10 +21,7 @@
 //!     tokens.iter().map(|t| Some(t.as_bytes().to_vec())).collect(),
 //!     &[TokenId::new(7)],
 //! )?;
-//! let grammar = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark)?;
-//! let tables = Arc::new(build_glr_tables(&grammar)?);
-//! let dwa = Arc::new(build_dwa(&tables, &vocab)?);
-//! let compiled = CompiledGrammar::new(tables, dwa, &vocab);
+//! let compiled = Compiler::new(&vocab).compile(BUILTIN_JSON, GrammarFormat::Lark)?;
 //! let bytes = compiled.to_bytes(); // an artifact to cache; `from_bytes` validates it
 //! let compiled = CompiledGrammar::from_bytes(&bytes)?;
 //!

@@ -205,9 +205,7 @@ fn parallel_drain_artifacts_do_not_depend_on_the_thread_count() {
 /// parallel step of the automaton build (Kubernetes: 30K LR states, a parallel drain).
 #[test]
 fn tables_and_automaton_built_together_equal_built_in_turn() {
-    use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
-    use stackmask::compile::lexer_build::LexerOptions;
-    use stackmask::compile::{build_glr_tables_with, build_tables_and_dwa, json_schema};
+    use stackmask::compile::{json_schema, Compiler};
     let file = shared_dir().join("maskbench/Kubernetes---kb_1007_Normalized.json");
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(file).expect("reads")).expect("parses");
@@ -220,15 +218,11 @@ fn tables_and_automaton_built_together_equal_built_in_turn() {
             .to_string_lossy(),
     )
     .expect("loads");
-    let opts = LexerOptions::for_vocab(&vocab);
-    let (tables, dwa) =
-        build_tables_and_dwa(&g, &opts, &vocab, DwaLimits::default()).expect("builds");
-    let apart = build_glr_tables_with(&g, &opts).expect("builds");
+    let compiler = Compiler::new(&vocab);
+    let (tables, dwa) = compiler.tables_and_automaton(&g).expect("builds");
+    let apart = compiler.tables(&g).expect("builds");
     assert_eq!(tables.lexer, apart.lexer);
     assert_eq!(tables.follow, apart.follow);
     assert_eq!(tables.lr, apart.lr);
-    assert_eq!(
-        dwa,
-        build_dwa_limited(&apart, &vocab, DwaLimits::default()).expect("builds")
-    );
+    assert_eq!(dwa, compiler.automaton(&apart).expect("builds"));
 }

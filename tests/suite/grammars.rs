@@ -169,5 +169,47 @@ fn grammar_report_stops_quietly_when_stdout_closes() {
 #[test]
 fn sample_stops_quietly_when_stdout_closes() {
     let args = ["sample", "--n", "1000000", "--max-tokens", "8"].map(std::ffi::OsStr::new);
-    assert_eq!(head_then_close(&args, 12), b"--- sample 1");
+    assert_eq!(head_then_close(&args, 15), b"# builtin:json ");
+}
+
+/// The main job's documents (built-in JSON, bundled o200k): each complete one parses as
+/// JSON, its header's token count is at least one token per 16 bytes of the document
+/// (the o200k tokens the draw can pick are short ASCII), and most documents are complete and non-trivial (objects or
+/// arrays), not a bare scalar.
+#[test]
+fn sample_prints_complete_json_documents_with_their_token_counts() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stackmask"))
+        .args(["sample", "--n", "8", "--seed", "3"])
+        .output()
+        .expect("runs the binary");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let mut lines = text.lines();
+    assert!(lines
+        .next()
+        .is_some_and(|l| l.starts_with("# builtin:json × ")));
+    let (mut complete, mut structured) = (0, 0);
+    while let Some(head) = lines.next() {
+        assert!(head.starts_with("--- sample "), "{head}");
+        let doc = lines.next().expect("a document line");
+        let tokens: usize = head
+            .split(", ")
+            .nth(1)
+            .and_then(|x| x.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no token count in {head}"));
+        assert!(tokens * 16 >= doc.len() && tokens >= 1, "{head}\n{doc}");
+        if head.contains(": complete,") {
+            complete += 1;
+            let v: serde_json::Value = serde_json::from_str(doc)
+                .unwrap_or_else(|e| panic!("complete but not JSON ({e}): {doc}"));
+            structured += usize::from(v.is_object() || v.is_array());
+        }
+    }
+    assert!(complete >= 6, "{complete} of 8 complete:\n{text}");
+    assert!(structured >= 4, "{structured} objects or arrays:\n{text}");
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::Compiler;
 use stackmask::runtime::{fill_masks, Matcher};
 
 use super::super::check::tokens_of;
@@ -35,7 +35,11 @@ pub fn run(w: &Workload, sizes: &[usize], calls: usize) -> Result<Vec<BatchRow>,
         return Err(format!("missing {}", missing.join(", ")));
     }
     let (vocab, loaded) = load_inputs(w)?;
-    let dwa = Arc::new(build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?);
+    let dwa = Arc::new(
+        Compiler::new(&vocab)
+            .automaton(&loaded.tables)
+            .map_err(|e| e.to_string())?,
+    );
     let text =
         std::fs::read(&w.document).map_err(|e| format!("cannot read {}: {e}", w.document))?;
     let tokens = tokens_of(&vocab, &text, &w.segment)?;

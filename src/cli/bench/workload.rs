@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::Compiler;
 use stackmask::runtime::{CompiledGrammar, Matcher};
 use stackmask::vocab::Vocab;
 
@@ -143,7 +143,9 @@ pub fn load_inputs(w: &Workload) -> Result<(Vocab, load::Loaded), String> {
 fn measure(w: &Workload, repeats: usize) -> Result<Row, String> {
     let (vocab, loaded) = load_inputs(w)?;
     let t0 = Instant::now();
-    let dwa = build_dwa(&loaded.tables, &vocab).map_err(|e| e.to_string())?;
+    let dwa = Compiler::new(&vocab)
+        .automaton(&loaded.tables)
+        .map_err(|e| e.to_string())?;
     let automaton_ms = t0.elapsed().as_secs_f64() * 1e3;
     let dwa = Arc::new(dwa);
     let bytes = CompiledGrammar::new(loaded.tables.clone(), dwa.clone(), &vocab).to_bytes();

@@ -1,0 +1,165 @@
+//! The one entry point of the offline pipeline: grammar text (or IR) × vocabulary →
+//! [`CompiledGrammar`] (recognizer tables, mask automaton and the first mask).
+//!
+//! Every caller (the CLI, the Python package, the MaskBench harness, tests and fuzz
+//! targets) compiles through [`Compiler`], so the lexer's counting margin always matches
+//! the vocabulary and the automaton's limits are set in one place.
+
+use std::sync::Arc;
+
+use super::dwa_build::{self, DwaLimits};
+use super::json_schema::{self, SchemaOptions};
+use super::lexer_build::{self, LexerOptions};
+use super::{lexer_follow, lr, string_split, Grammar, GrammarError, GrammarFormat};
+use crate::dwa::Dwa;
+use crate::glr::Tables;
+use crate::runtime::CompiledGrammar;
+use crate::vocab::Vocab;
+
+/// Compiles grammars for one vocabulary.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use stackmask::compile::{Compiler, GrammarFormat};
+/// use stackmask::runtime::Matcher;
+/// use stackmask::vocab::Vocab;
+///
+/// let vocab = Vocab::load("builtin:o200k")?;
+/// let compiled = Compiler::new(&vocab).compile(r#"{"type": "integer"}"#, GrammarFormat::JsonSchema)?;
+/// let mut m = Matcher::from_compiled(&compiled);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Compiler<'v> {
+    vocab: &'v Vocab,
+    lexer: LexerOptions,
+    limits: DwaLimits,
+    schema: SchemaOptions,
+}
+
+impl<'v> Compiler<'v> {
+    /// A compiler for `vocab` with the default limits: the lexer counts long strings with
+    /// a margin of the vocabulary's longest token, and the automaton's limits are
+    /// [`DwaLimits::default`].
+    pub fn new(vocab: &'v Vocab) -> Self {
+        Self {
+            vocab,
+            lexer: LexerOptions::for_vocab(vocab),
+            limits: DwaLimits::default(),
+            schema: SchemaOptions::default(),
+        }
+    }
+
+    /// With other mask-automaton limits (bounds on work for untrusted grammars).
+    pub fn with_limits(mut self, limits: DwaLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// With at most `max` lexer states (past it a compile fails with
+    /// [`GrammarError::TooLarge`]).
+    pub fn with_max_lexer_states(mut self, max: usize) -> Self {
+        self.lexer.max_states = max;
+        self
+    }
+
+    /// With other JSON Schema options (`compact`, `lenient`).
+    pub fn with_schema_options(mut self, schema: SchemaOptions) -> Self {
+        self.schema = schema;
+        self
+    }
+
+    /// The vocabulary this compiler compiles for.
+    pub fn vocab(&self) -> &'v Vocab {
+        self.vocab
+    }
+
+    /// The automaton's limits.
+    pub fn limits(&self) -> &DwaLimits {
+        &self.limits
+    }
+
+    /// The lexer options (the counting margin fits the vocabulary).
+    pub fn lexer_options(&self) -> &LexerOptions {
+        &self.lexer
+    }
+
+    /// Grammar text in `format` → the grammar IR (JSON Schemas with this compiler's
+    /// schema options).
+    pub fn grammar(&self, text: &str, format: GrammarFormat) -> Result<Grammar, GrammarError> {
+        match format {
+            GrammarFormat::JsonSchema => json_schema::compile(text, &self.schema)
+                .map(|l| l.grammar)
+                .map_err(GrammarError::from),
+            other => super::compile_grammar(text, other),
+        }
+    }
+
+    /// Grammar text in `format` → a compiled grammar for the vocabulary.
+    pub fn compile(
+        &self,
+        text: &str,
+        format: GrammarFormat,
+    ) -> Result<CompiledGrammar, GrammarError> {
+        self.compile_ir(&self.grammar(text, format)?)
+    }
+
+    /// Grammar IR → a compiled grammar for the vocabulary (its first mask included).
+    pub fn compile_ir(&self, g: &Grammar) -> Result<CompiledGrammar, GrammarError> {
+        let (tables, dwa) = self.tables_and_automaton(g)?;
+        Ok(CompiledGrammar::new(
+            Arc::new(tables),
+            Arc::new(dwa),
+            self.vocab,
+        ))
+    }
+
+    /// Grammar IR → recognizer tables alone (commit without masks, the reference oracle's
+    /// lexer), with the lexer options masks over this vocabulary need.
+    pub fn tables(&self, g: &Grammar) -> Result<Tables, GrammarError> {
+        super::build_glr_tables_with(g, &self.lexer)
+    }
+
+    /// The mask automaton of recognizer tables for the vocabulary.
+    pub fn automaton(&self, tables: &Tables) -> Result<Dwa, GrammarError> {
+        dwa_build::build_dwa_limited(tables, self.vocab, self.limits)
+    }
+
+    /// Grammar IR → recognizer tables and their mask automaton: the same as
+    /// [`Self::tables`] then [`Self::automaton`], with the automaton's lexer half built
+    /// while the LR table is (tens of milliseconds on one thread for a large schema).
+    /// Errors come in the same order.
+    pub fn tables_and_automaton(&self, g: &Grammar) -> Result<(Tables, Dwa), GrammarError> {
+        let (opts, limits, vocab) = (&self.lexer, &self.limits, self.vocab);
+        // On one of rayon's threads, as `build_dwa_limited` is: the automaton's parallel
+        // steps then fork and join in place.
+        rayon::scope(|_| {
+            let (lexed, lr) = rayon::join(
+                || {
+                    let lexer = lexer_build::build_lexer_with(g, opts)?;
+                    // The automaton's split lexer needs only the lexer: it is made beside
+                    // the follow sets, and both are serial for the most part.
+                    let (follow, plan) = rayon::join(
+                        || lexer_follow::build_follow(&lexer),
+                        || string_split::plan(&lexer, limits.split),
+                    );
+                    let half = dwa_build::lexer_half(&lexer, &follow, plan, vocab, limits);
+                    Ok::<_, GrammarError>((lexer, follow, half))
+                },
+                || lr::build_lr(g),
+            );
+            let (lexer, follow, half) = lexed?;
+            let lr = lr?.table;
+            let refs = dwa_build::TableRefs {
+                lexer: &lexer,
+                follow: &follow,
+                lr: &lr,
+            };
+            let dwa = dwa_build::finish_dwa(half?, refs, vocab, limits)?;
+            // The lexer and LR tables come from the same grammar, so they agree on
+            // terminals.
+            let tables = Tables::from_parts(lexer, follow, lr).expect("tables from one grammar");
+            Ok((tables, dwa))
+        })
+    }
+}
