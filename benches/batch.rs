@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::dwa::build::build_dwa;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::runtime::{fill_masks, Matcher};
 use stackmask::vocab::Vocab;

@@ -14,9 +14,8 @@ const LARGE_BLOCK_ALIGN: usize = 16;
 /// alignment would not do.
 ///
 /// The `mimalloc` crate's allocator sends every request through `mi_malloc_aligned`, whose
-/// checks cost ~20 instructions more than `mi_malloc`'s fast path: loading Llama-3 and
-/// compiling kb_482 allocates 4.7M times, and with plain calls callgrind counts 2.2%
-/// fewer instructions in that compile (3.94G → 3.85G; 0.75% on the lexer-heavy o9904).
+/// checks cost ~20 instructions more than `mi_malloc`'s fast path; a large schema's
+/// compile allocates millions of times, so plain calls save ~2% of its instructions.
 /// Blocks are 8-byte aligned always and 16-byte aligned from 16 bytes up (mimalloc's own
 /// invariant, asserted in its `alloc.c`), so a layout within that takes the plain calls.
 pub struct Allocator;
@@ -87,10 +86,9 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = MI_OPTION_PURGE_DECO
 /// same as jemalloc's default `dirty_decay_ms`.
 ///
 /// mimalloc's own default (1 s) is shorter than a run of compiles: memory one compile
-/// freed was purged during the next few, which faulted it back in, a 2 MiB huge page
-/// zeroed at a time. On 45 Kubernetes-sized MaskBench schemas compiled back to back
-/// (Llama-3), minor faults fell from 5.5–6.4K to 1.1–1.4K, system time from 0.9–1.8 s to
-/// 0.7 s, and the summed compile time by 5–17%.
+/// freed would be purged during the next few, which fault it back in, a 2 MiB huge page
+/// zeroed at a time (on large schemas compiled back to back, this delay cuts minor faults
+/// about fivefold).
 const PURGE_DELAY_MS: std::os::raw::c_long = 10_000;
 
 /// Tunes mimalloc for a process that compiles grammars: purged memory is reset

@@ -17,7 +17,7 @@ use cli::check::{CheckArgs, Engine};
 use cli::load::{GrammarArgs, TokenizerArgs};
 use cli::sample::SampleArgs;
 use cli::stdout::Stop;
-use stackmask::compile::{self, lexer_build::build_lexer, lr::build_lr};
+use stackmask::compile::{self, lexer::build::build_lexer, lr::build_lr};
 use stackmask::ids::TokenId;
 use stackmask::lexer::lex;
 use stackmask::vocab::Vocab;
@@ -306,7 +306,7 @@ fn grammar_report(
     if let Some(tok) = tokenizer {
         let vocab = Vocab::load(tok).map_err(|e| e.to_string())?;
         let t0 = std::time::Instant::now();
-        let (_, tries) = stackmask::compile::terminal_trie::build_all(&lexer, &vocab);
+        let (_, tries) = stackmask::compile::dwa::terminal_trie::build_all(&lexer, &vocab);
         let nodes: usize = tries.iter().map(|t| t.nodes.len()).sum();
         let finals: usize = tries
             .iter()
@@ -449,7 +449,7 @@ fn main() -> ExitCode {
                     every: *every,
                     json: *json,
                     ensure_ascii: *ensure_ascii,
-                    schema: stackmask::compile::json_schema::SchemaOptions {
+                    schema: stackmask::compile::frontend::json_schema::SchemaOptions {
                         compact: *compact,
                         lenient: *lenient,
                     },

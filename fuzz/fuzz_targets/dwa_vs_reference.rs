@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
-use stackmask::compile::string_split::SplitMode;
+use stackmask::compile::dwa::build::{build_dwa_limited, DwaLimits};
+use stackmask::compile::dwa::string_split::SplitMode;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
 use stackmask::ids::TokenId;
 use stackmask::reference::Reference;

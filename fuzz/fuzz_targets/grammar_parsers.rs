@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stackmask::compile::json_schema::{self, SchemaOptions};
-use stackmask::compile::{compile_grammar_bytes, lexer_build::build_lexer, GrammarFormat};
+use stackmask::compile::frontend::json_schema::{self, SchemaOptions};
+use stackmask::compile::{compile_grammar_bytes, lexer::build::build_lexer, GrammarFormat};
 use stackmask::lexer::lex;
 
 fuzz_target!(|data: &[u8]| {

@@ -99,12 +99,12 @@ pub fn grammar_ir(args: &GrammarArgs) -> Result<compile::Grammar, String> {
     if format != GrammarFormat::JsonSchema {
         return compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"));
     }
-    let opts = compile::json_schema::SchemaOptions {
+    let opts = compile::frontend::json_schema::SchemaOptions {
         compact: args.compact,
         lenient: args.lenient,
     };
-    let lowered =
-        compile::json_schema::compile(&text, &opts).map_err(|e| format!("{spec}: {e}"))?;
+    let lowered = compile::frontend::json_schema::compile(&text, &opts)
+        .map_err(|e| format!("{spec}: {e}"))?;
     for d in &lowered.dropped {
         eprintln!(
             "{spec}: dropped `{}` at {}: {}",

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde_json::Value;
-use stackmask::compile::json_schema::{SchemaError, SchemaOptions};
+use stackmask::compile::frontend::json_schema::{SchemaError, SchemaOptions};
 use stackmask::maskbench::noise::Workload;
 use stackmask::maskbench::{self, Engine, FileOutcome, PyJson, RoundTrip};
 use stackmask::vocab::Vocab;

@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
-use super::dwa_build::{self, DwaLimits};
-use super::json_schema::{self, SchemaOptions};
-use super::lexer_build::{self, LexerOptions};
-use super::{lexer_follow, lr, string_split, Grammar, GrammarError, GrammarFormat};
+use super::dwa::{self, string_split};
+use super::frontend::json_schema::{self, SchemaOptions};
+use super::lexer::{self, follow};
+use super::{lr, DwaLimits, Grammar, GrammarError, GrammarFormat, LexerOptions};
 use crate::dwa::Dwa;
 use crate::glr::Tables;
 use crate::runtime::CompiledGrammar;
@@ -122,7 +122,7 @@ impl<'v> Compiler<'v> {
 
     /// The mask automaton of recognizer tables for the vocabulary.
     pub fn automaton(&self, tables: &Tables) -> Result<Dwa, GrammarError> {
-        dwa_build::build_dwa_limited(tables, self.vocab, self.limits)
+        dwa::build::build_dwa_limited(tables, self.vocab, self.limits)
     }
 
     /// Grammar IR → recognizer tables and their mask automaton: the same as
@@ -136,26 +136,26 @@ impl<'v> Compiler<'v> {
         rayon::scope(|_| {
             let (lexed, lr) = rayon::join(
                 || {
-                    let lexer = lexer_build::build_lexer_with(g, opts)?;
+                    let lexer = lexer::build::build_lexer_with(g, opts)?;
                     // The automaton's split lexer needs only the lexer: it is made beside
                     // the follow sets, and both are serial for the most part.
                     let (follow, plan) = rayon::join(
-                        || lexer_follow::build_follow(&lexer),
+                        || follow::build_follow(&lexer),
                         || string_split::plan(&lexer, limits.split),
                     );
-                    let half = dwa_build::lexer_half(&lexer, &follow, plan, vocab, limits);
+                    let half = dwa::build::lexer_half(&lexer, &follow, plan, vocab, limits);
                     Ok::<_, GrammarError>((lexer, follow, half))
                 },
                 || lr::build_lr(g),
             );
             let (lexer, follow, half) = lexed?;
             let lr = lr?.table;
-            let refs = dwa_build::TableRefs {
+            let refs = dwa::build::TableRefs {
                 lexer: &lexer,
                 follow: &follow,
                 lr: &lr,
             };
-            let dwa = dwa_build::finish_dwa(half?, refs, vocab, limits)?;
+            let dwa = dwa::build::finish_dwa(half?, refs, vocab, limits)?;
             // The lexer and LR tables come from the same grammar, so they agree on
             // terminals.
             let tables = Tables::from_parts(lexer, follow, lr).expect("tables from one grammar");

@@ -110,7 +110,7 @@ pub enum GrammarError {
     },
     /// A JSON Schema that could not be lowered (refused keyword, bad value…).
     #[error("{0}")]
-    Schema(Box<super::json_schema::SchemaError>),
+    Schema(Box<crate::compile::frontend::json_schema::SchemaError>),
     /// The grammar text is not valid UTF-8.
     #[error("grammar is not valid UTF-8 (byte {offset})")]
     InvalidUtf8 {
@@ -139,8 +139,8 @@ impl GrammarError {
     }
 }
 
-impl From<super::json_schema::SchemaError> for GrammarError {
-    fn from(e: super::json_schema::SchemaError) -> Self {
+impl From<crate::compile::frontend::json_schema::SchemaError> for GrammarError {
+    fn from(e: crate::compile::frontend::json_schema::SchemaError) -> Self {
         GrammarError::Schema(Box::new(e))
     }
 }

@@ -1,44 +1,32 @@
-//! Everything offline: grammar text → grammar IR → lexer DFA (and, in later layers, LR
-//! tables and the mask automaton).
+//! Everything offline: grammar text × vocabulary → the frozen recognizer tables
+//! ([`crate::glr::Tables`]) and mask automaton ([`crate::dwa::Dwa`]). Nothing here runs
+//! at decode time, and the decode-time layers never import this module.
 //!
-//! Front ends ([`lark`], [`gbnf`], [`json_schema`], [`regex`]) parse text and lower it into the IR ([`ir`]) through
-//! the shared EBNF expansion ([`ebnf`]) and pruning ([`prune`]) passes;
-//! [`lexer_build`] turns the IR's terminals into a [`crate::lexer::LexerDfa`] (a terminal
-//! may be an intersection of patterns). The mask automaton is built from the tables and a
-//! vocabulary by [`terminal_trie`], [`lexer_equiv`], [`token_classes`], [`lr_equiv`], [`emission_trie`] and [`dwa_build`]. Errors carry
-//! line:column ([`error`]). Nothing here runs at decode time, and the decode-time layers
-//! never import this module.
+//! The pipeline, one folder per stage:
+//! 1. [`frontend`]: Lark, GBNF, JSON Schema and regex text → the grammar IR.
+//! 2. [`grammar`]: the IR ([`Grammar`]), EBNF expansion and pruning.
+//! 3. [`lexer`]: terminals → the byte-level lexer DFA and its follow tables.
+//! 4. [`lr`]: rules → LALR(1) tables that keep every conflict (the GLR parser's).
+//! 5. [`dwa`]: tables × vocabulary → the mask automaton.
+//!
+//! [`Compiler`] runs it for one vocabulary: every caller goes through it. Errors are
+//! [`GrammarError`]s with line:column ([`error`]).
 
-pub mod class_tables;
 mod compiler;
-mod dense_words;
-pub mod dwa_build;
-mod dwa_determinize;
-pub mod ebnf;
-pub mod emission_trie;
+pub mod dwa;
 pub mod error;
-pub mod gbnf;
-pub mod ir;
-pub mod json_schema;
-pub mod lark;
-pub mod lexer_build;
-mod lexer_count;
-pub mod lexer_equiv;
-pub mod lexer_follow;
-mod lexer_strings;
+pub mod frontend;
+pub mod grammar;
+pub mod lexer;
 pub mod lr;
-pub mod lr_equiv;
-pub mod prune;
-pub mod regex;
-pub mod string_split;
-pub mod terminal_trie;
-pub mod token_atoms;
-pub mod token_classes;
-pub mod weight_table;
 
 pub use compiler::Compiler;
+pub use dwa::build::DwaLimits;
+pub use dwa::string_split::SplitMode;
 pub use error::{GrammarError, Span};
-pub use ir::Grammar;
+pub use frontend::json_schema;
+pub use grammar::ir::Grammar;
+pub use lexer::build::LexerOptions;
 
 /// The grammar syntaxes stackmask reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,17 +58,17 @@ impl GrammarFormat {
 }
 
 /// The built-in JSON grammar (RFC 8259), in Lark syntax.
-pub const BUILTIN_JSON: &str = include_str!("builtin/json.lark");
+pub const BUILTIN_JSON: &str = include_str!("frontend/builtin/json.lark");
 
 /// Compiles grammar text in the given format into the IR.
 pub fn compile_grammar(text: &str, format: GrammarFormat) -> Result<Grammar, GrammarError> {
     match format {
-        GrammarFormat::Lark => lark::compile(text),
-        GrammarFormat::Gbnf => gbnf::compile(text),
+        GrammarFormat::Lark => frontend::lark::compile(text),
+        GrammarFormat::Gbnf => frontend::gbnf::compile(text),
         GrammarFormat::JsonSchema => json_schema::compile(text, &Default::default())
             .map(|l| l.grammar)
             .map_err(GrammarError::from),
-        GrammarFormat::Regex => regex::compile(text),
+        GrammarFormat::Regex => frontend::regex::compile(text),
     }
 }
 
@@ -93,24 +81,24 @@ pub fn compile_grammar_bytes(bytes: &[u8], format: GrammarFormat) -> Result<Gram
 }
 
 /// Compiles a grammar IR into the tables the GLR recognizer runs on (counted strings keep
-/// [`lexer_build::COUNT_MARGIN`] explicit layers before each bound, enough for a mask
+/// [`lexer::build::COUNT_MARGIN`] explicit layers before each bound, enough for a mask
 /// automaton over any vocabulary whose tokens are at most that long).
 pub fn build_glr_tables(g: &Grammar) -> Result<crate::glr::Tables, GrammarError> {
-    build_glr_tables_with(g, &lexer_build::LexerOptions::default())
+    build_glr_tables_with(g, &LexerOptions::default())
 }
 
 /// [`build_glr_tables`] with explicit lexer options (e.g.
-/// [`lexer_build::LexerOptions::for_vocab`], the smallest margin a vocabulary allows).
+/// [`LexerOptions::for_vocab`], the smallest margin a vocabulary allows).
 pub fn build_glr_tables_with(
     g: &Grammar,
-    opts: &lexer_build::LexerOptions,
+    opts: &LexerOptions,
 ) -> Result<crate::glr::Tables, GrammarError> {
     // The lexer (with its follow sets) and the LR automaton come from the grammar alone:
     // built side by side. A lexer error is reported first, as when built in turn.
     let (lexer, lr) = rayon::join(
         || {
-            lexer_build::build_lexer_with(g, opts).map(|lexer| {
-                let follow = lexer_follow::build_follow(&lexer);
+            lexer::build::build_lexer_with(g, opts).map(|lexer| {
+                let follow = lexer::follow::build_follow(&lexer);
                 (lexer, follow)
             })
         },

@@ -21,8 +21,8 @@ pub struct DwaState {
 /// One frozen state: its transitions are `Dwa::trans[start..end]`, and `default` is the
 /// edge for every other id. A short list is sorted by stack id; a long one is an
 /// open-addressed table of `2^bits` slots ([`EMPTY_SLOT`] keys free), so a lookup costs
-/// a cache line or two, not a binary search's dozen (sp_281: 1,150 states list 64 to 255
-/// ids, and a deep walk looks one up per stack entry).
+/// a cache line or two, not a binary search's dozen (large grammars have states listing
+/// hundreds of ids, and a deep walk looks one up per stack entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateRow {
     /// First transition.

@@ -5,7 +5,7 @@
 //! has one edge per id; an edge usually has one target, several where the build stopped
 //! merging (`DwaLimits::determinize_budget`).
 //!
-//! Built by `compile::dwa_build` from the recognizer tables and the vocabulary; read by
+//! Built by `compile::dwa::build` from the recognizer tables and the vocabulary; read by
 //! `runtime`. It never parses grammar text and depends on neither `compile` nor `glr`: the
 //! stack is seen through the [`walk::StackNode`] trait.
 

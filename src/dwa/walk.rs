@@ -46,8 +46,8 @@ impl Arena {
 }
 
 /// A walk's buffers, kept between the walks of one sequence (in its [`WalkCache`]) so
-/// that a warm mask allocates nothing: on a stack with 32 heads (o39217), growing the
-/// merge table and the class-set arena afresh for each mask was ~15% of its samples.
+/// that a warm mask allocates nothing (on a stack with dozens of heads, growing the merge
+/// table and the class-set arena afresh was a sizeable share of each mask).
 #[derive(Debug, Default)]
 pub(super) struct Scratch {
     seen: HashMap<(usize, DwaStateId), usize>,

@@ -1,8 +1,8 @@
 //! A mask by brute force over the vocabulary: walk the tokens in byte order through the
 //! recognizer, sharing the work of common prefixes, and keep the tokens whose bytes leave
 //! a viable state. This is the slow path (its cost grows with the vocabulary); it serves
-//! `sample` and `check --engine glr` until the mask automaton exists, and as a second
-//! opinion beside the reference in tests.
+//! `check --engine glr`, `sample` when a grammar's mask automaton exceeds its limits, and
+//! tests as a second opinion beside the reference.
 
 use super::GlrState;
 use crate::ids::TokenId;

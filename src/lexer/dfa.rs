@@ -181,8 +181,8 @@ impl LexerDfa {
         let from = self.run_from;
         let at = from as usize;
         let shift = |t: u32| if t >= from { t + m } else { t };
-        // The table is copied on every thread: a counted schema's is tens of MB (o82151:
-        // 90,860 states), written into fresh memory, and on one thread it took 6–50 ms.
+        // The table is copied on every thread: a counted schema's is tens of MB, written
+        // into fresh memory.
         let mut trans = Vec::with_capacity(self.trans.len() + rows.len());
         trans.par_extend(self.trans[..at * stride].par_iter().map(|&t| shift(t)));
         trans.extend_from_slice(rows);

@@ -1,7 +1,7 @@
 //! The byte-level lexer DFA: one deterministic automaton that runs every terminal of a
 //! grammar at once, and the whole-document maximal-munch lexer built on it ([`lex`]).
 //!
-//! Built by `compile::lexer_build` from the grammar IR; read by the reference oracle, the
+//! Built by `compile::lexer::build` from the grammar IR; read by the reference oracle, the
 //! GLR commit path and the mask automaton builder. A state stands for the bytes of the
 //! current lexeme read so far; it knows which terminals that lexeme completes (only those
 //! of top priority: the ones that would be emitted) and whether any byte can extend it.

@@ -1,7 +1,7 @@
 //! Counted runs: a stretch of a counted lexeme (a long JSON string under `maxLength`)
 //! where one layer of lexer states repeats, stored once.
 //!
-//! A lexer that counts units (see `compile::ir::Counted`) has one layer of states per
+//! A lexer that counts units (see `compile::grammar::ir::Counted`) has one layer of states per
 //! count. Far from every bound the layers are alike: the same states, the same
 //! transitions, only the count differs. A run keeps one such layer explicitly (its
 //! *template*, iteration 0) and gives iterations `1..len` *virtual* ids above every

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::compile::dwa_build::DwaLimits;
-use crate::compile::json_schema::{self, SchemaError, SchemaOptions};
+use crate::compile::dwa::build::DwaLimits;
+use crate::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
 use crate::compile::{Compiler, GrammarError};
 use crate::glr::{GlrState, Tables};
 use crate::ids::TokenId;

@@ -5,7 +5,7 @@
 
 use hashbrown::HashSet;
 
-use crate::compile::ir::{Grammar, Symbol};
+use crate::compile::grammar::ir::{Grammar, Symbol};
 use crate::ids::{NonterminalId, TerminalId};
 
 /// An item: production (index `productions.len()` is the augmented `S' → S`), dot,

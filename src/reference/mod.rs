@@ -12,7 +12,7 @@ pub mod earley;
 pub mod follow;
 
 use self::earley::{Chart, Earley};
-use crate::compile::ir::Grammar;
+use crate::compile::grammar::ir::Grammar;
 use crate::ids::{LexStateId, TerminalId, TokenId};
 use crate::lexer::LexerDfa;
 use crate::vocab::Vocab;

@@ -73,8 +73,8 @@ const FINGERPRINT_KEY: u64 = u64::from_le_bytes(*b"vocabfp\0");
 
 impl VocabFingerprint {
     /// The fingerprint of `v`, computed once per vocabulary: every grammar compiled for
-    /// `v` carries it, and a pass over Llama-3's 128K tokens is ~67M instructions, more
-    /// than compiling a median MaskBench schema.
+    /// `v` carries it, and a pass over a 128K-token vocabulary costs more than compiling a
+    /// median MaskBench schema.
     pub fn of(v: &Vocab) -> Self {
         *v.derived(FINGERPRINT_KEY, || Self::compute(v))
     }
@@ -261,8 +261,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::{encode, ArtifactError, CompiledGrammar, Payload, VocabFingerprint};
-    use crate::compile::dwa_build::{build_dwa_limited, DwaLimits};
-    use crate::compile::string_split::SplitMode;
+    use crate::compile::dwa::build::{build_dwa_limited, DwaLimits};
+    use crate::compile::dwa::string_split::SplitMode;
     use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat};
     use crate::ids::LexStateId;
     use crate::lexer::LexPos;

@@ -96,7 +96,7 @@ impl Matcher {
 mod tests {
     use std::sync::Arc;
 
-    use crate::compile::dwa_build::build_dwa;
+    use crate::compile::dwa::build::build_dwa;
     use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat};
     use crate::ids::TokenId;
     use crate::runtime::Matcher;

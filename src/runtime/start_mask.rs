@@ -3,7 +3,7 @@
 //! Every sequence of a grammar begins in the same recognizer state, so its first mask is
 //! always the same. Walking for it each time is the slowest mask a sequence asks for: it
 //! comes right after the compile (or after other work) has pushed the automaton out of
-//! the caches, and took 4–9 µs against ~2 µs for later masks on MaskBench with Llama-3.
+//! the caches (two to four times a later mask's time).
 //! A [`StartMask`] holds that mask once, shared by every matcher of the grammar, so a
 //! first mask is a copy. Depends on the recognizer state and the walk only.
 
@@ -50,7 +50,7 @@ impl std::fmt::Debug for StartMask {
 mod tests {
     use std::sync::Arc;
 
-    use crate::compile::dwa_build::build_dwa;
+    use crate::compile::dwa::build::build_dwa;
     use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
     use crate::ids::TokenId;
     use crate::runtime::{CompiledGrammar, Matcher};

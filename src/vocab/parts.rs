@@ -7,7 +7,7 @@
 //! sorts, copies nor compares token bytes (chasing 128K token slices in byte order was
 //! most of the walking cost). Length buckets are powers of two up to the longest token:
 //! lexer states alike to a bucket's depth lex its tokens alike, so walks can be shared
-//! per bucket (`compile::terminal_trie::WalkShare`).
+//! per bucket (`compile::dwa::terminal_trie::WalkShare`).
 //!
 //! Depends only on the vocabulary's bytes and kinds.
 

@@ -410,8 +410,8 @@ fn masks_agree_with_reference_at_sampled_steps() {
 /// documents, the matcher's mask is bit-identical to the reference mask, EOS included.
 #[test]
 fn dwa_masks_equal_reference_masks() {
-    use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
-    use stackmask::compile::string_split::SplitMode;
+    use stackmask::compile::dwa::build::{build_dwa_limited, DwaLimits};
+    use stackmask::compile::dwa::string_split::SplitMode;
     use stackmask::dwa::walk_cache::WalkCache;
     use stackmask::runtime::{fill_mask_words_cached, CompiledGrammar, Matcher};
     let words_to_set = |w: &[u32]| -> roaring::RoaringBitmap {
@@ -449,7 +449,7 @@ fn dwa_masks_equal_reference_masks() {
                 build_dwa_limited(&case.tables, v, limits)
                     .unwrap_or_else(|e| panic!("{}: {e}", case.name)),
             );
-            // Every string state the lexer can split, split (`compile::string_split`;
+            // Every string state the lexer can split, split (`compile::dwa::string_split`;
             // the default splits only where that pays), and none: checked beside the
             // default against the same reference masks.
             let mut others: Vec<(&str, Arc<Tables>, Arc<stackmask::dwa::Dwa>)> =
@@ -562,15 +562,15 @@ fn dwa_masks_equal_reference_masks() {
     }
 }
 
-/// Split string states (`compile::string_split`) against the unsplit automaton, at every
+/// Split string states (`compile::dwa::string_split`) against the unsplit automaton, at every
 /// step: along canonical and random segmentations of the accepted documents, and along
 /// random walks that draw each token from the mask (which reach positions near the length
 /// bounds that documents pass quickly), with GPT-2 and Llama-3. The unsplit automaton is
 /// checked against the reference by `dwa_masks_equal_reference_masks`.
 #[test]
 fn split_string_states_mask_as_unsplit_ones_at_every_step() {
-    use stackmask::compile::dwa_build::{build_dwa_limited, DwaLimits};
-    use stackmask::compile::string_split::SplitMode;
+    use stackmask::compile::dwa::build::{build_dwa_limited, DwaLimits};
+    use stackmask::compile::dwa::string_split::SplitMode;
     use stackmask::runtime::Matcher;
     let dir = shared_dir().join("tokenizers");
     let vocabs: Vec<Vocab> = ["gpt2.json", "llama3.json"]

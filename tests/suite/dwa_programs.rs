@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use stackmask::compile::dwa_build::build_dwa;
+use stackmask::compile::dwa::build::build_dwa;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
 use stackmask::reference::Reference;
 use stackmask::runtime::Matcher;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 use stackmask::compile::build_glr_tables;
-use stackmask::compile::json_schema::{self, SchemaError, SchemaOptions};
+use stackmask::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
 use stackmask::glr::GlrState;
 use stackmask::maskbench::{self, Engine, FileOutcome, PyJson};
 use stackmask::reference::Reference;

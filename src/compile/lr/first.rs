@@ -1,7 +1,7 @@
 //! Nullable nonterminals and FIRST sets, the inputs of the LALR lookahead computation
 //! (Aho, Lam, Sethi, Ullman, *Compilers*, 2nd ed., §4.4.2).
 
-use crate::compile::ir::{Grammar, Symbol};
+use crate::compile::grammar::ir::{Grammar, Symbol};
 use crate::termset::TermSet;
 
 /// Nullable flags and FIRST sets of every nonterminal, over a terminal universe of

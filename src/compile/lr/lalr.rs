@@ -13,7 +13,7 @@
 
 use super::first::First;
 use super::lr0::{Item, Lr0, Prods};
-use crate::compile::ir::Symbol;
+use crate::compile::grammar::ir::Symbol;
 use crate::ids::TerminalId;
 use crate::termset::TermSet;
 
@@ -185,7 +185,7 @@ mod tests {
     use hashbrown::HashMap;
 
     use super::*;
-    use crate::compile::json_schema::{compile_value, SchemaOptions};
+    use crate::compile::frontend::json_schema::{compile_value, SchemaOptions};
     use crate::compile::{compile_grammar, GrammarFormat};
 
     // The oracle: the textbook algorithm (Aho et al., Algorithm 4.62–4.63), each kernel
@@ -324,7 +324,7 @@ mod tests {
             .collect()
     }
 
-    fn assert_agrees(name: &str, g: &crate::compile::ir::Grammar) {
+    fn assert_agrees(name: &str, g: &crate::compile::grammar::ir::Grammar) {
         let (prods, first, eof) = super::super::prepare(g);
         let lr0 = super::super::lr0::build(&prods, usize::MAX).unwrap();
         let got = reductions(&prods, &first, &lr0, eof);
@@ -341,7 +341,11 @@ mod tests {
         let mut checked = 0;
         assert_agrees(
             "builtin json",
-            &compile_grammar(include_str!("../builtin/json.lark"), GrammarFormat::Lark).unwrap(),
+            &compile_grammar(
+                include_str!("../frontend/builtin/json.lark"),
+                GrammarFormat::Lark,
+            )
+            .unwrap(),
         );
         checked += 1;
         for path in [

@@ -2,7 +2,7 @@
 
 use hashbrown::HashMap;
 
-use crate::compile::ir::Symbol;
+use crate::compile::grammar::ir::Symbol;
 
 /// An LR(0) item: production index (builder numbering, 0 = augmented start) and dot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -15,7 +15,7 @@ mod lr0;
 use self::first::First;
 use self::lr0::Prods;
 use super::error::GrammarError;
-use super::ir::{Grammar, Symbol};
+use crate::compile::grammar::ir::{Grammar, Symbol};
 use crate::ids::{LrStateId, NonterminalId, ProductionId, TerminalId};
 use crate::lr::{Action, LrTable};
 

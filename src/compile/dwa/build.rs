@@ -1,0 +1,2590 @@
+//! Pass: recognizer tables × vocabulary → the mask automaton ([`Dwa`]).
+//!
+//! Weights are sets of token *classes* (see `token_classes`): tokens that lex into the
+//! same emissions with the same outcome from a start position. Start positions whose class
+//! structure (shape) is equal share every automaton state; the boundary after a lexeme
+//! that could grow shares the plain boundary's shape, its inhibited tokens removed only
+//! from its class → token table.
+//!
+//! A state is a *suspended effect*: a reduction that pops the whole known stack (`prod`,
+//! with `skip` ids still to pop below the one about to be read), started either by a
+//! lexeme to shift (`Next::Shift(t)`, with `depth`, the lexemes the riders will have
+//! consumed) or by a lookahead check deciding tokens that end there (`Next::Look(set)`:
+//! some terminal of the set can follow; such states need no depth, since deciding does
+//! not depend on where the riders are). What happens next depends only on this key and
+//! the ids below, never on the popped ids or the trie node, so the state count is that of
+//! the grammar's (terminal, production, depth) combinations rather than of token paths.
+//! Which token classes ride on a state is carried by the weights.
+//!
+//! Reading an id resumes the effect: the goto, the rest of the reductions and the shift
+//! of `t`, then an *exploration* of what the riding classes do next with the now known
+//! stack top: decide (a lookahead is consumable), go on lexeme by lexeme, or suspend again.
+//! Explorations run over class sets depth by depth (`K ∩ emits[d][e]`) and, because every
+//! step is an intersection with a fixed set or a union, the result for any riding set
+//! `R ⊆ K` is `R ∩ result(K)`: one precomputed edge serves every rider. Each state keeps
+//! `K` = the union of everything that can ride on it (a fixpoint, recomputed when it
+//! grows). Decided classes are subtracted from everything waiting on the same edge
+//! (final-weight subtraction), so walks stop early.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use hashbrown::{HashMap, HashSet};
+use rayon::prelude::*;
+use roaring::{MultiOps, RoaringBitmap};
+use smallvec::SmallVec;
+
+use crate::compile::dwa::class_tables::{freeze, AtomWords, ClassAtoms};
+use crate::compile::dwa::dense_words::or_into_words;
+use crate::compile::dwa::determinize::{determinize, Det, Nfa, NfaEdge};
+use crate::compile::dwa::emission_trie::{EmissionTrie, ROOT};
+use crate::compile::dwa::position_equiv::{canonical_end, end_reps};
+use crate::compile::dwa::stack_top_equiv::{
+    actionable_terminals, canonical_productions, class_representatives, state_classes,
+};
+use crate::compile::dwa::string_split::{self, SplitMode, WalkPlan, Walker};
+use crate::compile::dwa::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
+use crate::compile::dwa::token_atoms::{alike_positions, atomize, Atoms};
+use crate::compile::dwa::token_classes::{classify, ClassList, Shape};
+use crate::compile::dwa::weight_table::WeightTable;
+use crate::compile::error::GrammarError;
+use crate::dwa::{Dwa, StartPos, WeightSpan, NO_EDGE};
+use crate::glr::Tables;
+use crate::ids::{DwaStateId, LexStateId, LrStateId, ProductionId, TerminalId, WeightId};
+use crate::lexer::{LexFollow, LexPos, LexerDfa};
+use crate::lr::{Action, LrTable};
+use crate::termset::TermSet;
+use crate::vocab::Vocab;
+
+/// Bounds on the automaton build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DwaLimits {
+    /// Most states (effect automaton, and deterministic automaton); past it the build
+    /// fails with [`GrammarError::TooLarge`].
+    pub max_states: usize,
+    /// Deterministic states built by merging effects; past it each suspended effect gets
+    /// its own state (the walk then carries one class set per effect there). Exact either
+    /// way: this trades compile time and size against stack entries read per mask.
+    pub determinize_budget: usize,
+    /// Most distinct terminal tries (start positions that tokens see differently); each
+    /// walks the vocabulary, so this bounds the build's time.
+    pub max_tries: usize,
+    /// When string states are read as unions of single-terminal states
+    /// ([`crate::compile::dwa::string_split`]); the masks are the same either way.
+    pub split: SplitMode,
+}
+
+impl Default for DwaLimits {
+    fn default() -> Self {
+        Self {
+            max_states: 2_000_000,
+            determinize_budget: 10_000,
+            max_tries: 50_000,
+            split: SplitMode::Auto,
+        }
+    }
+}
+
+type Stack = SmallVec<[LrStateId; 8]>;
+
+/// Known stack `s` with `n` shifted on top (`n` already its class's representative).
+fn shifted(n: LrStateId, s: &[LrStateId]) -> Stack {
+    let mut ns = Stack::with_capacity(s.len() + 1);
+    ns.push(n);
+    ns.extend_from_slice(s);
+    ns
+}
+
+/// A suspended effect (an automaton state's identity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Effect {
+    /// Lexemes consumed by the riding classes, counting the one to shift (0 for a
+    /// lookahead check: deciding does not depend on where the riders are).
+    depth: u32,
+    what: Next,
+    prod: ProductionId,
+    /// Ids still to pop below the one about to be read before the goto is taken.
+    skip: u32,
+}
+
+impl Effect {
+    /// The interned lookahead set a `Next::Look` effect names.
+    fn look(&self) -> Option<u32> {
+        match self.what {
+            Next::Look(l) => Some(l),
+            Next::Shift(_) => None,
+        }
+    }
+
+    /// When a state with this key is built in the drain. Shift states by depth, shallow
+    /// first: besides lookahead checks, they feed only shift states of their own depth
+    /// or deeper. Lookahead checks last: they are fed from every depth (their key has
+    /// none) and feed only each other, so building them at depth 0 rebuilt them each
+    /// time a deeper state added riders (45% of a Kubernetes schema's builds were
+    /// rebuilds, 24% with this order).
+    fn order(&self) -> u32 {
+        match self.what {
+            Next::Shift(_) => self.depth,
+            Next::Look(_) => u32::MAX,
+        }
+    }
+}
+
+/// What the suspended reduction was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Next {
+    /// Shift this lexeme's terminal, then explore what the riders do next.
+    Shift(TerminalId),
+    /// Decide the riders if some terminal of this interned lookahead set can be consumed
+    /// (one state for all of them: they decide the same riders).
+    Look(u32),
+}
+
+#[derive(Default, Clone)]
+struct Consume {
+    /// Stacks after the shift.
+    results: Vec<Stack>,
+    /// End of input accepted.
+    accepted: bool,
+    /// Reductions that pop the whole known stack: production and ids still to pop.
+    suspended: Vec<(ProductionId, u32)>,
+}
+
+/// Where trie nodes go on a known stack by their next lexeme, each with the node: by a
+/// lone shift (only the state pushed, so that the hundreds of children a string
+/// position shifts alike are grouped without a stack each), or to these stacks.
+#[derive(Default)]
+struct NextStacks {
+    shifts: Vec<(LrStateId, u32)>,
+    others: Vec<(Stack, u32)>,
+}
+
+/// The classes an exploration carries.
+#[derive(Debug, Clone, Copy)]
+enum Riders<'r> {
+    /// These: a set of the explorer's `rider_sets`, by id.
+    Set(u32),
+    /// Those of these nodes of the emission trie, all at one depth: every class whose
+    /// lexemes so far were one of the nodes' paths (what a start, with every class
+    /// riding, carries). Nodes whose paths lead to alike stacks ride together.
+    Nodes(&'r [u32]),
+}
+
+/// What an exploration (or an edge) yields: classes decided and effects waiting.
+#[derive(Default)]
+struct Outcome {
+    decided: RoaringBitmap,
+    waits: HashMap<Effect, RoaringBitmap>,
+}
+
+impl Outcome {
+    fn wait(&mut self, e: Effect, w: &RoaringBitmap) {
+        if !w.is_empty() {
+            *self.waits.entry(e).or_default() |= w;
+        }
+    }
+}
+
+/// Largest total of piece sizes [`Pieces::into_outcome`] unites by sorting (above it,
+/// roaring's multi-way union); on a Kubernetes schema, bounds from 256 to 1,024 were the
+/// fastest, ~15% faster than no sorting.
+/// Determinize's state filters use it too: at most this many classes are or-ed in turn.
+pub(super) const SORTED_UNION_MAX: u64 = 1024;
+
+/// One set an [`Outcome`] is gathered from: the builder's own (a trie node's, borrowed for
+/// as long as the pieces), one made here, or a union the starts share.
+#[derive(Clone)]
+enum Piece<'s> {
+    Borrowed(&'s RoaringBitmap),
+    Owned(RoaringBitmap),
+    Shared(Arc<RoaringBitmap>),
+}
+
+impl std::ops::Deref for Piece<'_> {
+    type Target = RoaringBitmap;
+
+    fn deref(&self) -> &RoaringBitmap {
+        match self {
+            Piece::Borrowed(b) => b,
+            Piece::Owned(b) => b,
+            Piece::Shared(b) => b,
+        }
+    }
+}
+
+impl Piece<'_> {
+    /// The piece's identity for [`PieceUnions`] (`None` for a set made here): the
+    /// address of a set that outlives the build, borrowed or pinned by the cache.
+    fn address(&self) -> Option<usize> {
+        match self {
+            Piece::Borrowed(b) => Some(std::ptr::from_ref::<RoaringBitmap>(b) as usize),
+            Piece::Owned(_) => None,
+            Piece::Shared(b) => Some(Arc::as_ptr(b) as usize),
+        }
+    }
+
+    fn into_owned(self) -> RoaringBitmap {
+        match self {
+            Piece::Borrowed(b) => b.clone(),
+            Piece::Owned(b) => b,
+            Piece::Shared(b) => Arc::unwrap_or_clone(b),
+        }
+    }
+}
+
+/// Smallest group of sets that [`Merged`] keeps united.
+const GROUP_UNION_MIN: usize = 4;
+
+/// A group of sets from the emission trie (finals of one final group, or children by one
+/// emission), across the nodes of one rider group: the sets themselves, or, for a large
+/// group, their union, made on first use.
+struct SetGroup {
+    /// Which group: a final group's or an emission's index at the nodes' depth.
+    index: u32,
+    /// `(node, k)`: the `k`-th final or child of trie node `node`, in node order.
+    at: Vec<(u32, u32)>,
+    union: OnceLock<Arc<RoaringBitmap>>,
+}
+
+/// The trie nodes a rider group holds, merged as [`Explorer::explore`] reads them:
+/// their finals by final group, their children by emission. A string position's
+/// hundreds of literals each end in a node of their own and ride on as one group, and
+/// most starts meet the same groups (on a Kubernetes schema, about one group explored in
+/// seven is new). Merged once, a group's
+/// emissions are consumed once per emission, not once per node, and each set group is
+/// united once, not once per start.
+struct Merged {
+    finals: Vec<SetGroup>,
+    /// Each emission's children, ascending: the rider group the emission leads to.
+    children: Vec<(SetGroup, Vec<u32>)>,
+}
+
+impl Merged {
+    fn new(ns: &[u32], trie: &EmissionTrie) -> Merged {
+        let mut finals: Vec<(u32, u32, u32)> = Vec::new();
+        let mut children: Vec<(u32, u32, u32)> = Vec::new();
+        for &n in ns {
+            let node = &trie.nodes[n as usize];
+            finals.extend(
+                node.finals
+                    .iter()
+                    .enumerate()
+                    .map(|(k, f)| (f.0, n, k as u32)),
+            );
+            children.extend(
+                node.children
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| (c.0, n, k as u32)),
+            );
+        }
+        // Stable, by group only: each node's list is sorted by group already, so the input
+        // is sorted runs, which a stable sort merges (sorting whole entries unstably made
+        // Kubernetes schemas 1.06-1.13x slower in alternating runs).
+        finals.sort_by_key(|f| f.0);
+        children.sort_by_key(|c| c.0);
+        let group = |g: &[(u32, u32, u32)]| SetGroup {
+            index: g[0].0,
+            at: g.iter().map(|&(_, n, k)| (n, k)).collect(),
+            union: OnceLock::new(),
+        };
+        Merged {
+            finals: finals.chunk_by(|a, b| a.0 == b.0).map(group).collect(),
+            children: children
+                .chunk_by(|a, b| a.0 == b.0)
+                .map(|g| {
+                    let mut kids: Vec<u32> = g
+                        .iter()
+                        .map(|&(_, n, k)| trie.nodes[n as usize].children[k as usize].1)
+                        .collect();
+                    kids.sort_unstable();
+                    (group(g), kids)
+                })
+                .collect(),
+        }
+    }
+}
+
+impl SetGroup {
+    /// The group's sets as pieces: one shared union for a large group, else the sets
+    /// themselves. `set` reads the `k`-th set of node `n`.
+    fn pieces<'s>(&self, set: impl Fn(u32, u32) -> &'s RoaringBitmap, out: &mut Vec<Piece<'s>>) {
+        if self.at.len() < GROUP_UNION_MIN {
+            out.extend(self.at.iter().map(|&(n, k)| Piece::Borrowed(set(n, k))));
+            return;
+        }
+        // The union depends only on the group, so which explorer makes it does not matter.
+        let u = self
+            .union
+            .get_or_init(|| Arc::new(self.at.iter().map(|&(n, k)| set(n, k)).union()));
+        out.push(Piece::Shared(u.clone()));
+    }
+}
+
+/// [`Merged`] rider groups by node list, shared by every start's explorer.
+#[derive(Default)]
+struct MergedGroups {
+    map: Mutex<HashMap<Vec<u32>, Arc<Merged>>>,
+}
+
+impl MergedGroups {
+    /// The merged view of nodes `ns`, made if no explorer made it yet.
+    fn get(&self, ns: &[u32], trie: &EmissionTrie) -> Arc<Merged> {
+        // A poisoned lock only means another start panicked; the map is still whole.
+        if let Some(m) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(ns) {
+            return m.clone();
+        }
+        // Made outside the lock: two explorers may both make it, with equal results.
+        let m = Arc::new(Merged::new(ns, trie));
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(ns.to_vec())
+            .or_insert(m)
+            .clone()
+    }
+}
+
+/// Unions of pieces that are all the builder's own sets or shared ones, by their
+/// addresses, shared by every explorer: explorations gather the same pieces again and
+/// again (on a Kubernetes schema, nearly all such unions repeat one made before).
+#[derive(Default)]
+struct PieceUnions {
+    map: Mutex<HashMap<SmallVec<[usize; 8]>, PieceUnion>>,
+}
+
+/// A union in [`PieceUnions`], with the shared pieces among its operands, held so that
+/// their addresses are not reused while the union's key is in the map.
+struct PieceUnion {
+    union: Arc<RoaringBitmap>,
+    _pins: Vec<Arc<RoaringBitmap>>,
+}
+
+/// An [`Outcome`] gathered piece by piece (its own sets and its sub-explorations'),
+/// unioned once at the end: a start adds hundreds of pieces to a few effects (a large
+/// object's key positions: 13K classes to two effects), and adding them one at a time
+/// re-merges ever longer sorted arrays.
+///
+/// Pieces may borrow the builder's class sets (`'s`): a start explores from the emission
+/// trie, whose nodes' final sets go into pieces as they are: cloning them (thousands of
+/// classes each in large schemas, fresh 8 KB containers) costs instructions and page
+/// faults.
+#[derive(Default)]
+struct Pieces<'s> {
+    decided: Vec<Piece<'s>>,
+    waits: HashMap<Effect, Vec<Piece<'s>>>,
+}
+
+impl<'s> Pieces<'s> {
+    fn wait(&mut self, e: Effect, w: Piece<'s>) {
+        if !w.is_empty() {
+            self.waits.entry(e).or_default().push(w);
+        }
+    }
+
+    /// Adds an outcome.
+    fn absorb(&mut self, o: Outcome) {
+        if !o.decided.is_empty() {
+            self.decided.push(Piece::Owned(o.decided));
+        }
+        for (e, w) in o.waits {
+            self.wait(e, Piece::Owned(w));
+        }
+    }
+
+    /// Adds a memoized outcome, its sets read from `sets`.
+    fn absorb_kept(&mut self, o: &Kept, sets: &WeightTable) {
+        if o.decided != WeightId::new(0) {
+            self.decided.push(Piece::Owned(sets.get(o.decided).clone()));
+        }
+        for &(e, w) in &o.waits {
+            self.wait(e, Piece::Owned(sets.get(w).clone()));
+        }
+    }
+
+    /// The union of the pieces, through `unions` where every piece has an address.
+    fn into_outcome(self, unions: &PieceUnions) -> Outcome {
+        fn union(pieces: Vec<Piece<'_>>, unions: &PieceUnions) -> RoaringBitmap {
+            if pieces.len() < 2 {
+                return unite(pieces);
+            }
+            let Some(mut key) = pieces
+                .iter()
+                .map(Piece::address)
+                .collect::<Option<SmallVec<[usize; 8]>>>()
+            else {
+                return unite(pieces);
+            };
+            key.sort_unstable();
+            key.dedup();
+            // A poisoned lock only means another explorer panicked; the map is still whole.
+            let lock = || unions.map.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(u) = lock().get(&key) {
+                let u = u.union.clone();
+                return Arc::unwrap_or_clone(u);
+            }
+            let pins: Vec<Arc<RoaringBitmap>> = pieces
+                .iter()
+                .filter_map(|p| match p {
+                    Piece::Shared(b) => Some(b.clone()),
+                    _ => None,
+                })
+                .collect();
+            let u = unite(pieces);
+            // Made outside the lock: two explorers may both make it, with equal results.
+            lock().entry(key).or_insert_with(|| PieceUnion {
+                union: Arc::new(u.clone()),
+                _pins: pins,
+            });
+            u
+        }
+        fn unite(pieces: Vec<Piece<'_>>) -> RoaringBitmap {
+            // Few pieces merge directly; many small ones are sorted together; many large
+            // ones go through roaring's multi-way union, which accumulates in bitmap
+            // containers and converts each back to an array when it is sparse (a scan of
+            // 8 KiB per container: most of a Kubernetes schema's starts, whose unions are
+            // thousands of pieces of a few classes each).
+            if pieces.len() <= 2 {
+                let mut it = pieces.into_iter();
+                let mut u = it.next().map(Piece::into_owned).unwrap_or_default();
+                for p in it {
+                    match p {
+                        Piece::Owned(p) => u |= p,
+                        p => u |= &*p,
+                    }
+                }
+                return u;
+            }
+            let total: u64 = pieces.iter().map(|p| p.len()).sum();
+            if total <= SORTED_UNION_MAX {
+                let mut all: Vec<u32> = Vec::with_capacity(total as usize);
+                for p in &pieces {
+                    all.extend(p.iter());
+                }
+                all.sort_unstable();
+                all.dedup();
+                // Sorted and deduplicated just above.
+                RoaringBitmap::from_sorted_iter(all).expect("sorted class ids")
+            } else {
+                pieces.iter().map(|p| &**p).union()
+            }
+        }
+        Outcome {
+            decided: union(self.decided, unions),
+            waits: self
+                .waits
+                .into_iter()
+                .map(|(e, ws)| (e, union(ws, unions)))
+                .collect(),
+        }
+    }
+}
+
+/// Most states the drain explores at once: a batch is one parallel step, and a state fed
+/// by one before it in its batch is built again in a later one. On 7 large Kubernetes
+/// schemas (Llama-3), against building one at a time: 0.98 of the time with batches of
+/// 64, 0.935 with 128 to 512, 1.03 with 1,024, 1.11 with whole waves (rebuilds).
+const DRAIN_BATCH: usize = 256;
+
+/// Sets its flag when dropped, unwinding included: a drain task's "this state is
+/// explored", which the freezing thread waits for.
+struct MarkDone<'f>(&'f AtomicBool);
+
+impl Drop for MarkDone<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// States per task when a parallel batch is explored while its first states' edges are
+/// made (see [`Builder::drain`]): small, so the freezing thread finds the next state
+/// explored soon, and the batch's 256 states still split between the threads.
+const DRAIN_FREEZE_CHUNK: usize = 8;
+
+/// Fewest states of one [`Effect::order`] key the drain explores in parallel: below it,
+/// waking the other threads and the rebuilds batching brings cost more than they spare.
+const DRAIN_PARALLEL_MIN: usize = 64;
+
+/// Fewest states the starts must leave queued for the drain to go parallel at all. On
+/// 40 random Kubernetes schemas (Llama-3), against building one at a time: those the
+/// starts left 7,600 to 8,300 states (300–370 ms) took 0.90–0.99 of the time; those left
+/// 500 to 3,700 (12–140 ms) took 0.99–1.11, since their waves are a few hundred states
+/// of a few microseconds, and the other thread is still making the class tables.
+const DRAIN_PARALLEL_STATES: usize = 4096;
+
+/// A state's transitions before they are frozen into edges: per goto source, the
+/// outcome it takes (an index into `outcomes`; sources with alike stacks share one).
+struct Resumed {
+    sources: Vec<(LrStateId, u32)>,
+    outcomes: Vec<Outcome>,
+    /// The explorer's lookahead sets the outcomes name, by id, ascending: copied, so the
+    /// outcomes are frozen without the explorer, which may be exploring further states.
+    looks: Vec<(u32, Vec<TerminalId>)>,
+}
+
+/// An [`Outcome`] as the exploration memo keeps it, its sets interned: outcomes of
+/// different stacks and riders are made of the same few sets (a large schema's 120K
+/// memoized sets were 989 distinct ones, 5 MB instead of 370 MB, when explorations
+/// inside resumed ones were memoized too).
+struct Kept {
+    decided: WeightId,
+    waits: Vec<(Effect, WeightId)>,
+}
+
+/// The sets the builder reads, as bitmaps over the global class space (every shape's
+/// classes, each shape's at its own offset: disjoint ranges, so one set can hold riders
+/// from several shapes and intersections keep them apart).
+struct ClassSets {
+    /// Each shape's classes.
+    shape_all: Vec<RoaringBitmap>,
+    /// `emits[d]`: terminals of an emission, and the classes whose d-th lexeme it is.
+    emits: Vec<Vec<(Vec<TerminalId>, RoaringBitmap)>>,
+    /// `finals[d]`: the terminals that may follow a token lexically, and the classes
+    /// ending after `d` lexemes at a position with exactly that follow set. Deciding a
+    /// class depends on its position only through the set, so positions with equal sets
+    /// are merged (one consume check for all of them: a large schema has thousands of
+    /// positions and a few hundred distinct sets).
+    finals: Vec<Vec<(TermSet, RoaringBitmap)>>,
+    /// Beside `emits`: the emission's terminals as a set, and whether one is ignored.
+    emit_terms: Vec<Vec<(TermSet, bool)>>,
+    /// `emits` and `finals` as a trie of the classes' emission paths.
+    trie: EmissionTrie,
+}
+
+struct StateInfo {
+    key: Effect,
+    /// Everything that can ride on this state, interned in the explorer's `keys`: states
+    /// share a few rider sets (a chain of skip states carries one set all along; a large
+    /// schema's 206K states have 277 distinct sets).
+    riders: WeightId,
+    /// The riders the transitions were last built for (`None`: never). Riders only grow,
+    /// so an unchanged id means nothing new rides.
+    built_for: Option<WeightId>,
+}
+
+/// Explores what riding classes do on known stacks: the part of the build that only
+/// reads the tables and class sets, so that it runs in parallel (one explorer per start,
+/// and one per thread for resumed states; see [`Builder::drain`]).
+struct Explorer<'a> {
+    tables: TableRefs<'a>,
+    sets: &'a ClassSets,
+    /// Terminals with some action, per LR state.
+    actionable: &'a [TermSet],
+    /// Per production, the one its suspended effects name (see `stack_top_equiv`).
+    canon: &'a [ProductionId],
+    /// Per LR state, the least state of its class (see `stack_top_equiv`). Known stacks hold
+    /// only these: what riders do on a stack depends on its states only through their
+    /// classes, and an exploration's outcome names no state, so stacks alike state by
+    /// state explore alike and meet in the memos (a string position's hundreds of
+    /// literals each shift to a state of their own, all of one class).
+    rep: &'a [LrStateId],
+    /// Index into `consumes` by stack and terminal: an index, not a shared pointer, since
+    /// lookups are millions per large schema and a reference count costs two atomic
+    /// operations each.
+    consume_memo: HashMap<(Stack, TerminalId), u32>,
+    consumes: Vec<Consume>,
+    /// Interned lookahead sets of `Next::Look` effects.
+    looks: Vec<Vec<TerminalId>>,
+    look_index: HashMap<Vec<TerminalId>, u32>,
+    /// Rider sets (cache keys and states' riders) and memoized outcomes' sets, kept apart
+    /// from the automaton's weights, which only hold sets an edge uses.
+    keys: WeightTable,
+    explore_memo: HashMap<(u32, Stack, WeightId), Kept>,
+    /// Rider sets that explorations carry, by id: resumed states' riders and their
+    /// intersections with the builder's class sets. Shared, so that pieces hold them.
+    rider_sets: Vec<Arc<RoaringBitmap>>,
+    /// Ids in `rider_sets` of riders interned in `keys`.
+    rider_of_key: HashMap<WeightId, u32>,
+    /// Intersections of class sets of the builder's (by address) with rider sets (by
+    /// id), as ids in `rider_sets` (`None`: empty). Explorations of one resumed state's
+    /// riders on different stacks meet the same class sets again and again.
+    and_memo: HashMap<(usize, u32), Option<u32>>,
+    /// Merged rider groups, shared with the other starts' explorers.
+    groups: &'a MergedGroups,
+    /// Unions of pieces, shared with the other explorers.
+    unions: &'a PieceUnions,
+}
+
+struct Builder<'a> {
+    tables: TableRefs<'a>,
+    /// Holds the states' rider sets (`keys`) and the lookahead sets their effects name;
+    /// the other explorers' outcomes are renumbered into it.
+    ex: Explorer<'a>,
+    /// LR states with a goto on each nonterminal.
+    goto_sources: Vec<Vec<LrStateId>>,
+    weights: WeightTable,
+    info: Vec<StateInfo>,
+    state_index: HashMap<Effect, DwaStateId>,
+    /// Transitions per state: skip target, or `(id, edge)` list.
+    skip_to: Vec<Option<DwaStateId>>,
+    trans: Vec<Vec<(LrStateId, u32)>>,
+    edges: Vec<NfaEdge>,
+    targets: Vec<(DwaStateId, WeightId)>,
+    edge_index: HashMap<(WeightId, Vec<(DwaStateId, WeightId)>), u32>,
+    /// States whose riders grew, by [`Effect::order`]: a state is built after the
+    /// states that can feed it, where possible, so that few are built twice.
+    queue: BTreeSet<(u32, DwaStateId)>,
+    /// `(state, interned rider set)` pairs known to be inside the state's riders: riders
+    /// only grow, so a set once inside stays inside. Edges hand the same large sets to
+    /// the same states over and over, and a roaring subset check merges both sets whole
+    /// (it was 40% of some builds).
+    covered: HashSet<(DwaStateId, WeightId)>,
+    max_states: usize,
+}
+
+fn too_large(what: &str, limit: usize) -> GrammarError {
+    GrammarError::TooLarge {
+        span: Default::default(),
+        what: what.into(),
+        limit,
+    }
+}
+
+impl<'a> Explorer<'a> {
+    fn new(
+        tables: TableRefs<'a>,
+        sets: &'a ClassSets,
+        actionable: &'a [TermSet],
+        canon: &'a [ProductionId],
+        rep: &'a [LrStateId],
+        (groups, unions): (&'a MergedGroups, &'a PieceUnions),
+    ) -> Self {
+        Explorer {
+            groups,
+            unions,
+            tables,
+            sets,
+            actionable,
+            canon,
+            rep,
+            consume_memo: HashMap::new(),
+            consumes: Vec::new(),
+            looks: Vec::new(),
+            look_index: HashMap::new(),
+            keys: WeightTable::default(),
+            explore_memo: HashMap::new(),
+            rider_sets: Vec::new(),
+            rider_of_key: HashMap::new(),
+            and_memo: HashMap::new(),
+        }
+    }
+
+    /// A new explorer over the same tables, class sets and shared unions, with empty
+    /// memos and lookahead sets of its own.
+    fn fresh(&self) -> Explorer<'a> {
+        Explorer::new(
+            self.tables,
+            self.sets,
+            self.actionable,
+            self.canon,
+            self.rep,
+            (self.groups, self.unions),
+        )
+    }
+
+    /// Every way of consuming terminal `t` on the known stack `k`, by index into
+    /// `consumes`.
+    fn consume(&mut self, k: &[LrStateId], t: TerminalId) -> u32 {
+        let key = (Stack::from_slice(k), t);
+        if let Some(&c) = self.consume_memo.get(&key) {
+            return c;
+        }
+        let lr = self.tables.lr;
+        let mut out = Consume::default();
+        let mut work: SmallVec<[Stack; 4]> = SmallVec::from_elem(key.0.clone(), 1);
+        // Stacks reached by reductions: a short list (a lexeme's reduction chains are
+        // short, and this runs millions of times in a large schema's build), hashed only
+        // past `SEEN_LIST` stacks.
+        const SEEN_LIST: usize = 16;
+        let mut seen: SmallVec<[Stack; 4]> = SmallVec::new();
+        let mut seen_set: hashbrown::HashSet<Stack> = hashbrown::HashSet::new();
+        while let Some(s) = work.pop() {
+            for a in lr.actions(s[0], t) {
+                match *a {
+                    Action::Shift(n) => out.results.push(shifted(self.rep[n.index()], &s)),
+                    Action::Accept => out.accepted = true,
+                    Action::Reduce(p) => {
+                        let len = lr.rhs_len(p);
+                        if len >= s.len() {
+                            // Named by its left-hand side's first production: the effect
+                            // uses only that, so alike reductions share automaton states.
+                            out.suspended
+                                .push((self.canon[p.index()], (len - s.len()) as u32));
+                            continue;
+                        }
+                        let Some(g) = lr.goto(s[len], lr.lhs(p)) else {
+                            continue;
+                        };
+                        let mut ns = Stack::with_capacity(s.len() - len + 1);
+                        ns.push(self.rep[g.index()]);
+                        ns.extend_from_slice(&s[len..]);
+                        let new = if seen_set.is_empty() {
+                            let new = !seen.contains(&ns);
+                            if new {
+                                seen.push(ns.clone());
+                                if seen.len() > SEEN_LIST {
+                                    seen_set.extend(seen.drain(..));
+                                }
+                            }
+                            new
+                        } else {
+                            seen_set.insert(ns.clone())
+                        };
+                        if new {
+                            work.push(ns);
+                        }
+                    }
+                }
+            }
+        }
+        out.results.sort();
+        out.results.dedup();
+        out.suspended.sort();
+        out.suspended.dedup();
+        let id = self.consumes.len() as u32;
+        self.consumes.push(out);
+        self.consume_memo.insert(key, id);
+        id
+    }
+
+    /// The id in `rider_sets` of riders `k`, interned in `keys` as `kid`.
+    fn rider_set(&mut self, kid: WeightId, k: &RoaringBitmap) -> u32 {
+        if let Some(&r) = self.rider_of_key.get(&kid) {
+            return r;
+        }
+        let r = self.rider_sets.len() as u32;
+        self.rider_sets.push(Arc::new(k.clone()));
+        self.rider_of_key.insert(kid, r);
+        r
+    }
+
+    /// `c ∩` rider set `rid`, with its id in `rider_sets`; `None` when empty.
+    fn and_riders(&mut self, c: &'a RoaringBitmap, rid: u32) -> Option<(u32, Arc<RoaringBitmap>)> {
+        let key = (std::ptr::from_ref(c) as usize, rid);
+        let r = match self.and_memo.get(&key) {
+            Some(&r) => r,
+            None => {
+                let w = c & &*self.rider_sets[rid as usize];
+                let r = (!w.is_empty()).then(|| {
+                    self.rider_sets.push(Arc::new(w));
+                    (self.rider_sets.len() - 1) as u32
+                });
+                self.and_memo.insert(key, r);
+                r
+            }
+        };
+        r.map(|r| (r, self.rider_sets[r as usize].clone()))
+    }
+
+    /// [`Explorer::explore_fresh`] through a cache by `(depth, s, riders)`, for riders `k`
+    /// interned as `kid`: resumed states meet the same explorations again and again.
+    /// Only these outermost explorations are cached: the ones inside them repeat rarely
+    /// (1–3% of lookups in the p90–p99 band and a median schema), and caching them cost
+    /// uniting and interning their sets at every level.
+    fn explore_keyed(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        kid: WeightId,
+        k: &RoaringBitmap,
+        out: &mut Pieces<'a>,
+    ) {
+        let key = (depth, Stack::from_slice(s), kid);
+        if let Some(kept) = self.explore_memo.get(&key) {
+            out.absorb_kept(kept, &self.keys);
+            return;
+        }
+        let rid = self.rider_set(kid, k);
+        let fresh = self.explore_fresh(depth, s, Riders::Set(rid));
+        let mut waits: Vec<(Effect, WeightId)> = fresh
+            .waits
+            .iter()
+            .map(|(e, w)| (*e, self.keys.intern(w)))
+            .collect();
+        waits.sort_unstable();
+        let kept = Kept {
+            decided: self.keys.intern(&fresh.decided),
+            waits,
+        };
+        self.explore_memo.insert(key, kept);
+        out.absorb(fresh);
+    }
+
+    /// What `riders` (each having consumed `depth` lexemes) do on known stack `s`, as an
+    /// outcome: its pieces united, and classes decided anywhere in it no longer waiting.
+    ///
+    /// Starts are not cached: the explorations of start `x` run on stacks with `x` at the
+    /// bottom (shifts push, reductions that reach the bottom suspend), so no other start
+    /// meets them, and within one start repeats are rare (none in 435K explorations of a
+    /// large schema). Caching them only cost memory (hundreds of MB) and a bitmap hash
+    /// per call.
+    fn explore_fresh(&mut self, depth: u32, s: &[LrStateId], riders: Riders<'_>) -> Outcome {
+        let mut pieces = Pieces::default();
+        self.explore(depth, s, riders, &mut pieces);
+        let mut out = pieces.into_outcome(self.unions);
+        let Outcome { decided, waits } = &mut out;
+        waits.retain(|_, w| {
+            *w -= &*decided;
+            !w.is_empty()
+        });
+        out
+    }
+
+    /// Adds what `riders` do on `s` to `pieces`, not united: sub-explorations add to
+    /// their caller's pieces, and only the outermost unites them (in
+    /// [`Explorer::explore_fresh`]). Uniting at every level merged deep sets once per
+    /// level, nearly half of a Kubernetes schema's start instructions. The outcome is
+    /// the same: what waits at a level had the level's decided classes removed, and those
+    /// are among the outermost's decided.
+    fn explore(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        riders: Riders<'_>,
+        pieces: &mut Pieces<'a>,
+    ) {
+        let d = depth as usize;
+        // The sets outlive the explorer's borrow, so consuming can go on while reading them.
+        let sh: &'a ClassSets = self.sets;
+        // Tokens ending here: decided when a terminal that may follow lexically can be
+        // consumed.
+        // Actions are checked before sets are intersected: most terminals have none on
+        // this stack top, and intersections dominate the build.
+        let top = s[0];
+        let act: &'a TermSet = &self.actionable[top.index()];
+        let finals: &'a [(TermSet, RoaringBitmap)] = sh.finals.get(d).map_or(&[], |f| f);
+        // The merged view of a multi-node rider group, read by both halves below.
+        let mut merged: Option<Arc<Merged>> = None;
+        match riders {
+            Riders::Set(rid) => {
+                for (follow, c) in finals {
+                    if !follow.intersects(act) {
+                        continue;
+                    }
+                    if let Some((_, kf)) = self.and_riders(c, rid) {
+                        self.decide_final(s, follow, Piece::Shared(kf), pieces);
+                    }
+                }
+            }
+            Riders::Nodes(&[n]) => {
+                for (j, kf) in &sh.trie.nodes[n as usize].finals {
+                    let follow = &finals[*j as usize].0;
+                    if follow.intersects(act) {
+                        self.decide_final(s, follow, Piece::Borrowed(kf), pieces);
+                    }
+                }
+            }
+            Riders::Nodes(ns) => {
+                // Nodes ending in one final group are decided together: the decision
+                // depends on the stack and the group only.
+                let m: &Merged = merged.insert(self.groups.get(ns, &sh.trie));
+                let final_set = |n: u32, k: u32| &sh.trie.nodes[n as usize].finals[k as usize].1;
+                for g in &m.finals {
+                    let follow = &finals[g.index as usize].0;
+                    if !follow.intersects(act) {
+                        continue;
+                    }
+                    let Some(effects) = self.decision(s, follow) else {
+                        g.pieces(final_set, &mut pieces.decided);
+                        continue;
+                    };
+                    let mut ws = Vec::new();
+                    for e in effects {
+                        if ws.is_empty() {
+                            g.pieces(final_set, &mut ws);
+                        }
+                        for w in &ws {
+                            pieces.wait(e, w.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let nexts: &'a [(Vec<TerminalId>, RoaringBitmap)] = sh.emits.get(d + 1).map_or(&[], |e| e);
+        let next_terms: &'a [(TermSet, bool)] = sh.emit_terms.get(d + 1).map_or(&[], |e| e);
+        match riders {
+            Riders::Set(rid) => {
+                for ((ts, c), (terms, ignored)) in nexts.iter().zip(next_terms) {
+                    if !*ignored && !terms.intersects(act) {
+                        continue;
+                    }
+                    if let Some((rc, kc)) = self.and_riders(c, rid) {
+                        self.take_emission(depth, s, ts, (rc, &kc), pieces);
+                    }
+                }
+            }
+            Riders::Nodes(&[n]) => {
+                // Children that reach alike stacks ride on together: a string position
+                // takes hundreds of literals, each its own child and shift target, all
+                // of one class.
+                let mut next = NextStacks::default();
+                let mut waits = Vec::new();
+                for &(i, child) in &sh.trie.nodes[n as usize].children {
+                    let (terms, ignored) = &next_terms[i as usize];
+                    if !*ignored && !terms.intersects(act) {
+                        continue;
+                    }
+                    for &t in &nexts[i as usize].0 {
+                        self.lexeme_targets(depth, s, t, child, &mut next, &mut waits);
+                    }
+                    // A trie node's set is the builder's own, borrowed for as long as
+                    // the pieces.
+                    let set = &sh.trie.nodes[child as usize].set;
+                    for e in waits.drain(..) {
+                        pieces.wait(e, Piece::Borrowed(set));
+                    }
+                }
+                let NextStacks { shifts, others } = next;
+                self.explore_next(depth, s, shifts, others, |kids| kids.to_vec(), pieces);
+            }
+            Riders::Nodes(_) => {
+                // Each emission is consumed once for all the nodes' children by it,
+                // which ride on together (tagged by emission group below).
+                let m = merged.as_deref().expect("set for a multi-node group");
+                let child_set = |n: u32, k: u32| {
+                    let child = sh.trie.nodes[n as usize].children[k as usize].1;
+                    &sh.trie.nodes[child as usize].set
+                };
+                let mut next = NextStacks::default();
+                let mut waits = Vec::new();
+                let mut ws = Vec::new();
+                for (gi, (g, _)) in m.children.iter().enumerate() {
+                    let i = g.index as usize;
+                    let (terms, ignored) = &next_terms[i];
+                    if !*ignored && !terms.intersects(act) {
+                        continue;
+                    }
+                    for &t in &nexts[i].0 {
+                        self.lexeme_targets(depth, s, t, gi as u32, &mut next, &mut waits);
+                    }
+                    if waits.is_empty() {
+                        continue;
+                    }
+                    g.pieces(child_set, &mut ws);
+                    for e in waits.drain(..) {
+                        for w in &ws {
+                            pieces.wait(e, w.clone());
+                        }
+                    }
+                    ws.clear();
+                }
+                let NextStacks { shifts, others } = next;
+                let kids = |tags: &[u32]| -> Vec<u32> {
+                    let mut kids: Vec<u32> = tags
+                        .iter()
+                        .flat_map(|&gi| m.children[gi as usize].1.iter().copied())
+                        .collect();
+                    if tags.len() > 1 {
+                        kids.sort_unstable();
+                        kids.dedup();
+                    }
+                    kids
+                };
+                self.explore_next(depth, s, shifts, others, kids, pieces);
+            }
+        }
+    }
+
+    /// Explores the rider groups a multi-node exploration reached: `shifts` (stacks `s`
+    /// with a state pushed) and `others` (stacks after reductions), each with a tag that
+    /// `kids` turns, for all tags reaching one stack, into that stack's trie nodes.
+    fn explore_next(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        mut shifts: Vec<(LrStateId, u32)>,
+        mut others: Vec<(Stack, u32)>,
+        kids: impl Fn(&[u32]) -> Vec<u32>,
+        pieces: &mut Pieces<'a>,
+    ) {
+        shifts.sort_unstable();
+        shifts.dedup();
+        for group in shifts.chunk_by(|a, b| a.0 == b.0) {
+            let tags: SmallVec<[u32; 8]> = group.iter().map(|g| g.1).collect();
+            let r = shifted(group[0].0, s);
+            self.explore(depth + 1, &r, Riders::Nodes(&kids(&tags)), pieces);
+        }
+        others.sort_unstable();
+        others.dedup();
+        for group in others.chunk_by(|a, b| a.0 == b.0) {
+            let tags: SmallVec<[u32; 8]> = group.iter().map(|g| g.1).collect();
+            self.explore(depth + 1, &group[0].0, Riders::Nodes(&kids(&tags)), pieces);
+        }
+    }
+
+    /// Whether riders ending on stack `s`, where the terminals `follow` may come next, are
+    /// decided (`None`: one of them can be consumed), else the effects they wait on (the
+    /// reductions that would tell).
+    fn decision(&mut self, s: &[LrStateId], follow: &TermSet) -> Option<Vec<Effect>> {
+        let top = s[0];
+        let act: &TermSet = &self.actionable[top.index()];
+        // Lookaheads that suspend, grouped by the reduction they wait in.
+        let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
+        for t in follow.iter_and(act) {
+            // A shift or accept on the top decides without reductions: no need to look
+            // the consumption up (most lookaheads are such; the lookups were millions per
+            // large schema).
+            if self
+                .tables
+                .lr
+                .actions(top, t)
+                .iter()
+                .any(|a| matches!(a, Action::Shift(_) | Action::Accept))
+            {
+                return None;
+            }
+            let c = self.consume(s, t);
+            let c = &self.consumes[c as usize];
+            if c.accepted || !c.results.is_empty() {
+                return None;
+            }
+            waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
+        }
+        Some(self.lookahead_effects(waiting))
+    }
+
+    /// Decides riders `kf`, which end on stack `s` at a position where the terminals
+    /// `follow` may come next: decided if one of them can be consumed, else waiting on
+    /// the reductions that would tell.
+    fn decide_final(
+        &mut self,
+        s: &[LrStateId],
+        follow: &TermSet,
+        kf: Piece<'a>,
+        pieces: &mut Pieces<'a>,
+    ) {
+        match self.decision(s, follow) {
+            None => pieces.decided.push(kf),
+            Some(effects) => {
+                for e in effects {
+                    pieces.wait(e, kf.clone());
+                }
+            }
+        }
+    }
+
+    /// Explores riders `next` after they emit a lexeme of one of the terminals `ts` on
+    /// stack `s`, each having consumed `depth` lexemes before it.
+    fn take_emission(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        ts: &[TerminalId],
+        (rid, next): (u32, &Arc<RoaringBitmap>),
+        pieces: &mut Pieces<'a>,
+    ) {
+        let mut to = NextStacks::default();
+        let mut waits = Vec::new();
+        for &t in ts {
+            self.lexeme_targets(depth, s, t, 0, &mut to, &mut waits);
+            for (n, _) in to.shifts.drain(..) {
+                self.explore(depth + 1, &shifted(n, s), Riders::Set(rid), pieces);
+            }
+            for (r, _) in to.others.drain(..) {
+                self.explore(depth + 1, &r, Riders::Set(rid), pieces);
+            }
+            for e in waits.drain(..) {
+                pieces.wait(e, Piece::Shared(next.clone()));
+            }
+        }
+    }
+
+    /// Where a lexeme of terminal `t` takes known stack `s` (its riders having consumed
+    /// `depth` lexemes before it): added to `next` with `tag`, and the effects of
+    /// reductions that suspend to `waits`.
+    fn lexeme_targets(
+        &mut self,
+        depth: u32,
+        s: &[LrStateId],
+        t: TerminalId,
+        tag: u32,
+        next: &mut NextStacks,
+        waits: &mut Vec<Effect>,
+    ) {
+        if self.tables.lexer.is_ignored(t) {
+            next.others.push((Stack::from_slice(s), tag));
+            return;
+        }
+        let actions = self.tables.lr.actions(s[0], t);
+        if actions.is_empty() {
+            return;
+        }
+        if let [Action::Shift(n)] = *actions {
+            // A lone shift: the one result is known without consuming (and without a
+            // memo lookup keyed by the whole stack).
+            next.shifts.push((self.rep[n.index()], tag));
+            return;
+        }
+        let c = self.consume(s, t) as usize;
+        let c = &self.consumes[c];
+        next.others
+            .extend(c.results.iter().map(|r| (r.clone(), tag)));
+        waits.extend(c.suspended.iter().map(|&(prod, skip)| Effect {
+            depth: depth + 1,
+            what: Next::Shift(t),
+            prod,
+            skip,
+        }));
+    }
+
+    /// Makes `riders` wait on lookahead effects: the suspended `(reduction, terminal)`
+    /// pairs grouped by reduction, each group's terminals one lookahead set.
+    fn wait_lookaheads(
+        &mut self,
+        waiting: Vec<((ProductionId, u32), TerminalId)>,
+        riders: &RoaringBitmap,
+        out: &mut Outcome,
+    ) {
+        for e in self.lookahead_effects(waiting) {
+            out.wait(e, riders);
+        }
+    }
+
+    /// The lookahead effects of suspended `(reduction, terminal)` pairs: one per
+    /// reduction, its terminals one lookahead set.
+    fn lookahead_effects(
+        &mut self,
+        mut waiting: Vec<((ProductionId, u32), TerminalId)>,
+    ) -> Vec<Effect> {
+        waiting.sort();
+        waiting
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|group| {
+                let (prod, skip) = group[0].0;
+                Effect {
+                    depth: 0,
+                    what: Next::Look(self.look_set(group.iter().map(|g| g.1).collect())),
+                    prod,
+                    skip,
+                }
+            })
+            .collect()
+    }
+
+    /// What riders `riders` (interned as `rid` in the builder's keys, which key the
+    /// memo) do when state `e`'s reduction resumes on each goto source `ys` of its
+    /// left-hand side; `looks` are the builder's lookahead sets, which `e` names.
+    fn resume(
+        &mut self,
+        e: Effect,
+        rid: WeightId,
+        riders: &RoaringBitmap,
+        ys: &[LrStateId],
+        looks: &[Vec<TerminalId>],
+    ) -> Resumed {
+        let lr = self.tables.lr;
+        let lhs = lr.lhs(e.prod);
+        let mut out = Resumed {
+            sources: Vec::with_capacity(ys.len()),
+            outcomes: Vec::new(),
+            looks: Vec::new(),
+        };
+        // Goto sources whose stacks are alike (by class, state by state) share an outcome.
+        let mut alike: HashMap<Stack, u32> = HashMap::new();
+        for &y in ys {
+            // A goto source always has the goto.
+            let Some(g) = lr.goto(y, lhs) else { continue };
+            let stack = Stack::from_slice(&[self.rep[g.index()], self.rep[y.index()]]);
+            if let Some(&i) = alike.get(&stack) {
+                out.sources.push((y, i));
+                continue;
+            }
+            let mut o = Outcome::default();
+            match e.what {
+                Next::Look(look) => {
+                    let mut waiting: Vec<((ProductionId, u32), TerminalId)> = Vec::new();
+                    for &t in &looks[look as usize] {
+                        let c = self.consume(&stack, t);
+                        let c = &self.consumes[c as usize];
+                        if c.accepted || !c.results.is_empty() {
+                            o.decided = riders.clone();
+                            waiting.clear();
+                            break;
+                        }
+                        waiting.extend(c.suspended.iter().map(|&ps| (ps, t)));
+                    }
+                    self.wait_lookaheads(waiting, riders, &mut o);
+                }
+                Next::Shift(t) => {
+                    let c = self.consume(&stack, t) as usize;
+                    let mut pieces = Pieces::default();
+                    for i in 0..self.consumes[c].results.len() {
+                        let r = self.consumes[c].results[i].clone();
+                        self.explore_keyed(e.depth, &r, rid, riders, &mut pieces);
+                    }
+                    o = pieces.into_outcome(self.unions);
+                    if o.decided != *riders {
+                        for &(prod, skip) in &self.consumes[c].suspended {
+                            o.wait(Effect { prod, skip, ..e }, riders);
+                        }
+                    }
+                }
+            }
+            let Outcome { decided, waits } = &mut o;
+            waits.retain(|_, w| {
+                *w -= &*decided;
+                !w.is_empty()
+            });
+            let i = out.outcomes.len() as u32;
+            out.outcomes.push(o);
+            out.sources.push((y, i));
+            alike.insert(stack, i);
+        }
+        let mut named: Vec<u32> = out
+            .outcomes
+            .iter()
+            .flat_map(|o| o.waits.keys())
+            .filter_map(Effect::look)
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        out.looks = named
+            .into_iter()
+            .map(|l| (l, self.looks[l as usize].clone()))
+            .collect();
+        out
+    }
+
+    /// `o`, explored by another explorer whose lookahead sets are `looks`, with those sets
+    /// renumbered into this explorer's (`ids`: the other's ids renumbered so far,
+    /// `u32::MAX` for not yet). Sets new here are numbered in order of their terminals,
+    /// not of the other's ids: a drain worker's ids depend on which states it happened to
+    /// explore, and the numbering must not.
+    fn adopt_looks<'l>(
+        &mut self,
+        o: Outcome,
+        looks: impl Fn(u32) -> &'l [TerminalId],
+        ids: &mut Vec<u32>,
+    ) -> Outcome {
+        let Some(last) = o.waits.keys().filter_map(Effect::look).max() else {
+            return o;
+        };
+        if ids.len() <= last as usize {
+            ids.resize(last as usize + 1, u32::MAX);
+        }
+        let mut unknown: Vec<u32> = o
+            .waits
+            .keys()
+            .filter_map(Effect::look)
+            .filter(|&l| ids[l as usize] == u32::MAX)
+            .collect();
+        unknown.sort_unstable_by(|&a, &b| looks(a).cmp(looks(b)));
+        unknown.dedup();
+        for l in unknown {
+            ids[l as usize] = self.look_set(looks(l).to_vec());
+        }
+        let waits = o
+            .waits
+            .into_iter()
+            .map(|(mut e, w)| {
+                if let Next::Look(l) = &mut e.what {
+                    *l = ids[*l as usize];
+                }
+                (e, w)
+            })
+            .collect();
+        Outcome {
+            decided: o.decided,
+            waits,
+        }
+    }
+
+    /// The id of a lookahead set (sorted, deduplicated here).
+    fn look_set(&mut self, mut ts: Vec<TerminalId>) -> u32 {
+        ts.sort();
+        ts.dedup();
+        if let Some(&i) = self.look_index.get(&ts) {
+            return i;
+        }
+        let i = self.looks.len() as u32;
+        self.looks.push(ts.clone());
+        self.look_index.insert(ts, i);
+        i
+    }
+}
+
+impl Builder<'_> {
+    /// The state for `e` (made if new).
+    fn state(&mut self, e: Effect) -> Result<DwaStateId, GrammarError> {
+        Ok(match self.state_index.get(&e) {
+            Some(&id) => id,
+            None => {
+                if self.info.len() >= self.max_states {
+                    return Err(too_large("mask automaton states", self.max_states));
+                }
+                let id = DwaStateId::new(self.info.len());
+                self.info.push(StateInfo {
+                    key: e,
+                    // Id 0 is the empty set.
+                    riders: WeightId::new(0),
+                    built_for: None,
+                });
+                self.skip_to.push(None);
+                self.trans.push(Vec::new());
+                self.state_index.insert(e, id);
+                id
+            }
+        })
+    }
+
+    /// The state for `e`, with the rider set `rid` of the explorer's `keys` added to its
+    /// riders (queued when they grow): what a skip state hands on, by id, since a chain
+    /// of skip states carries one set all along (a Kubernetes schema's drain has 11K skip
+    /// states of its 19K) and cloning it for each was a copy of thousands of classes.
+    fn add_rider_key(&mut self, e: Effect, rid: WeightId) -> Result<DwaStateId, GrammarError> {
+        let id = self.state(e)?;
+        let old = self.info[id.index()].riders;
+        if old == rid || rid == WeightId::new(0) {
+            return Ok(id);
+        }
+        // Id 0 is the empty set: the new riders are the set itself.
+        if old == WeightId::new(0) {
+            self.grow(id, rid);
+            return Ok(id);
+        }
+        let (o, w) = (self.ex.keys.get(old), self.ex.keys.get(rid));
+        if !w.is_subset(o) {
+            let grown = o | w;
+            let riders = self.ex.keys.intern_owned(grown);
+            self.grow(id, riders);
+        }
+        Ok(id)
+    }
+
+    /// Sets state `id`'s riders to `riders` (interned in the explorer's `keys`, a superset
+    /// of the old ones) and queues it to be built again.
+    fn grow(&mut self, id: DwaStateId, riders: WeightId) {
+        let info = &mut self.info[id.index()];
+        info.riders = riders;
+        self.queue.insert((info.key.order(), id));
+    }
+
+    /// The state for `e`, with the set `wid` of [`Builder::weights`] added to its riders
+    /// (queued when they grow).
+    fn add_riders(&mut self, e: Effect, wid: WeightId) -> Result<DwaStateId, GrammarError> {
+        let id = self.state(e)?;
+        if !self.covered.insert((id, wid)) {
+            return Ok(id);
+        }
+        let w = self.weights.get(wid);
+        let old = self.ex.keys.get(self.info[id.index()].riders);
+        if !w.is_subset(old) {
+            let grown = old | w;
+            let riders = self.ex.keys.intern_owned(grown);
+            self.grow(id, riders);
+        }
+        Ok(id)
+    }
+
+    /// Freezes an outcome into an edge (interned), registering riders of its targets.
+    fn edge(&mut self, o: Outcome) -> Result<Option<u32>, GrammarError> {
+        if o.decided.is_empty() && o.waits.is_empty() {
+            return Ok(None);
+        }
+        let decided = self.weights.intern_owned(o.decided);
+        let mut ts: Vec<(DwaStateId, WeightId)> = Vec::with_capacity(o.waits.len());
+        let mut waits: Vec<(Effect, RoaringBitmap)> = o.waits.into_iter().collect();
+        waits.sort_unstable_by_key(|(e, _)| *e);
+        for (e, w) in waits {
+            let wid = self.weights.intern_owned(w);
+            let s = self.add_riders(e, wid)?;
+            ts.push((s, wid));
+        }
+        ts.sort();
+        if let Some(&id) = self.edge_index.get(&(decided, ts.clone())) {
+            return Ok(Some(id));
+        }
+        let start = self.targets.len() as u32;
+        self.targets.extend_from_slice(&ts);
+        let id = self.edges.len() as u32;
+        self.edges.push(NfaEdge {
+            decided,
+            targets: (start, self.targets.len() as u32),
+        });
+        self.edge_index.insert((decided, ts), id);
+        Ok(Some(id))
+    }
+
+    /// Freezes state `id`'s build into its transitions: a skip state hands its riders
+    /// (`rid`) on, any other takes its exploration's outcomes (`resumed`, made by the
+    /// explorer of worker `slot`) as edges.
+    fn freeze_built(
+        &mut self,
+        id: DwaStateId,
+        e: Effect,
+        rid: WeightId,
+        resumed: Option<(usize, Resumed)>,
+        look_ids: &mut [Vec<u32>],
+    ) -> Result<(), GrammarError> {
+        let Some((slot, r)) = resumed else {
+            let next = self.add_rider_key(
+                Effect {
+                    skip: e.skip - 1,
+                    ..e
+                },
+                rid,
+            )?;
+            self.skip_to[id.index()] = Some(next);
+            return Ok(());
+        };
+        let mut edges = Vec::with_capacity(r.outcomes.len());
+        // `r.looks` holds every set the outcomes name.
+        let look = |l: u32| -> &[TerminalId] {
+            let i = r.looks.binary_search_by_key(&l, |x| x.0);
+            &r.looks[i.expect("a named lookahead set is copied")].1
+        };
+        for o in r.outcomes {
+            let o = self.ex.adopt_looks(o, look, &mut look_ids[slot]);
+            edges.push(self.edge(o)?);
+        }
+        self.trans[id.index()] = r
+            .sources
+            .iter()
+            .filter_map(|&(y, i)| edges[i as usize].map(|edge| (y, edge)))
+            .collect();
+        Ok(())
+    }
+
+    /// Builds every queued state's transitions for its current riders, until no riders
+    /// grow.
+    ///
+    /// States are taken in batches of one [`Effect::order`] key, in id order, and their
+    /// explorations run in parallel, one explorer per thread, each with memos of its own
+    /// (they are pure caches: an outcome does not depend on which explorer made it). The
+    /// outcomes are then frozen into edges in state order, so the automaton does not
+    /// depend on the thread count. A state fed by one before it in its batch is built
+    /// again in a later batch; any build order reaches the same riders.
+    fn drain(&mut self) -> Result<(), GrammarError> {
+        let mut workers: Vec<Mutex<Explorer<'_>>> = (0..rayon::current_num_threads())
+            .map(|_| Mutex::new(self.ex.fresh()))
+            .collect();
+        // Per worker, its lookahead sets' ids in the builder's explorer (see `adopt_looks`).
+        let mut look_ids: Vec<Vec<u32>> = vec![Vec::new(); workers.len()];
+        let mut batch: Vec<(DwaStateId, Effect, WeightId)> = Vec::new();
+        let parallel = self.queue.len() >= DRAIN_PARALLEL_STATES;
+        while let Some(&(order, _)) = self.queue.first() {
+            // A wave too small to share is built one state at a time, each seeing what the
+            // one before it fed (as in id order, with no rebuilds from batching).
+            let wide = parallel
+                && self
+                    .queue
+                    .iter()
+                    .take(DRAIN_PARALLEL_MIN)
+                    .take_while(|q| q.0 == order)
+                    .count()
+                    == DRAIN_PARALLEL_MIN;
+            let take = if wide { DRAIN_BATCH } else { 1 };
+            batch.clear();
+            while batch.len() < take {
+                match self.queue.first() {
+                    Some(&(o, id)) if o == order => {
+                        self.queue.pop_first();
+                        let info = &mut self.info[id.index()];
+                        if info.built_for != Some(info.riders) {
+                            info.built_for = Some(info.riders);
+                            batch.push((id, info.key, info.riders));
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            if batch.len() < DRAIN_PARALLEL_MIN {
+                for &(id, e, rid) in &batch {
+                    let resumed = (e.skip == 0).then(|| {
+                        let w = workers[0].get_mut().unwrap_or_else(|e| e.into_inner());
+                        let ys = &self.goto_sources[self.tables.lr.lhs(e.prod).index()];
+                        w.resume(e, rid, self.ex.keys.get(rid), ys, &self.ex.looks)
+                    });
+                    self.freeze_built(id, e, rid, resumed.map(|r| (0, r)), &mut look_ids)?;
+                }
+                continue;
+            }
+            // The batch's explorations read the riders and lookahead sets as they stand
+            // now, from copies (a batch shares a few rider sets), so that each state's
+            // edges are made as soon as its exploration and those before it are done,
+            // while the rest of the batch is still explored: the same edges in the same
+            // order as freezing after the whole batch, with the second thread kept busy
+            // (freezing alone was a third of a Kubernetes schema's drain, on one thread).
+            let mut riders: HashMap<WeightId, RoaringBitmap> = HashMap::new();
+            for &(_, e, rid) in &batch {
+                if e.skip == 0 {
+                    riders
+                        .entry(rid)
+                        .or_insert_with(|| self.ex.keys.get(rid).clone());
+                }
+            }
+            let looks: Vec<Vec<TerminalId>> = if order == u32::MAX {
+                self.ex.looks.clone()
+            } else {
+                Vec::new()
+            };
+            let sources = std::mem::take(&mut self.goto_sources);
+            let lr = self.tables.lr;
+            let slots: Vec<Mutex<Option<(usize, Resumed)>>> =
+                batch.iter().map(|_| Mutex::new(None)).collect();
+            let done: Vec<AtomicBool> = batch.iter().map(|_| AtomicBool::new(false)).collect();
+            let (workers_ref, slots_ref, done_ref) = (&workers, &slots, &done);
+            let (riders_ref, looks_ref, sources_ref, batch_ref) =
+                (&riders, &looks, &sources, &batch);
+            let frozen = rayon::scope_fifo(|sc| {
+                for (c, chunk) in batch_ref.chunks(DRAIN_FREEZE_CHUNK).enumerate() {
+                    sc.spawn_fifo(move |_| {
+                        for (j, &(_, e, rid)) in chunk.iter().enumerate() {
+                            let i = c * DRAIN_FREEZE_CHUNK + j;
+                            // Marks the state explored even if its exploration panics,
+                            // so that the freezing loop stops waiting for it.
+                            let _done = MarkDone(&done_ref[i]);
+                            if e.skip == 0 {
+                                // Each thread locks only its own explorer; the lock is
+                                // held for one exploration, which spawns nothing.
+                                let slot =
+                                    rayon::current_thread_index().unwrap_or(0) % workers_ref.len();
+                                let mut w =
+                                    workers_ref[slot].lock().unwrap_or_else(|e| e.into_inner());
+                                let ys = &sources_ref[lr.lhs(e.prod).index()];
+                                let r = w.resume(e, rid, &riders_ref[&rid], ys, looks_ref);
+                                drop(w);
+                                *slots_ref[i].lock().unwrap_or_else(|e| e.into_inner()) =
+                                    Some((slot, r));
+                            }
+                        }
+                    });
+                }
+                for (i, &(id, e, rid)) in batch_ref.iter().enumerate() {
+                    // Explore while waiting: the batch's remaining chunks, in order.
+                    while !done_ref[i].load(Ordering::Acquire) {
+                        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    let r = slots_ref[i]
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
+                    if e.skip == 0 && r.is_none() {
+                        // Its exploration panicked: the scope re-raises the panic.
+                        break;
+                    }
+                    self.freeze_built(id, e, rid, r, &mut look_ids)?;
+                }
+                Ok::<_, GrammarError>(())
+            });
+            self.goto_sources = sources;
+            frozen?;
+        }
+        Ok(())
+    }
+}
+
+/// Most classes per range, on average, for [`class_sets`] to append a set's classes one
+/// by one rather than insert its ranges whole.
+const SHORT_RANGES: u64 = 8;
+
+/// Positions after a token, by depth, with the classes ending there.
+type FinalsAt = Vec<Vec<(LexPos, RoaringBitmap)>>;
+
+/// Lays the shapes side by side in one class space; returns the sets (finals left empty),
+/// each shape's offset, and the classes ending at each position by depth.
+fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, FinalsAt) {
+    let mut base = Vec::with_capacity(shapes.len());
+    let mut next = 0u32;
+    let mut shape_all = Vec::with_capacity(shapes.len());
+    let depth = shapes
+        .iter()
+        .map(|s| s.emits.len().max(s.finals.len()))
+        .max()
+        .unwrap_or(0);
+    // Class ranges by emission (finals: by position), per depth, in increasing order:
+    // shapes take consecutive ranges, so each set is built once at the end rather than
+    // re-merged with every shape that adds to it (thousands of shapes in large schemas).
+    type Ranges = Vec<(u32, u32)>;
+    let mut em: Vec<HashMap<EmitId, Ranges>> = vec![HashMap::new(); depth];
+    let mut fi: Vec<HashMap<LexPos, Ranges>> = vec![HashMap::new(); depth];
+    // Without run containers, as every set the builder interns (see `WeightTable`).
+    let to_set = |ranges: Ranges| -> RoaringBitmap {
+        let classes: u64 = ranges.iter().map(|&(lo, hi)| u64::from(hi - lo) + 1).sum();
+        // Ranges are laid out in order (shapes take consecutive ranges, each shape's in
+        // order), and most are a class or two: appended class by class they cost tens of
+        // instructions a class, where `insert_range` costs ~400 a call. Long ones are
+        // still inserted whole.
+        if classes <= SHORT_RANGES * ranges.len() as u64 {
+            if let Ok(set) =
+                RoaringBitmap::from_sorted_iter(ranges.iter().flat_map(|&(lo, hi)| lo..=hi))
+            {
+                return set;
+            }
+        }
+        let mut out = RoaringBitmap::new();
+        for (lo, hi) in ranges {
+            out.insert_range(lo..=hi);
+        }
+        out.remove_run_compression();
+        out
+    };
+    let shift = |c: &ClassList, b: u32, out: &mut Ranges| {
+        out.extend(c.0.iter().map(|&(lo, hi)| (lo + b, hi + b)));
+    };
+    for sh in shapes {
+        base.push(next);
+        let own = (sh.num_classes > 0).then(|| (next, next + sh.num_classes - 1));
+        shape_all.push(to_set(own.into_iter().collect()));
+        for (d, es) in sh.emits.iter().enumerate() {
+            for (e, c) in es {
+                shift(c, next, em[d].entry(*e).or_default());
+            }
+        }
+        for (d, fs) in sh.finals.iter().enumerate() {
+            for (p, c) in fs {
+                shift(c, next, fi[d].entry(*p).or_default());
+            }
+        }
+        next += sh.num_classes;
+    }
+    let sets = ClassSets {
+        emit_terms: Vec::new(),
+        trie: EmissionTrie::default(),
+        shape_all,
+        emits: em
+            .into_iter()
+            .map(|m| {
+                let mut v: Vec<(EmitId, Ranges)> = m.into_iter().collect();
+                v.sort_by_key(|(e, _)| *e);
+                // In parallel: the automaton's class sets are otherwise serial.
+                v.into_par_iter()
+                    .map(|(e, c)| (emits.terminals(e).to_vec(), to_set(c)))
+                    .collect()
+            })
+            .collect(),
+        finals: Vec::new(),
+    };
+    let finals = fi
+        .into_iter()
+        .map(|m| {
+            let mut v: Vec<(LexPos, Ranges)> = m.into_iter().collect();
+            v.sort_by_key(|(p, _)| *p);
+            v.into_par_iter().map(|(p, c)| (p, to_set(c))).collect()
+        })
+        .collect();
+    (sets, base, finals)
+}
+
+/// Builds the mask automaton of a grammar's tables for a vocabulary.
+pub fn build_dwa(tables: &Tables, vocab: &Vocab) -> Result<Dwa, GrammarError> {
+    build_dwa_limited(tables, vocab, DwaLimits::default())
+}
+
+/// [`build_dwa`] with explicit limits.
+pub fn build_dwa_limited(
+    tables: &Tables,
+    vocab: &Vocab,
+    limits: DwaLimits,
+) -> Result<Dwa, GrammarError> {
+    // Run on one of rayon's threads (in place when already on one): called from another
+    // thread, each of the build's dozen parallel steps would be sent to the pool and
+    // waited for across threads, a round trip of two wake-ups each; from a worker, they
+    // fork and join in place. That was 8% of a median schema's compile.
+    rayon::scope(|_| build_on_worker(tables, vocab, limits))
+}
+
+/// The recognizer tables the automaton is built from, by reference, so that the half of
+/// the build that needs only the lexer can start before the LR table exists
+/// ([`build_tables_and_dwa`]).
+#[derive(Clone, Copy)]
+pub struct TableRefs<'a> {
+    /// The lexer.
+    pub lexer: &'a LexerDfa,
+    /// What can follow each lexer position.
+    pub follow: &'a LexFollow,
+    /// LR tables over the lexer's terminals.
+    pub lr: &'a LrTable,
+}
+
+impl<'a> From<&'a Tables> for TableRefs<'a> {
+    fn from(t: &'a Tables) -> Self {
+        Self {
+            lexer: &t.lexer,
+            follow: &t.follow,
+            lr: &t.lr,
+        }
+    }
+}
+
+fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<Dwa, GrammarError> {
+    let plan = string_split::plan(&tables.lexer, limits.split);
+    let half = lexer_half(&tables.lexer, &tables.follow, plan, vocab, &limits)?;
+    finish_dwa(half, tables.into(), vocab, &limits)
+}
+
+/// What the automaton build makes of the lexer and vocabulary alone (start positions,
+/// atoms and each position's classes), to be finished by [`finish_dwa`] with the LR table.
+pub struct LexerHalf {
+    /// The lexer the automaton is built over when string states are split.
+    walker: Option<Walker>,
+    emits: EmitTable,
+    own_trie: Vec<LexPos>,
+    trie_of: Vec<usize>,
+    dead: usize,
+    inhibited_positions: Vec<(LexPos, LexStateId)>,
+    atoms: Atoms,
+    shapes: Vec<Shape>,
+    trie_shape: Vec<u32>,
+    own_tables: Interner<ClassAtoms>,
+    own_local: Vec<u32>,
+}
+
+/// The lexer half of [`build_dwa_limited`] (see [`LexerHalf`]). `plan` must be
+/// `string_split::plan(lexer, limits.split)`, which needs no follow sets and so can be
+/// made beside them.
+pub fn lexer_half(
+    lexer: &LexerDfa,
+    follow: &LexFollow,
+    plan: Option<WalkPlan>,
+    vocab: &Vocab,
+    limits: &DwaLimits,
+) -> Result<LexerHalf, GrammarError> {
+    // A token walked from a counted run's template must not reach the next critical
+    // count, or the template would stand for iterations it differs from.
+    let tokens = vocab.parts();
+    if !lexer.runs().is_empty() && tokens.longest() > lexer.count_margin() as usize {
+        return Err(GrammarError::Unsupported {
+            span: Default::default(),
+            construct: "counted string with a long token".into(),
+            reason: format!(
+                "the lexer counts long strings with a margin of {} bytes, and the vocabulary \
+                 has a {}-byte token",
+                lexer.count_margin(),
+                tokens.longest()
+            ),
+        });
+    }
+    // Split string states, when that pays, and build over the lexer that has their
+    // single-terminal states.
+    let walker = plan.map(|p| p.finish(follow));
+    let (lexer, follow) = match &walker {
+        Some(w) => (&w.lexer, &w.follow),
+        None => (lexer, follow),
+    };
+    let emits = EmitTable::new(lexer);
+    let positions = match &walker {
+        Some(w) => w.positions.clone(),
+        None => start_positions(lexer),
+    };
+    // Inhibited boundaries reuse the plain boundary's trie; only their tables differ.
+    let own_trie: Vec<LexPos> = positions
+        .iter()
+        .copied()
+        .filter(|p| matches!(p, LexPos::Pending(_) | LexPos::Boundary(LexerDfa::DEAD)))
+        .collect();
+    // Token ends only matter through their follow sets, and pending positions whose
+    // futures agree for as many bytes as the longest token have equal tries: one trie
+    // per class of positions (`position_equiv`).
+    let reps = end_reps(lexer, follow);
+    // Walks of token blocks are shared between entered states alike to the tokens'
+    // length; start positions alike to the longest token's length share whole tries.
+    let (share, start_class) = WalkShare::new(lexer, &reps, tokens);
+    let canon = |p: LexPos| canonical_end(&reps, p);
+    let mut class_trie: HashMap<u32, usize> = HashMap::new();
+    let mut built: Vec<LexPos> = Vec::new();
+    let trie_of: Vec<usize> = own_trie
+        .iter()
+        .map(|&p| match p {
+            LexPos::Pending(q) => *class_trie.entry(start_class[q.index()]).or_insert_with(|| {
+                built.push(p);
+                built.len() - 1
+            }),
+            _ => {
+                built.push(p);
+                built.len() - 1
+            }
+        })
+        .collect();
+    if built.len() > limits.max_tries {
+        return Err(too_large(
+            "terminal tries (distinct lexer positions)",
+            limits.max_tries,
+        ));
+    }
+    // Positions alike to the longest token can still have equal tries (the few long
+    // tokens tell few of them apart): one trie per class of entered walks' outcomes.
+    let (built, trie_of, known) =
+        match alike_positions(lexer, &emits, tokens, &share, &built, canon) {
+            Some((alike, known)) => {
+                let mut rep_of_class = vec![usize::MAX; alike.len()];
+                let mut reps: Vec<LexPos> = Vec::new();
+                let remap: Vec<usize> = alike
+                    .iter()
+                    .zip(&built)
+                    .map(|(&c, &p)| {
+                        let r = &mut rep_of_class[c as usize];
+                        if *r == usize::MAX {
+                            *r = reps.len();
+                            reps.push(p);
+                        }
+                        *r
+                    })
+                    .collect();
+                let trie_of = trie_of.into_iter().map(|i| remap[i]).collect();
+                (reps, trie_of, Some(known))
+            }
+            None => (built, trie_of, None),
+        };
+    let dead = built
+        .iter()
+        .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
+        .expect("the plain boundary is always a start position");
+    // Tries are built over atoms (tokens no position tells apart, `token_atoms`), so
+    // a position's trie, classes and table cost its classes, not the vocabulary. The
+    // inhibited boundaries are among the positions atoms are split for, so their tables
+    // can drop atoms by first byte. Each trie is condensed as it is built (its shape and
+    // class → atom table, the base set below), so tens of thousands of positions never
+    // hold their tries at once.
+    let inhibited_positions: Vec<(LexPos, LexStateId)> = positions
+        .iter()
+        .filter_map(|&p| match p {
+            LexPos::Boundary(q) if q != LexerDfa::DEAD => Some((p, q)),
+            _ => None,
+        })
+        .collect();
+    let universe: Vec<LexPos> = built
+        .iter()
+        .copied()
+        .chain(inhibited_positions.iter().map(|&(p, _)| p))
+        .collect();
+    let walks = Walks::new(lexer, tokens, &universe, Some(&share));
+    // The long parts' walks `alike_positions` made are read from it, not walked again.
+    let atoms = atomize(
+        lexer,
+        &emits,
+        &walks,
+        &universe,
+        canon,
+        vocab.len(),
+        known.as_ref(),
+    );
+    drop(known);
+    // Positions are classified in parallel a chunk at a time, and their shapes and tables
+    // interned in position order as each chunk ends: a large schema's positions can each
+    // list thousands of atoms, and holding every table until all were made would cost
+    // hundreds of MB, faulted in fresh.
+    const CLASSIFY_CHUNK: usize = 512;
+    // Shapes, like tables, are hashed on the classifying threads (hashed on the
+    // interning thread, they were 9% of the lexer half's own samples in a Github profile).
+    let mut shapes: Interner<Shape> = Interner::default();
+    let mut trie_shape: Vec<u32> = Vec::with_capacity(built.len());
+    let mut own_tables: Interner<ClassAtoms> = Interner::default();
+    let mut own_local: Vec<u32> = Vec::with_capacity(built.len());
+    for chunk in built.chunks(CLASSIFY_CHUNK) {
+        let (table_interner, shape_interner) = (&own_tables, &shapes);
+        let classified: Vec<(Shape, u64, ClassAtoms, u64)> = chunk
+            .par_iter()
+            .map(|&p| {
+                let c = classify(atoms.trie(lexer, &walks, p));
+                let table = ClassAtoms::new(&c.tokens);
+                let h = table_interner.hash(&table);
+                let sh = shape_interner.hash(&c.shape);
+                (c.shape, sh, table, h)
+            })
+            .collect();
+        for (shape, sh, table, h) in classified {
+            trie_shape.push(shapes.intern_hashed(shape, sh));
+            own_local.push(own_tables.intern_hashed(table, h));
+        }
+    }
+    let shapes = shapes.list;
+    Ok(LexerHalf {
+        walker,
+        emits,
+        own_trie,
+        trie_of,
+        dead,
+        inhibited_positions,
+        atoms,
+        shapes,
+        trie_shape,
+        own_tables,
+        own_local,
+    })
+}
+
+/// The rest of [`build_dwa_limited`], which needs the LR table: the automaton, beside
+/// the class tables. `tables` must hold the lexer and follow sets `half` was made from.
+pub fn finish_dwa(
+    half: LexerHalf,
+    tables: TableRefs<'_>,
+    vocab: &Vocab,
+    limits: &DwaLimits,
+) -> Result<Dwa, GrammarError> {
+    let LexerHalf {
+        walker,
+        emits,
+        own_trie,
+        trie_of,
+        dead,
+        inhibited_positions,
+        atoms,
+        shapes,
+        trie_shape,
+        own_tables,
+        own_local,
+    } = half;
+    // Over the lexer the lexer half was built on.
+    let tables = match &walker {
+        Some(w) => TableRefs {
+            lexer: &w.lexer,
+            follow: &w.follow,
+            lr: tables.lr,
+        },
+        None => tables,
+    };
+    let lexer = tables.lexer;
+    let tokens = vocab.parts();
+    let shape_list: Vec<&Shape> = shapes.iter().collect();
+    let lr = tables.lr;
+    // The atoms' token words (for the class tables) need only the atoms: they are made on
+    // another thread while the automaton's class sets, which are serial, are made here.
+    let automaton_sets = || {
+        let mut goto_sources: Vec<Vec<LrStateId>> = vec![Vec::new(); lr.num_nonterminals()];
+        for s in 0..lr.num_states() {
+            let s = LrStateId::new(s);
+            for &(n, _) in lr.gotos(s) {
+                goto_sources[n.index()].push(s);
+            }
+        }
+        let (mut sets, base, finals_at) = class_sets(&shape_list, &emits);
+        // Terminals plus end of input, as in the follow sets.
+        let width = tables.lr.num_terminals() + 1;
+        sets.finals = finals_at
+            .into_iter()
+            .map(|fs| {
+                // Merged in order of first appearance (positions are sorted).
+                let mut merged: Vec<(TermSet, RoaringBitmap)> = Vec::new();
+                let mut index: HashMap<TermSet, usize> = HashMap::new();
+                for (p, c) in fs {
+                    let follow = match p {
+                        LexPos::Pending(q) => tables.follow.after_pending(q),
+                        LexPos::Boundary(q) => tables.follow.at_boundary(q),
+                    };
+                    match index.get(follow) {
+                        Some(&i) => merged[i].1 |= c,
+                        None => {
+                            index.insert(follow.clone(), merged.len());
+                            merged.push((follow.clone(), c));
+                        }
+                    }
+                }
+                merged
+            })
+            .collect();
+        sets.emit_terms = sets
+            .emits
+            .iter()
+            .map(|es| {
+                es.iter()
+                    .map(|(ts, _)| {
+                        let mut set = TermSet::new(width);
+                        let mut ignored = false;
+                        for &t in ts {
+                            if tables.lexer.is_ignored(t) {
+                                ignored = true;
+                            } else {
+                                set.insert(t);
+                            }
+                        }
+                        (set, ignored)
+                    })
+                    .collect()
+            })
+            .collect();
+        let num_classes =
+            base.last().copied().unwrap_or(0) + shape_list.last().map_or(0, |s| s.num_classes);
+        sets.trie = EmissionTrie::new(num_classes, &sets.emits, &sets.finals);
+        (goto_sources, sets, base, num_classes)
+    };
+    let atom_words = || AtomWords::new(&atoms.of_token(tokens), atoms.len());
+    // What the starts need of the LR table alone (its state classes: 12–26 ms on a
+    // Kubernetes schema's 30K states) is made beside the two, which are mostly serial.
+    let lr_facts = || {
+        let actionable = actionable_terminals(lr);
+        let canon = canonical_productions(lr);
+        let class = state_classes(lr, &actionable);
+        let rep = class_representatives(&class);
+        (actionable, canon, class, rep)
+    };
+    let (((goto_sources, sets, base, num_classes), atom_words), (actionable, canon, class, rep)) =
+        rayon::join(|| rayon::join(automaton_sets, atom_words), lr_facts);
+    let num_lr = lr.num_states();
+    // The class tables need only the classified tries, the automaton only their shapes:
+    // the two are built side by side (their results do not depend on the thread count).
+    let nshapes = shape_list.len();
+    // The starts are explored first, on every thread (beside the class side they had
+    // one); the rest of the automaton, which is serial, is then built beside it.
+    let groups = MergedGroups::default();
+    let unions = PieceUnions::default();
+    let started = start_automaton(
+        tables,
+        &sets,
+        (&actionable, &canon, &class, &rep),
+        goto_sources,
+        (&groups, &unions),
+        limits,
+    );
+    let automaton = || started.and_then(|b| b.finish(&sets, nshapes, limits));
+    let class_side = || {
+        let mut tables_out: Vec<(u32, u32)> = Vec::new();
+        let mut start_pos: Vec<StartPos> = Vec::new();
+        // Equal tables are stored once (positions far from a count's end share theirs);
+        // a table is its base and its class → atoms table, by interned id.
+        let mut own_tables = own_tables;
+        let mut table_index: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut intern_table = |base: u32, local: u32| -> u32 {
+            *table_index.entry((base, local)).or_insert_with(|| {
+                tables_out.push((base, local));
+                tables_out.len() as u32 - 1
+            })
+        };
+        let own_ids: Vec<u32> = own_local
+            .iter()
+            .enumerate()
+            .map(|(i, &local)| intern_table(base[trie_shape[i] as usize], local))
+            .collect();
+        for (&p, &i) in own_trie.iter().zip(&trie_of) {
+            start_pos.push(StartPos {
+                pos: p,
+                shape: trie_shape[i],
+                table: own_ids[i],
+            });
+        }
+        // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme;
+        // an atom's tokens share their first byte as far as any boundary can tell.
+        // So the table depends only on which first bytes `q` kills: one per such set.
+        let dead_base = base[trie_shape[dead] as usize];
+        let dead_table = own_tables.list[own_local[dead] as usize].clone();
+        let mut table_of_kills: HashMap<[u64; 4], u32> = HashMap::new();
+        for &(p, q) in &inhibited_positions {
+            let mut kills = [0u64; 4];
+            for b in 0..=255u8 {
+                if lexer.is_dead(lexer.next_rep(q, b)) {
+                    kills[usize::from(b / 64)] |= 1 << (b % 64);
+                }
+            }
+            let table = *table_of_kills.entry(kills).or_insert_with(|| {
+                let t = dead_table.filtered(|a| {
+                    let b = atoms.first_byte[a as usize];
+                    kills[usize::from(b / 64)] >> (b % 64) & 1 == 1
+                });
+                let local = own_tables.intern(t);
+                intern_table(dead_base, local)
+            });
+            start_pos.push(StartPos {
+                pos: p,
+                shape: trie_shape[dead],
+                table,
+            });
+        }
+        let (tables_out, words) = freeze(&tables_out, &own_tables.list, &atom_words);
+        start_pos.sort_by_key(|p| p.pos);
+        (start_pos, tables_out, words)
+    };
+    let (auto, (start_pos, tables_out, words)) = rayon::join(automaton, class_side);
+    let (shape_classes, det) = auto?;
+    // Class sets for the walk: each weight's dense words over its span, end to end.
+    let class_words = (num_classes as usize).div_ceil(64).max(1);
+    let shape_counts: Vec<u32> = shape_list.iter().map(|s| s.num_classes).collect();
+    let (weight_spans, weights) = weight_words(&det.weights, &base, &shape_counts, class_words);
+    let (states, trans) = Dwa::freeze_states(det.states);
+    let dwa = Dwa {
+        class_words: class_words as u32,
+        weights,
+        weight_spans,
+        states,
+        trans,
+        edges: det.edges,
+        targets: det.targets,
+        starts: det.starts,
+        shape_classes,
+        num_lr: num_lr as u32,
+        positions: start_pos,
+        tables: tables_out,
+        words,
+        vocab_len: vocab.len() as u32,
+        eos: vocab.eos().to_vec(),
+        split: walker.map(|w| w.into_split(vocab)),
+    };
+    dwa.validate()
+        .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;
+    // The build's own structures (hundreds of thousands of small sets and lists) are
+    // freed here, in two parts side by side: 3.7–4.4 ms in turn at the end of a p99-band
+    // compile, 3.6 ms in two. Freed on a spawned thread after returning, they cost as much
+    // in the next compile (band, least of 3 compiles: sums equal) and raised the share of
+    // first-replay tokens over 18 µs in the instance decoded meanwhile (0.20% → 0.27–0.34%
+    // on 1,500 MaskBench files).
+    drop(shape_list);
+    rayon::join(
+        || drop(sets),
+        || drop((groups, unions, shapes, atoms, det.weights)),
+    );
+    Ok(dwa)
+}
+
+/// Values each stored once, numbered in order of first appearance: class → atoms tables
+/// and trie shapes, whose hashes are computed on the threads that make them (hashing a
+/// large schema's tables and shapes is not cheap, and interning is serial).
+struct Interner<T> {
+    list: Vec<T>,
+    /// Each listed value's hash: growing the index rehashes from these, not the values
+    /// (thousands of atoms each).
+    hashes: Vec<u64>,
+    /// Ids into `list`, by the value's hash.
+    index: hashbrown::HashTable<u32>,
+    hasher: hashbrown::DefaultHashBuilder,
+}
+
+impl<T> Default for Interner<T> {
+    fn default() -> Self {
+        Self {
+            list: Vec::new(),
+            hashes: Vec::new(),
+            index: hashbrown::HashTable::new(),
+            hasher: hashbrown::DefaultHashBuilder::default(),
+        }
+    }
+}
+
+impl<T: std::hash::Hash + Eq> Interner<T> {
+    /// The hash [`Interner::intern_hashed`] wants for `t` (callers may compute it on
+    /// other threads).
+    fn hash(&self, t: &T) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one(t)
+    }
+
+    fn intern(&mut self, t: T) -> u32 {
+        let h = self.hash(&t);
+        self.intern_hashed(t, h)
+    }
+
+    /// Interns `t`, whose [`Interner::hash`] is `h`.
+    fn intern_hashed(&mut self, t: T, h: u64) -> u32 {
+        let Self {
+            list,
+            hashes,
+            index,
+            ..
+        } = self;
+        match index.entry(
+            h,
+            |&i| hashes[i as usize] == h && list[i as usize] == t,
+            |&i| hashes[i as usize],
+        ) {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let id = list.len() as u32;
+                list.push(t);
+                hashes.push(h);
+                e.insert(id);
+                id
+            }
+        }
+    }
+}
+
+/// The words of `sets` (set 0 empty) over class spaces of `class_words` words where
+/// shape `i` holds classes `base[i]..` (`counts[i]` of them, bases ascending), stored span by
+/// span: each set's words from the first to the last shape it has a class in, each shape
+/// whole (see [`WeightSpan`]); set 0 spans the whole space. Dense rows were quadratic:
+/// thousands of weights times thousands of words (310 MB for one schema), nearly all zero
+/// since most weights lie in one shape.
+fn weight_words(
+    sets: &[RoaringBitmap],
+    base: &[u32],
+    counts: &[u32],
+    class_words: usize,
+) -> (Vec<WeightSpan>, Vec<u64>) {
+    let shape_words = |i: usize| {
+        let lo = base[i] as usize;
+        (lo / 64, (lo + counts[i] as usize).div_ceil(64))
+    };
+    // The last shape starting at or before `c`: shapes without classes share their base
+    // with the next, which holds `c`.
+    let shape_of = |c: u32| base.partition_point(|&b| b <= c).saturating_sub(1);
+    let mut spans = Vec::with_capacity(sets.len());
+    let mut total = 0u64;
+    for (i, w) in sets.iter().enumerate() {
+        let (lo, hi) = match (w.min(), w.max()) {
+            _ if i == 0 => (0, class_words),
+            (Some(a), Some(b)) => (shape_words(shape_of(a)).0, shape_words(shape_of(b)).1),
+            _ => (0, 0),
+        };
+        spans.push(WeightSpan {
+            start: total,
+            lo: lo as u32,
+            hi: hi as u32,
+        });
+        total += (hi - lo) as u64;
+    }
+    let mut words = vec![0u64; total as usize];
+    let mut rows: Vec<&mut [u64]> = Vec::with_capacity(sets.len());
+    let mut rest: &mut [u64] = &mut words;
+    for s in &spans {
+        let (row, tail) = rest.split_at_mut((s.hi - s.lo) as usize);
+        rows.push(row);
+        rest = tail;
+    }
+    // In parallel: nothing else runs now. Container by container, not class by class:
+    // a large schema's weights hold tens of millions of classes (see `dense_words`).
+    rows.into_par_iter()
+        .zip(sets)
+        .zip(&spans)
+        .for_each_init(Vec::new, |scratch, ((row, w), s)| {
+            or_into_words(w, s.lo as usize, row, scratch)
+        });
+    (spans, words)
+}
+
+/// The mask automaton over the classes of `sets` (the side of `build_dwa_limited` that
+/// needs the tries' shapes, not their tokens) with its starts explored: the builder, and
+/// the edge each LR state starts with.
+struct Started<'a> {
+    b: Builder<'a>,
+    starts: Vec<u32>,
+}
+
+/// What the automaton build reads of the LR table besides it, per state or production:
+/// actionable terminals, canonical productions, state classes and their representatives
+/// (see `stack_top_equiv`).
+type LrFacts<'a> = (
+    &'a [TermSet],
+    &'a [ProductionId],
+    &'a [u32],
+    &'a [LrStateId],
+);
+
+/// Explores a start for every stack top, in parallel (see [`Started`]).
+fn start_automaton<'a>(
+    tables: TableRefs<'a>,
+    sets: &'a ClassSets,
+    (actionable, canon, class, rep): LrFacts<'a>,
+    goto_sources: Vec<Vec<LrStateId>>,
+    shared: (&'a MergedGroups, &'a PieceUnions),
+    limits: &DwaLimits,
+) -> Result<Started<'a>, GrammarError> {
+    let lr = tables.lr;
+    let num_lr = lr.num_states();
+    let max_states = limits.max_states;
+    let mut b = Builder {
+        tables,
+        ex: Explorer::new(tables, sets, actionable, canon, rep, shared),
+        goto_sources,
+        weights: WeightTable::default(),
+        info: Vec::new(),
+        state_index: HashMap::new(),
+        skip_to: Vec::new(),
+        trans: Vec::new(),
+        edges: Vec::new(),
+        targets: Vec::new(),
+        edge_index: HashMap::new(),
+        queue: BTreeSet::new(),
+        covered: HashSet::new(),
+        max_states,
+    };
+    let mut starts = vec![NO_EDGE; num_lr];
+    // A stack is only ever topped by the start state or a shift's target: the parser
+    // reduces only with a lexeme in hand and shifts it at once, so a state entered by a
+    // goto is always covered by the time a mask is asked. Those (about half of a large
+    // schema's states) get no start.
+    let tops: Vec<usize> = {
+        let mut top = vec![false; num_lr];
+        top[lr.start().index()] = true;
+        for (x, act) in actionable.iter().enumerate() {
+            for t in act.iter() {
+                for a in lr.actions(LrStateId::new(x), t) {
+                    if let Action::Shift(n) = *a {
+                        top[n.index()] = true;
+                    }
+                }
+            }
+        }
+        (0..num_lr).filter(|&x| top[x]).collect()
+    };
+    // Stack tops that behave alike have equal starts (`stack_top_equiv`, with effects named by
+    // canonical productions): one per class is explored, in order of first appearance.
+    let mut class_rep: HashMap<u32, usize> = HashMap::new();
+    let reps: Vec<usize> = tops
+        .iter()
+        .copied()
+        .filter(|&x| class_rep.try_insert(class[x], x).is_ok())
+        .collect();
+    // Starts are explored in parallel, each by an explorer of its own: they share no
+    // exploration (see `Explorer::explore_fresh`), only unions of sets that depend on
+    // nothing else (`MergedGroups`), and the lookahead sets each interned are renumbered
+    // into the shared explorer's in start order (`Explorer::adopt_looks`), so the
+    // automaton does not depend on the thread count. Chunks bound how many outcomes wait at once.
+    //
+    // Each chunk's outcomes are made into edges (serial) while the next chunk is explored:
+    // the serial half is handed to the other thread first (it is queued before the
+    // exploration's pieces), which then joins the exploration. One chunk after another,
+    // a Kubernetes schema's starts kept 1.7 of 2 cores busy.
+    const START_CHUNK: usize = 256;
+    let template = b.ex.fresh();
+    let explore = |chunk: &[usize]| -> Vec<(Outcome, Vec<Vec<TerminalId>>)> {
+        chunk
+            .par_iter()
+            .map(|&x| {
+                let mut ex = template.fresh();
+                // Every shape's classes at once (the trie's root): shapes' classes are
+                // disjoint, so a configuration recovers its part by intersecting with
+                // its shape's classes.
+                let o = ex.explore_fresh(0, &[rep[x]], Riders::Nodes(&[ROOT]));
+                (o, ex.looks)
+            })
+            .collect()
+    };
+    let chunks: Vec<&[usize]> = reps.chunks(START_CHUNK).collect();
+    let mut explored = chunks.first().map(|c| explore(c));
+    for (i, chunk) in chunks.iter().enumerate() {
+        let outs = explored.take().unwrap_or_default();
+        let make_edges = |b: &mut Builder<'a>, starts: &mut [u32]| {
+            for (&x, (o, looks)) in chunk.iter().zip(outs) {
+                let o = b.ex.adopt_looks(o, |l| &looks[l as usize], &mut Vec::new());
+                if let Some(e) = b.edge(o)? {
+                    starts[x] = e;
+                }
+            }
+            Ok::<_, GrammarError>(())
+        };
+        let (next, made) = rayon::join(
+            || chunks.get(i + 1).map(|c| explore(c)),
+            || make_edges(&mut b, &mut starts),
+        );
+        made?;
+        explored = next;
+    }
+    for &x in &tops {
+        starts[x] = starts[class_rep[&class[x]]];
+    }
+    Ok(Started { b, starts })
+}
+
+impl Started<'_> {
+    /// The states the starts reach, then the determinized automaton; returns each
+    /// shape's class set id with it.
+    fn finish(
+        self,
+        sets: &ClassSets,
+        nshapes: usize,
+        limits: &DwaLimits,
+    ) -> Result<(Vec<WeightId>, Det), GrammarError> {
+        let Started { mut b, starts } = self;
+        // After every start, so that shallow states see all their riders before being built.
+        b.drain()?;
+        let shape_classes: Vec<WeightId> = (0..nshapes)
+            .map(|i| {
+                let all = sets.shape_all[i].clone();
+                b.weights.intern(&all)
+            })
+            .collect();
+        let riders: Vec<WeightId> = (0..b.info.len())
+            .map(|i| {
+                let r = b.ex.keys.get(b.info[i].riders);
+                b.weights.intern(r)
+            })
+            .collect();
+        let nfa = Nfa {
+            riders,
+            weights: b.weights,
+            skip_to: b.skip_to,
+            trans: b.trans,
+            edges: b.edges,
+            targets: b.targets,
+            starts,
+        };
+        determinize(nfa, limits.determinize_budget, limits.max_states)
+            .map(|det| (shape_classes, det))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{weight_words, Merged, Piece, GROUP_UNION_MIN};
+    use crate::compile::dwa::emission_trie::{EmissionTrie, ROOT};
+    use crate::dwa::ShapeWeights;
+    use crate::ids::WeightId;
+    use roaring::RoaringBitmap;
+
+    /// Every weight read through every shape's words holds exactly the weight's classes
+    /// of that shape, whether its span covers the shape or not: shapes of 0 to 70,000
+    /// classes (some sharing boundary words, some empty), weights inside one shape, across
+    /// several, far apart, and of more classes than one read batch, across roaring's
+    /// 65,536-class containers.
+    #[test]
+    fn spanned_weights_read_as_dense_ones_in_every_shape() {
+        let counts: Vec<u32> = vec![3, 0, 70, 1, 150, 0, 64, 9, 130, 2, 70_000];
+        let mut base = Vec::new();
+        let mut next = 0;
+        for &c in &counts {
+            base.push(next);
+            next += c;
+        }
+        let class_words = (next as usize).div_ceil(64);
+        // A deterministic spread of sets: the empty one first, then runs and scatters.
+        let mut sets = vec![RoaringBitmap::new()];
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for k in 0..200u32 {
+            let mut w = RoaringBitmap::new();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Mostly in the small shapes; one set in eight reaches into the large one.
+            let small = u64::from(next - 70_000);
+            let a = (x % small) as u32;
+            let b = ((x >> 20) % if k % 8 == 1 { u64::from(next) } else { small }) as u32;
+            match k % 4 {
+                0 => {
+                    let (lo, hi) = (a.min(b), a.max(b));
+                    w.insert_range(lo..=lo + (hi - lo) % 40);
+                }
+                3 if k % 32 == 3 => {
+                    let lo = (x >> 32) as u32 % (next - 20_000);
+                    w.extend((lo..lo + 20_000).step_by(3));
+                }
+                1 => {
+                    w.insert(a);
+                    w.insert(b);
+                }
+                _ => {
+                    w.insert(a);
+                }
+            }
+            sets.push(w);
+        }
+        let (spans, words) = weight_words(&sets, &base, &counts, class_words);
+        for (i, (&b, &c)) in base.iter().zip(&counts).enumerate() {
+            let (lo, hi) = (b as usize, (b + c) as usize);
+            let range = lo / 64..hi.div_ceil(64);
+            let view = ShapeWeights::new(&words, &spans, range.clone());
+            for (id, w) in sets.iter().enumerate() {
+                let got = view.get(WeightId::new(id));
+                assert_eq!(got.len(), range.len());
+                for class in lo..hi {
+                    let bit = class - range.start * 64;
+                    let read = got[bit / 64] >> (bit % 64) & 1 == 1;
+                    assert_eq!(
+                        read,
+                        w.contains(class as u32),
+                        "shape {i}, weight {id}, class {class}"
+                    );
+                }
+            }
+        }
+        // Most sets lie in one or two shapes: their spans are far smaller than dense rows.
+        assert!(words.len() < sets.len() * class_words / 2);
+    }
+
+    /// A merged rider group holds each node's finals and children exactly once, grouped
+    /// by index in ascending order (node order within a group), each emission's children
+    /// sorted, and its pieces unite to the group's sets whether they are kept apart
+    /// (small groups) or united (large ones). The trie: 120 classes with pseudo-random
+    /// emission paths of up to three lexemes over 6 groups, ending in one of 2 groups.
+    #[test]
+    fn merged_groups_keep_every_final_and_child_once() {
+        let (classes, groups) = (120u32, 6usize);
+        let mut emits: Vec<Vec<((), RoaringBitmap)>> =
+            vec![vec![((), RoaringBitmap::new()); groups]; 4];
+        emits[0].clear();
+        let mut finals: Vec<Vec<((), RoaringBitmap)>> =
+            vec![vec![((), RoaringBitmap::new()); 2]; 4];
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for c in 0..classes {
+            let len = (next() % 4) as usize;
+            for depth in &mut emits[1..=len] {
+                depth[(next() % groups as u64) as usize].1.insert(c);
+            }
+            finals[len][(next() % 2) as usize].1.insert(c);
+        }
+        let trie = EmissionTrie::new(classes, &emits, &finals);
+        let mut ns: Vec<u32> = trie.nodes[ROOT as usize]
+            .children
+            .iter()
+            .map(|c| c.1)
+            .collect();
+        // Not sorted, to show that node order, not id order, is kept within a group.
+        ns.reverse();
+        assert!(ns.len() > 1);
+        let m = Merged::new(&ns, &trie);
+        let mut seen_finals = Vec::new();
+        for w in m.finals.windows(2) {
+            assert!(w[0].index < w[1].index);
+        }
+        for g in &m.finals {
+            let order: Vec<usize> =
+                g.at.iter()
+                    .map(|&(n, _)| ns.iter().position(|&x| x == n).unwrap())
+                    .collect();
+            assert!(
+                order.windows(2).all(|w| w[0] < w[1]),
+                "node order within a group"
+            );
+            for &(n, k) in &g.at {
+                assert_eq!(trie.nodes[n as usize].finals[k as usize].0, g.index);
+                seen_finals.push((n, k));
+            }
+            let mut pieces = Vec::new();
+            g.pieces(
+                |n, k| &trie.nodes[n as usize].finals[k as usize].1,
+                &mut pieces,
+            );
+            assert_eq!(
+                pieces.len() == 1 && g.at.len() > 1,
+                g.at.len() >= GROUP_UNION_MIN
+            );
+            assert!(matches!(pieces[0], Piece::Shared(_)) == (g.at.len() >= GROUP_UNION_MIN));
+            let got: RoaringBitmap = pieces.iter().fold(RoaringBitmap::new(), |u, p| u | &**p);
+            let want: RoaringBitmap = g.at.iter().fold(RoaringBitmap::new(), |u, &(n, k)| {
+                u | &trie.nodes[n as usize].finals[k as usize].1
+            });
+            assert_eq!(got, want);
+        }
+        // Every `(node, k)` of the nodes, for `len` of each node's finals or children.
+        let every = |len: &dyn Fn(u32) -> usize| -> Vec<(u32, u32)> {
+            let mut all: Vec<(u32, u32)> = ns
+                .iter()
+                .flat_map(|&n| (0..len(n) as u32).map(move |k| (n, k)))
+                .collect();
+            all.sort_unstable();
+            all
+        };
+        seen_finals.sort_unstable();
+        assert_eq!(seen_finals, every(&|n| trie.nodes[n as usize].finals.len()));
+        let mut seen_children = Vec::new();
+        for w in m.children.windows(2) {
+            assert!(w[0].0.index < w[1].0.index);
+        }
+        for (g, kids) in &m.children {
+            let mut want: Vec<u32> =
+                g.at.iter()
+                    .map(|&(n, k)| {
+                        let (i, child) = trie.nodes[n as usize].children[k as usize];
+                        assert_eq!(i, g.index);
+                        child
+                    })
+                    .collect();
+            seen_children.extend(g.at.iter().copied());
+            want.sort_unstable();
+            assert_eq!(kids, &want);
+        }
+        seen_children.sort_unstable();
+        assert_eq!(
+            seen_children,
+            every(&|n| trie.nodes[n as usize].children.len())
+        );
+        assert!(m.finals.iter().any(|g| g.at.len() >= GROUP_UNION_MIN));
+        assert!(m.children.iter().any(|(g, _)| g.at.len() > 1));
+    }
+}

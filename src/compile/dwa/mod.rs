@@ -1,0 +1,57 @@
+//! Stage 5, the mask automaton: recognizer tables × vocabulary → the frozen
+//! [`crate::dwa::Dwa`] that `get_mask` walks over the parse stack.
+//!
+//! Passes, in order (driven by [`build`]; [`crate::compile::Compiler`] runs the lexer
+//! half, steps 1–5, beside the LR build):
+//! 1. [`string_split`]: the lexer the automaton is built over. String states whose alive
+//!    terminals are all quoted strings of one priority are read as the union of each
+//!    terminal's own states. After it: the automaton's lexer and its start positions.
+//! 2. [`terminal_trie`]: every token walked from every start position through the lexer
+//!    (maximal munch), as tries of lexeme emissions. [`position_equiv`] first merges
+//!    positions no token can tell apart, so equal positions share one walk.
+//! 3. [`token_atoms`]: tokens every position treats alike → atoms; tries over atoms.
+//! 4. [`token_classes`]: per position, atoms with equal outcomes → classes, the alphabet
+//!    of the weights. After it: each position has a shape (its class structure) and a
+//!    class → atom table ([`class_tables`]).
+//! 5. [`emission_trie`]: per shape, classes grouped by their emissions so far.
+//! 6. [`stack_top_equiv`]: LR states and productions the automaton cannot tell apart.
+//! 7. [`build`]: explores suspended effects from every stack top (the effect automaton,
+//!    weights interned in [`weight_table`]), then [`determinize`]s it, and freezes
+//!    weights ([`dense_words`]) and class tables into the [`crate::dwa::Dwa`]. After it:
+//!    a walk of the automaton over any parse stack yields the exact mask, in class space
+//!    until the final write.
+//!
+//! # Glossary
+//!
+//! - **position**: where a configuration's lexer is — a growing lexeme in state `q`
+//!   (`Pending(q)`) or just after a lexeme that inhibits `q` (`Boundary(q)`).
+//! - **emission**: the set of terminals a closed lexeme is emitted as.
+//! - **atom**: a set of tokens every position treats alike (hundreds per grammar).
+//! - **class**: the tokens with equal outcomes from one position; weights are sets of
+//!   classes. Several positions' classes live side by side in one *class space*.
+//! - **shape**: a position's class structure; positions with equal shapes share every
+//!   automaton state.
+//! - **effect** (suspended effect): an automaton state before determinization — a
+//!   reduction waiting for the stack id below, with the lexeme to shift or the lookahead
+//!   to check.
+//! - **rider**: a class riding on an effect, i.e. tokens whose fate that effect decides.
+//! - **decided**: classes an edge settles (allowed), subtracted from what still waits.
+//! - **exploration**: following the riders from a known stack top, lexeme by lexeme,
+//!   until they are decided or suspend again.
+//! - **drain**: exploring every effect reached from the starts, in parallel batches.
+//! - **piece**: one of the sets an exploration's outcome is the union of.
+//! - **band** (class tables): a slice of a set's minhash sketch, used to find a stored
+//!   set close enough to patch.
+
+pub mod build;
+pub mod class_tables;
+mod dense_words;
+mod determinize;
+pub mod emission_trie;
+pub mod position_equiv;
+pub mod stack_top_equiv;
+pub mod string_split;
+pub mod terminal_trie;
+pub mod token_atoms;
+pub mod token_classes;
+pub mod weight_table;

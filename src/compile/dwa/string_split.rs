@@ -1,0 +1,269 @@
+//! Pass: a recognizer lexer and its string facts → the lexer the mask automaton is built
+//! over, its start positions, and the split table the runtime reads it with
+//! (`dwa::split`; `lexer::strings` says when reading a string state as a union of
+//! single-terminal states is exact).
+//!
+//! The automaton's lexer is the recognizer's with every single-terminal state a split
+//! state uses inserted before the run templates; split states are not start positions
+//! (their tuples can be nearly all of a counted schema's positions).
+//! Tokens still end in the recognizer's states, and lex on through them once a string
+//! closes. Depends on the lexer, its follow sets, the vocabulary's token parts and the
+//! runtime split table; build time only.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use hashbrown::HashMap;
+
+use crate::compile::dwa::terminal_trie::start_positions;
+use crate::dwa::split::{Part, SplitBuilder, StringSplit, UnitValues};
+use crate::ids::{LexStateId, TerminalId};
+use crate::lexer::strings::{Step, UnitDfa, NO_STATE};
+use crate::lexer::{LexFollow, LexPos, LexerDfa};
+use crate::termset::TermSet;
+use crate::vocab::{TokenParts, Vocab};
+
+/// When string states are split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SplitMode {
+    /// When the split states outnumber the single-terminal states they need at least
+    /// twice (a grammar with one string terminal gains nothing).
+    #[default]
+    Auto,
+    /// Whenever some state can be split (tests).
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The lexer a mask automaton is built over, when string states are split.
+pub struct Walker {
+    /// The recognizer's lexer with the single-terminal states inserted.
+    pub lexer: LexerDfa,
+    /// Its follow sets.
+    pub follow: LexFollow,
+    /// Its start positions: every one of the plain lexer's but the split states, and the
+    /// single-terminal states.
+    pub positions: Vec<LexPos>,
+    split: SplitBuilder,
+    from: u32,
+    shift: u32,
+    bounds: Vec<Option<(u32, u32)>>,
+    unit: Option<UnitDfa>,
+}
+
+/// A [`Walker`] without its follow sets: all of it that needs only the recognizer's
+/// lexer, so that it can be made while the lexer's follow sets are ([`WalkPlan::finish`]
+/// adds them).
+pub struct WalkPlan {
+    lexer: LexerDfa,
+    positions: Vec<LexPos>,
+    split: SplitBuilder,
+    from: u32,
+    shift: u32,
+    bounds: Vec<Option<(u32, u32)>>,
+    unit: Option<UnitDfa>,
+    /// The single-terminal states' pending follow sets (each can become only its terminal).
+    pending: Vec<TermSet>,
+}
+
+/// The automaton's lexer for `lexer` but for its follow sets, or `None` when no string
+/// state is split (no facts, nothing to split, or not worth it under `mode`).
+pub fn plan(lexer: &LexerDfa, mode: SplitMode) -> Option<WalkPlan> {
+    if mode == SplitMode::Never {
+        return None;
+    }
+    let facts = lexer.string_facts()?;
+    let n = lexer.num_states();
+    let split: Vec<usize> = (2..n)
+        .filter(|&q| lexer.can_extend(LexStateId::new(q)) && !facts.pairs_of(q).is_empty())
+        .collect();
+    if split.is_empty() {
+        return None;
+    }
+    // The single-terminal states the split states stand in, closed under transitions.
+    let mut extra: Vec<(TerminalId, u32)> = Vec::new();
+    let mut id_of: HashMap<(TerminalId, u32), u32> = HashMap::new();
+    for &q in &split {
+        for &pair in facts.pairs_of(q) {
+            if !id_of.contains_key(&pair) {
+                id_of.insert(pair, extra.len() as u32);
+                extra.push(pair);
+            }
+        }
+    }
+    let stride = lexer.num_classes();
+    let mut i = 0;
+    while i < extra.len() {
+        let (t, x) = extra[i];
+        i += 1;
+        let comp = facts.components[t.index()]
+            .as_ref()
+            .expect("split states name terminals with components");
+        for &y in &comp.trans[x as usize * stride..(x as usize + 1) * stride] {
+            if y != NO_STATE && !id_of.contains_key(&(t, y)) {
+                id_of.insert((t, y), extra.len() as u32);
+                extra.push((t, y));
+            }
+        }
+    }
+    if mode == SplitMode::Auto && split.len() < 2 * extra.len() {
+        return None;
+    }
+    let from = lexer.run_from();
+    let m = extra.len() as u32;
+    let wid = |j: u32| from + j;
+    let mut rows: Vec<u32> = Vec::with_capacity(extra.len() * stride);
+    let mut emits: Vec<Vec<TerminalId>> = Vec::with_capacity(extra.len());
+    let width = lexer.terminals().len() + 1;
+    let mut pending: Vec<TermSet> = Vec::with_capacity(extra.len());
+    for &(t, x) in &extra {
+        let comp = facts.components[t.index()]
+            .as_ref()
+            .expect("split states name terminals with components");
+        let row = &comp.trans[x as usize * stride..(x as usize + 1) * stride];
+        rows.extend(row.iter().map(|&y| {
+            if y == NO_STATE {
+                0
+            } else {
+                wid(id_of[&(t, y)])
+            }
+        }));
+        emits.push(if comp.complete[x as usize] {
+            vec![t]
+        } else {
+            Vec::new()
+        });
+        // A single-terminal state can still become its terminal, and nothing else.
+        let mut set = TermSet::new(width);
+        if row.iter().any(|&y| y != NO_STATE) {
+            set.insert(t);
+        }
+        pending.push(set);
+    }
+    // Fails only past the id space (billions of counted states): read unsplit then.
+    let walk_lexer = lexer.with_extra_states(&rows, emits).ok()?;
+    let shift = |q: usize| {
+        if q as u32 >= from {
+            q as u32 + m
+        } else {
+            q as u32
+        }
+    };
+    let mut is_split = vec![false; walk_lexer.num_states()];
+    let mut builder = SplitBuilder::new(n);
+    for &q in &split {
+        is_split[shift(q) as usize] = true;
+        let parts = facts
+            .pairs_of(q)
+            .iter()
+            .map(|&(t, x)| Part {
+                state: LexStateId::from_u32(wid(id_of[&(t, x)])),
+                term: t,
+            })
+            .collect();
+        let (u, k) = facts.count[q].unwrap_or((0, 0));
+        builder.split(q, parts, u, k);
+    }
+    let positions: Vec<LexPos> = start_positions(&walk_lexer)
+        .into_iter()
+        .filter(|p| !matches!(p, LexPos::Pending(q) if is_split[q.index()]))
+        .collect();
+    let bounds = facts
+        .bounds
+        .iter()
+        .map(|b| b.map(|(lo, hi)| (lo, hi.unwrap_or(u32::MAX))))
+        .collect();
+    Some(WalkPlan {
+        lexer: walk_lexer,
+        positions,
+        split: builder,
+        from,
+        shift: m,
+        bounds,
+        unit: facts.unit.clone(),
+        pending,
+    })
+}
+
+impl WalkPlan {
+    /// The walker, with follow sets made from `follow`, the follow sets of the lexer this
+    /// plan was made from.
+    pub fn finish(self, follow: &LexFollow) -> Walker {
+        // No single-terminal state is an inhibitor: those that complete cannot grow.
+        let boundary = vec![follow.at_boundary(LexerDfa::DEAD).clone(); self.pending.len()];
+        let walk_follow = follow.with_extra_states(self.from as usize, self.pending, boundary);
+        Walker {
+            lexer: self.lexer,
+            follow: walk_follow,
+            positions: self.positions,
+            split: self.split,
+            from: self.from,
+            shift: self.shift,
+            bounds: self.bounds,
+            unit: self.unit,
+        }
+    }
+}
+
+impl Walker {
+    /// The split table, with the token values its filters read measured over `vocab`'s
+    /// tokens (once per vocabulary and unit automaton: [`Vocab::derived`]).
+    pub fn into_split(self, vocab: &Vocab) -> StringSplit {
+        let needed = self.split.units_read(&self.bounds);
+        let words = vocab.len().div_ceil(32);
+        let units = match &self.unit {
+            Some(unit) if !needed.is_empty() => (0..unit.num_states() as u32)
+                .map(|u| {
+                    if !needed.contains(&u) {
+                        return Arc::new(UnitValues::default());
+                    }
+                    let mut h = std::hash::DefaultHasher::new();
+                    ("unit values", u, unit).hash(&mut h);
+                    vocab.derived(h.finish(), || {
+                        UnitValues::new(unit_values(unit, u, vocab.parts()), words)
+                    })
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        self.split.finish(self.from, self.shift, self.bounds, units)
+    }
+}
+
+/// Every token's value from unit position `u0` (`dwa::split`): `(value, token, closes)`
+/// for the tokens the units do not kill, walked over the vocabulary's tries so shared
+/// prefixes are stepped once.
+pub fn unit_values(
+    unit: &UnitDfa,
+    u0: u32,
+    tokens: &TokenParts,
+) -> Vec<(u32, crate::ids::TokenId, bool)> {
+    let mut out = Vec::new();
+    // Per depth on the current path: (unit position, units done) after that node.
+    let mut path: Vec<(u32, u32)> = Vec::new();
+    for j in 0..tokens.num_parts() {
+        let nodes = tokens.part_nodes(j);
+        let mut node = nodes.start;
+        while node < nodes.end {
+            let d = tokens.depth(node);
+            path.truncate(d - 1);
+            let (u, n) = path.last().copied().unwrap_or((u0, 0));
+            match unit.step(u, tokens.byte(node)) {
+                Step::Close => {
+                    out.extend(tokens.subtree_tokens(node).map(|o| (n, tokens.id(o), true)));
+                    node = tokens.subtree_end(node);
+                }
+                Step::Dead => node = tokens.subtree_end(node),
+                Step::Inside(u2, done) => {
+                    let n2 = n + u32::from(done);
+                    let value = n2 + u32::from(u2 != 0);
+                    out.extend(tokens.ending_at(node).map(|o| (value, tokens.id(o), false)));
+                    path.push((u2, n2));
+                    node += 1;
+                }
+            }
+        }
+    }
+    out
+}

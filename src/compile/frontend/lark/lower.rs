@@ -1,0 +1,529 @@
+//! Lark statements → grammar IR: resolve names, turn terminal definitions into regexes,
+//! give anonymous strings and regexes in rules their own terminals (reusing a named
+//! terminal with the same pattern, as Lark does), apply `%ignore`, `%import common.X` and
+//! `%declare`, then lower rule bodies through [`crate::compile::grammar::ebnf`].
+
+use hashbrown::{HashMap, HashSet};
+
+use super::parse::{parse, Def, Expr, Stmt};
+use crate::compile::error::{GrammarError, Span};
+use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
+use crate::compile::grammar::ir::{Grammar, Nonterminal, Priority, Symbol, Terminal};
+use crate::compile::grammar::prune::{
+    check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
+};
+use crate::ids::{NonterminalId, TerminalId};
+
+/// The text behind `%import common.X`.
+const COMMON: &str = include_str!("common.lark");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Module {
+    Main,
+    Common,
+}
+
+/// Where a terminal name of the main grammar gets its definition.
+#[derive(Debug, Clone)]
+enum TermSrc {
+    Def(Def),
+    Imported { name: String, span: Span },
+}
+
+struct Lowerer {
+    main_terms: HashMap<String, TermSrc>,
+    common_terms: HashMap<String, Def>,
+    declared: HashMap<String, Span>,
+    rules: Vec<Def>,
+    rule_ids: HashMap<String, NonterminalId>,
+    terminals: Vec<Terminal>,
+    named_ids: HashMap<String, TerminalId>,
+    anon_ids: HashMap<String, TerminalId>,
+    regex_cache: HashMap<(Module, String), String>,
+    visiting: HashSet<(Module, String)>,
+    anon_count: usize,
+}
+
+fn escape_literal(value: &str, ci: bool) -> String {
+    let e = regex_syntax::escape(value);
+    if ci {
+        format!("(?i:{e})")
+    } else {
+        e
+    }
+}
+
+fn class_char(c: char) -> String {
+    format!("\\x{{{:x}}}", c as u32)
+}
+
+impl Lowerer {
+    fn def_of(&self, module: Module, name: &str) -> Option<(Module, Def)> {
+        match module {
+            Module::Common => self
+                .common_terms
+                .get(name)
+                .map(|d| (Module::Common, d.clone())),
+            Module::Main => match self.main_terms.get(name)? {
+                TermSrc::Def(d) => Some((Module::Main, d.clone())),
+                TermSrc::Imported { name, .. } => self
+                    .common_terms
+                    .get(name)
+                    .map(|d| (Module::Common, d.clone())),
+            },
+        }
+    }
+
+    /// The regex of terminal `name` as seen from `module`.
+    fn term_regex(
+        &mut self,
+        module: Module,
+        name: &str,
+        use_span: Span,
+    ) -> Result<String, GrammarError> {
+        if let Some(r) = self.regex_cache.get(&(module, name.to_string())) {
+            return Ok(r.clone());
+        }
+        let Some((def_module, def)) = self.def_of(module, name) else {
+            if module == Module::Main {
+                if let Some(&span) = self.declared.get(name) {
+                    return Err(self.declared_err(name, span));
+                }
+            }
+            return Err(GrammarError::Undefined {
+                span: use_span,
+                kind: "terminal",
+                name: name.to_string(),
+            });
+        };
+        let key = (module, name.to_string());
+        if self.visiting.len() > super::parse::MAX_NESTING {
+            return Err(GrammarError::TooLarge {
+                span: def.span,
+                what: "chain of terminals defined by terminals".into(),
+                limit: super::parse::MAX_NESTING,
+            });
+        }
+        if !self.visiting.insert(key.clone()) {
+            return Err(GrammarError::RecursiveTerminal {
+                span: def.span,
+                terminal: name.to_string(),
+            });
+        }
+        let r = self.expr_regex(def_module, &def.name, &def.body)?;
+        self.visiting.remove(&key);
+        self.regex_cache.insert(key, r.clone());
+        Ok(r)
+    }
+
+    fn declared_err(&self, name: &str, span: Span) -> GrammarError {
+        GrammarError::Unsupported {
+            span,
+            construct: format!("%declare {name}"),
+            reason: format!(
+                "terminal `{name}` has no pattern: it would come from a post-lexer (such as Lark's Indenter), which stackmask does not run"
+            ),
+        }
+    }
+
+    fn expr_regex(
+        &mut self,
+        module: Module,
+        owner: &str,
+        e: &Expr,
+    ) -> Result<String, GrammarError> {
+        Ok(match e {
+            Expr::Str { value, ci, .. } => escape_literal(value, *ci),
+            Expr::Regex {
+                pattern,
+                flags,
+                span,
+            } => regex_with_flags(pattern, flags, owner, *span)?,
+            Expr::Range { from, to, .. } => format!("[{}-{}]", class_char(*from), class_char(*to)),
+            Expr::Name { name, span } => {
+                if name.chars().any(|c| c.is_ascii_lowercase()) {
+                    return Err(GrammarError::Syntax {
+                        span: *span,
+                        message: format!("terminal `{owner}` refers to rule `{name}`; terminals may only use terminals"),
+                    });
+                }
+                format!("(?:{})", self.term_regex(module, name, *span)?)
+            }
+            Expr::Seq(items) => {
+                let mut s = String::new();
+                for it in items {
+                    s.push_str(&format!("(?:{})", self.expr_regex(module, owner, it)?));
+                }
+                s
+            }
+            Expr::Alt(items) => {
+                let parts = items
+                    .iter()
+                    .map(|it| self.expr_regex(module, owner, it))
+                    .collect::<Result<Vec<_>, _>>()?;
+                format!("(?:{})", parts.join("|"))
+            }
+            Expr::Repeat { inner, min, max } => {
+                let r = self.expr_regex(module, owner, inner)?;
+                let q = match (min, max) {
+                    (0, Some(1)) => "?".to_string(),
+                    (0, None) => "*".to_string(),
+                    (1, None) => "+".to_string(),
+                    (m, None) => format!("{{{m},}}"),
+                    (m, Some(n)) => format!("{{{m},{n}}}"),
+                };
+                format!("(?:{r}){q}")
+            }
+        })
+    }
+
+    /// The id of named terminal `name` (defined or imported), made on first use.
+    fn named_terminal(&mut self, name: &str, span: Span) -> Result<TerminalId, GrammarError> {
+        if let Some(&id) = self.named_ids.get(name) {
+            return Ok(id);
+        }
+        let regex = self.term_regex(Module::Main, name, span)?;
+        let (prio, literal, def_span) = match self.def_of(Module::Main, name) {
+            Some((_, d)) => (
+                d.priority.unwrap_or(0),
+                matches!(d.body, Expr::Str { .. }),
+                match self.main_terms.get(name) {
+                    Some(TermSrc::Imported { span, .. }) => *span,
+                    _ => d.span,
+                },
+            ),
+            None => (0, false, span),
+        };
+        let id = TerminalId::new(self.terminals.len());
+        self.terminals.push(Terminal {
+            name: name.to_string(),
+            regex,
+            priority: Priority {
+                user: prio,
+                literal,
+            },
+            ignored: false,
+            also: Vec::new(),
+            except: Vec::new(),
+            counted: None,
+            divisibility: Vec::new(),
+            span: def_span,
+        });
+        self.named_ids.insert(name.to_string(), id);
+        Ok(id)
+    }
+
+    /// A named terminal of the main grammar whose whole body is exactly `e` (Lark reuses
+    /// such a terminal for an anonymous pattern in a rule).
+    fn named_with_body(&self, e: &Expr) -> Option<String> {
+        let same = |a: &Expr, b: &Expr| match (a, b) {
+            (
+                Expr::Str {
+                    value: v1, ci: c1, ..
+                },
+                Expr::Str {
+                    value: v2, ci: c2, ..
+                },
+            ) => v1 == v2 && c1 == c2,
+            (
+                Expr::Regex {
+                    pattern: p1,
+                    flags: f1,
+                    ..
+                },
+                Expr::Regex {
+                    pattern: p2,
+                    flags: f2,
+                    ..
+                },
+            ) => p1 == p2 && f1 == f2,
+            _ => false,
+        };
+        let mut names: Vec<&String> = self
+            .main_terms
+            .iter()
+            .filter(|(_, src)| matches!(src, TermSrc::Def(d) if same(&d.body, e)))
+            .map(|(n, _)| n)
+            .collect();
+        names.sort();
+        names.first().map(|s| s.to_string())
+    }
+
+    fn anonymous(
+        &mut self,
+        e: &Expr,
+        span: Span,
+        ignored: bool,
+    ) -> Result<TerminalId, GrammarError> {
+        if !ignored {
+            if let Some(name) = self.named_with_body(e) {
+                return self.named_terminal(&name, span);
+            }
+        }
+        let (name, literal) = match e {
+            Expr::Str { value, ci, .. } => {
+                (format!("{value:?}{}", if *ci { "i" } else { "" }), true)
+            }
+            _ => {
+                self.anon_count += 1;
+                (
+                    format!(
+                        "__{}_{}",
+                        if ignored { "IGNORE" } else { "ANON" },
+                        self.anon_count - 1
+                    ),
+                    false,
+                )
+            }
+        };
+        let regex = self.expr_regex(Module::Main, &name, e)?;
+        let key = format!("{ignored}/{regex}");
+        if let Some(&id) = self.anon_ids.get(&key) {
+            return Ok(id);
+        }
+        let id = TerminalId::new(self.terminals.len());
+        self.terminals.push(Terminal {
+            name,
+            regex,
+            priority: Priority { user: 0, literal },
+            ignored,
+            also: Vec::new(),
+            except: Vec::new(),
+            counted: None,
+            divisibility: Vec::new(),
+            span,
+        });
+        self.anon_ids.insert(key, id);
+        Ok(id)
+    }
+
+    fn rule_ebnf(&mut self, e: &Expr) -> Result<Ebnf, GrammarError> {
+        Ok(match e {
+            Expr::Name { name, span } => {
+                if name.chars().any(|c| c.is_ascii_lowercase()) {
+                    match self.rule_ids.get(name.as_str()) {
+                        Some(&n) => Ebnf::Sym(Symbol::N(n)),
+                        None => {
+                            return Err(GrammarError::Undefined {
+                                span: *span,
+                                kind: "rule",
+                                name: name.clone(),
+                            })
+                        }
+                    }
+                } else {
+                    Ebnf::Sym(Symbol::T(self.named_terminal(name, *span)?))
+                }
+            }
+            Expr::Str { span, .. } | Expr::Regex { span, .. } | Expr::Range { span, .. } => {
+                Ebnf::Sym(Symbol::T(self.anonymous(e, *span, false)?))
+            }
+            Expr::Seq(items) => Ebnf::Seq(
+                items
+                    .iter()
+                    .map(|i| self.rule_ebnf(i))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Expr::Alt(items) => Ebnf::Alt(
+                items
+                    .iter()
+                    .map(|i| self.rule_ebnf(i))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Expr::Repeat { inner, min, max } => Ebnf::Repeat {
+                inner: Box::new(self.rule_ebnf(inner)?),
+                min: *min,
+                max: *max,
+            },
+        })
+    }
+}
+
+/// Lark regex flags → an inline-flag group. `u` is the default; `l` (locale) has no
+/// meaning on bytes and is refused.
+fn regex_with_flags(
+    pattern: &str,
+    flags: &str,
+    owner: &str,
+    span: Span,
+) -> Result<String, GrammarError> {
+    let mut inline = String::new();
+    for f in flags.chars() {
+        match f {
+            'i' | 'm' | 's' | 'x' => inline.push(f),
+            'u' => {}
+            other => {
+                return Err(GrammarError::Unsupported {
+                    span,
+                    construct: format!("/…/{other}"),
+                    reason: format!("regex flag `{other}` in terminal `{owner}` is not supported"),
+                })
+            }
+        }
+    }
+    Ok(if inline.is_empty() {
+        format!("(?:{pattern})")
+    } else {
+        format!("(?{inline}:{pattern})")
+    })
+}
+
+fn collect_defs(stmts: &[Stmt]) -> Result<HashMap<String, Def>, GrammarError> {
+    let mut out: HashMap<String, Def> = HashMap::new();
+    for s in stmts {
+        if let Stmt::Def(d) = s {
+            if let Some(first) = out.get(&d.name) {
+                return Err(GrammarError::Duplicate {
+                    span: d.span,
+                    first: first.span,
+                    name: d.name.clone(),
+                });
+            }
+            out.insert(d.name.clone(), d.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Compiles Lark grammar text with start rule `start` into the IR.
+pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
+    let stmts = parse(src)?;
+    // The embedded common grammar is part of the binary and known to parse.
+    let common_stmts = parse(COMMON).expect("common.lark parses");
+    let common_terms = collect_defs(&common_stmts)?;
+    let defs = collect_defs(&stmts)?;
+
+    let mut lw = Lowerer {
+        main_terms: HashMap::new(),
+        common_terms,
+        declared: HashMap::new(),
+        rules: Vec::new(),
+        rule_ids: HashMap::new(),
+        terminals: Vec::new(),
+        named_ids: HashMap::new(),
+        anon_ids: HashMap::new(),
+        regex_cache: HashMap::new(),
+        visiting: HashSet::new(),
+        anon_count: 0,
+    };
+    let mut first_span: HashMap<String, Span> =
+        defs.iter().map(|(n, d)| (n.clone(), d.span)).collect();
+    for s in &stmts {
+        match s {
+            Stmt::Def(d) if d.is_term => {
+                lw.main_terms
+                    .insert(d.name.clone(), TermSrc::Def(d.clone()));
+            }
+            Stmt::Def(d) => {
+                lw.rule_ids
+                    .insert(d.name.clone(), NonterminalId::new(lw.rules.len()));
+                lw.rules.push(d.clone());
+            }
+            Stmt::Import {
+                module,
+                names,
+                span,
+            } => {
+                if module.len() != 1 || module[0] != "common" {
+                    return Err(GrammarError::Unsupported {
+                        span: *span,
+                        construct: format!("%import {}", module.join(".")),
+                        reason: "only the built-in `common` module can be imported".into(),
+                    });
+                }
+                for (name, alias, nspan) in names {
+                    if !lw.common_terms.contains_key(name) {
+                        return Err(GrammarError::Undefined {
+                            span: *nspan,
+                            kind: "terminal in module `common`",
+                            name: name.clone(),
+                        });
+                    }
+                    if let Some(first) = first_span.get(alias) {
+                        if first != nspan {
+                            return Err(GrammarError::Duplicate {
+                                span: *nspan,
+                                first: *first,
+                                name: alias.clone(),
+                            });
+                        }
+                    }
+                    first_span.insert(alias.clone(), *nspan);
+                    lw.main_terms.insert(
+                        alias.clone(),
+                        TermSrc::Imported {
+                            name: name.clone(),
+                            span: *nspan,
+                        },
+                    );
+                }
+            }
+            Stmt::Declare { names, .. } => {
+                for (n, nspan) in names {
+                    lw.declared.entry(n.clone()).or_insert(*nspan);
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(&start_id) = lw.rule_ids.get(start) else {
+        return Err(GrammarError::NoStart {
+            name: start.to_string(),
+        });
+    };
+
+    // Ignored terminals.
+    for s in &stmts {
+        if let Stmt::Ignore { body, span } = s {
+            match body {
+                Expr::Name { name, span: nspan } => {
+                    if name.chars().any(|c| c.is_ascii_lowercase()) {
+                        return Err(GrammarError::Syntax {
+                            span: *nspan,
+                            message: format!("%ignore takes terminals, not rule `{name}`"),
+                        });
+                    }
+                    let id = lw.named_terminal(name, *nspan)?;
+                    lw.terminals[id.index()].ignored = true;
+                }
+                other => {
+                    lw.anonymous(other, *span, true)?;
+                }
+            }
+        }
+    }
+
+    // Rules.
+    let nonterminals = lw
+        .rules
+        .iter()
+        .map(|d| Nonterminal {
+            name: d.name.clone(),
+            span: d.span,
+        })
+        .collect();
+    let mut bnf = BnfBuilder::new(nonterminals);
+    let rules = lw.rules.clone();
+    for (i, d) in rules.iter().enumerate() {
+        let body = lw.rule_ebnf(&d.body)?;
+        bnf.define(
+            NonterminalId::new(i),
+            &body,
+            d.priority.unwrap_or(0),
+            d.span,
+        )?;
+    }
+    let (nonterminals, productions) = bnf.finish();
+    let g = Grammar {
+        terminals: lw.terminals,
+        nonterminals,
+        productions,
+        start: start_id,
+    };
+    let g = remove_unproductive(prune_unreachable(g))?;
+    check_acyclic(&g)?;
+    check_no_hidden_left_recursion(&g)?;
+    // Lowering only produces in-range ids and at least one production per rule.
+    debug_assert_eq!(g.validate(), Ok(()));
+    Ok(g)
+}

@@ -1,0 +1,27 @@
+//! The Lark-style EBNF front end: grammar text → tokens ([`token`]) → statements
+//! ([`parse`]) → IR ([`lower`]).
+//!
+//! Supported: rules and terminals, `?rule` / `!rule` / `_rule` (tree shaping only, so they
+//! are plain rules here), `-> alias` (ignored), strings with the `i` flag, `/regex/flags`,
+//! `"a".."z"` ranges, `|`, `?`, `*`, `+`, `[…]`, `~ n` and `~ n..m`, groups, terminal and
+//! rule priorities, `%ignore`, `%import common.X` / `%import common (A, B)`, and
+//! `%declare` of terminals that no rule uses. Rejected by name: templates, `%override`,
+//! `%extend`, imports of other modules, declared terminals used by rules (they need a
+//! post-lexer), look-around and anchors in regexes.
+
+mod lower;
+mod parse;
+mod token;
+
+use crate::compile::error::GrammarError;
+use crate::compile::grammar::ir::Grammar;
+
+/// Compiles Lark grammar text (start rule `start`) into the grammar IR.
+pub fn compile(src: &str) -> Result<Grammar, GrammarError> {
+    lower::lower(src, "start")
+}
+
+/// Compiles Lark grammar text with a chosen start rule.
+pub fn compile_with_start(src: &str, start: &str) -> Result<Grammar, GrammarError> {
+    lower::lower(src, start)
+}

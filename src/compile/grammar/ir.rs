@@ -1,0 +1,258 @@
+//! The grammar IR: what every front end (Lark, GBNF, JSON Schema, regex) lowers
+//! into, and what the lexer builder, the LR table builder and the reference oracle read.
+//!
+//! A grammar is a list of terminals (regular expressions with a priority, some ignored)
+//! and a plain BNF over terminals and nonterminals: EBNF operators have already been
+//! expanded by [`crate::compile::grammar::ebnf`]. The grammar may be ambiguous; it need not be LR(k).
+
+use crate::compile::error::Span;
+use crate::ids::{NonterminalId, ProductionId, TerminalId};
+
+/// How terminals are ranked when one lexeme matches several of them: `user` first (the
+/// grammar's declared priority), then a literal string beats a regular expression (so that
+/// a keyword `"if"` wins over `NAME` on the lexeme `if`, as in Lark). Equal priorities make
+/// the lexeme lexically ambiguous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Priority {
+    /// Declared priority (Lark `NAME.2`); default 0.
+    pub user: i32,
+    /// Whether the terminal is a single literal string.
+    pub literal: bool,
+}
+
+/// One terminal of the grammar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Terminal {
+    /// Display name (`NAME`, or the quoted literal for anonymous strings).
+    pub name: String,
+    /// A `regex-syntax` pattern matching exactly the terminal's lexemes.
+    pub regex: String,
+    /// Ranking among terminals matching the same lexeme.
+    pub priority: Priority,
+    /// Ignored terminals are lexed but never handed to the parser.
+    pub ignored: bool,
+    /// Further patterns every lexeme must also match in full: the terminal is the
+    /// intersection of `regex` and these (empty for all but JSON Schema's
+    /// `pattern` beside a length or a `format`).
+    pub also: Vec<String>,
+    /// Patterns no lexeme may match in full: the terminal is then also the difference
+    /// (empty for all but JSON Schema's `not` of a string language).
+    pub except: Vec<String>,
+    /// A count on the lexeme (JSON Schema's long string lengths): when set, the terminal's
+    /// lexemes are exactly `open · unit{lo,hi} · close`, and `regex` (a display form),
+    /// `also` and `except` are not read by the lexer builder.
+    pub counted: Option<Counted>,
+    /// Divisibility conditions every lexeme must also meet (empty for all but JSON
+    /// Schema's `multipleOf` by an integer whose multiples no compact regex spells).
+    pub divisibility: Vec<Divisibility>,
+    /// Where it was defined (or first used, for anonymous terminals).
+    pub span: Span,
+}
+
+/// A condition on a terminal's lexemes: each is a JSON integer `-?(0|[1-9][0-9]*)` whose
+/// value is (`multiple`) or is not a multiple of `divisor`. The lexer builder runs it as
+/// a remainder automaton of `divisor` states, which no regex spells compactly (the one
+/// for 11 has millions of characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Divisibility {
+    /// The divisor, at least 1 and at most [`MAX_DIVISOR`].
+    pub divisor: u32,
+    /// Multiples when true, the other integers when false.
+    pub multiple: bool,
+}
+
+/// Largest [`Divisibility::divisor`]: one lexer state per remainder.
+pub const MAX_DIVISOR: u32 = 10_000;
+
+/// A terminal whose lexemes are an opening byte, between `lo` and `hi` *units*, and a
+/// closing byte: a JSON string of bounded length, where a unit is one character as the
+/// literal spells it (raw, short escape, `\uXXXX` or a surrogate pair).
+///
+/// The lexer counts units instead of unrolling `unit{lo,hi}` into states, so bounds in
+/// the hundreds of thousands cost about as much as a few hundred. Invariants the lexer
+/// builder checks: `unit` is prefix-free and never empty, no unit starts with `close`,
+/// and every counted terminal of a grammar has the same `open`, `unit` and `close` (so
+/// the count is a property of the lexeme, shared by all of them).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Counted {
+    /// The byte that opens the lexeme (`"`).
+    pub open: u8,
+    /// A `regex-syntax` pattern matching exactly one unit.
+    pub unit: String,
+    /// The byte that closes the lexeme (`"`).
+    pub close: u8,
+    /// Fewest units.
+    pub lo: u32,
+    /// Most units (`None`: unbounded).
+    pub hi: Option<u32>,
+}
+
+/// A grammar symbol on the right-hand side of a production.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Symbol {
+    /// A terminal.
+    T(TerminalId),
+    /// A nonterminal.
+    N(NonterminalId),
+}
+
+/// One nonterminal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nonterminal {
+    /// Display name (rule name, or a generated `rule__kindN` for expanded EBNF).
+    pub name: String,
+    /// Where it was defined (generated ones take their parent's span).
+    pub span: Span,
+}
+
+/// One production `lhs → rhs` (an empty `rhs` derives ε).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Production {
+    /// The nonterminal being defined.
+    pub lhs: NonterminalId,
+    /// The right-hand side.
+    pub rhs: Vec<Symbol>,
+    /// Declared rule priority. Kept for diagnostics; it does not change the language, and
+    /// a GLR recognizer accepts exactly the language, so recognition ignores it.
+    pub priority: i32,
+}
+
+/// A grammar in IR form.
+///
+/// Invariants (checked by [`Grammar::validate`]): every id is in range, every nonterminal
+/// has at least one production, and `start` is a nonterminal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grammar {
+    /// Terminals, indexed by [`TerminalId`].
+    pub terminals: Vec<Terminal>,
+    /// Nonterminals, indexed by [`NonterminalId`].
+    pub nonterminals: Vec<Nonterminal>,
+    /// Productions, indexed by [`ProductionId`], grouped by `lhs` in definition order.
+    pub productions: Vec<Production>,
+    /// The start symbol.
+    pub start: NonterminalId,
+}
+
+impl Grammar {
+    /// The terminal with this id.
+    pub fn terminal(&self, t: TerminalId) -> &Terminal {
+        &self.terminals[t.index()]
+    }
+
+    /// The nonterminal with this id.
+    pub fn nonterminal(&self, n: NonterminalId) -> &Nonterminal {
+        &self.nonterminals[n.index()]
+    }
+
+    /// The productions of `n`, with their ids.
+    pub fn productions_of(
+        &self,
+        n: NonterminalId,
+    ) -> impl Iterator<Item = (ProductionId, &Production)> + '_ {
+        self.productions
+            .iter()
+            .enumerate()
+            .filter(move |(_, p)| p.lhs == n)
+            .map(|(i, p)| (ProductionId::new(i), p))
+    }
+
+    /// A symbol's display name.
+    pub fn symbol_name(&self, s: Symbol) -> &str {
+        match s {
+            Symbol::T(t) => &self.terminal(t).name,
+            Symbol::N(n) => &self.nonterminal(n).name,
+        }
+    }
+
+    /// Which nonterminals derive the empty string, by fixpoint iteration.
+    pub fn nullable(&self) -> Vec<bool> {
+        let mut nullable = vec![false; self.nonterminals.len()];
+        loop {
+            let mut changed = false;
+            for p in &self.productions {
+                if !nullable[p.lhs.index()]
+                    && p.rhs
+                        .iter()
+                        .all(|s| matches!(s, Symbol::N(n) if nullable[n.index()]))
+                {
+                    nullable[p.lhs.index()] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return nullable;
+            }
+        }
+    }
+
+    /// Checks the IR invariants; front ends call this before handing a grammar on.
+    pub fn validate(&self) -> Result<(), String> {
+        let nt = self.nonterminals.len();
+        let tt = self.terminals.len();
+        if self.start.index() >= nt {
+            return Err("start symbol out of range".into());
+        }
+        let mut has_prod = vec![false; nt];
+        for (i, p) in self.productions.iter().enumerate() {
+            if p.lhs.index() >= nt {
+                return Err(format!("production {i}: lhs out of range"));
+            }
+            has_prod[p.lhs.index()] = true;
+            for s in &p.rhs {
+                let ok = match s {
+                    Symbol::T(t) => t.index() < tt,
+                    Symbol::N(n) => n.index() < nt,
+                };
+                if !ok {
+                    return Err(format!("production {i}: symbol out of range"));
+                }
+            }
+        }
+        if let Some(i) = has_prod.iter().position(|h| !h) {
+            return Err(format!(
+                "nonterminal `{}` has no production",
+                self.nonterminals[i].name
+            ));
+        }
+        Ok(())
+    }
+
+    /// Prints the grammar: terminals (with priority and pattern), then productions.
+    pub fn display(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(s, "terminals ({}):", self.terminals.len());
+        for t in &self.terminals {
+            let _ = writeln!(
+                s,
+                "  {:<24} prio={}{}{}  /{}/",
+                t.name,
+                t.priority.user,
+                if t.priority.literal { " literal" } else { "" },
+                if t.ignored { " ignored" } else { "" },
+                t.regex
+            );
+        }
+        let _ = writeln!(
+            s,
+            "rules ({} nonterminals, {} productions), start = {}:",
+            self.nonterminals.len(),
+            self.productions.len(),
+            self.nonterminal(self.start).name
+        );
+        for p in &self.productions {
+            let rhs: Vec<&str> = p.rhs.iter().map(|&x| self.symbol_name(x)).collect();
+            let _ = writeln!(
+                s,
+                "  {} -> {}",
+                self.nonterminal(p.lhs).name,
+                if rhs.is_empty() {
+                    "ε".to_string()
+                } else {
+                    rhs.join(" ")
+                }
+            );
+        }
+        s
+    }
+}

@@ -1,0 +1,2124 @@
+//! Pass: the grammar's terminals → one byte-level [`LexerDfa`].
+//!
+//! Each terminal's regex is compiled by `regex-automata` into an anchored dense DFA with
+//! leftmost-first semantics, so a lazy quantifier stops at its earliest match exactly as
+//! in Lark / Python `re` (DESIGN.md §1): a lexeme `w` is a complete match of the terminal
+//! iff that DFA, run over `w` and end of input, reports a match ending at `|w|`. Unicode
+//! classes are UTF-8 byte automata, so invalid UTF-8 never matches. The per-terminal DFAs
+//! are then run in lock step (a product construction over the states that can still reach
+//! a match), which gives one DFA whose state knows, for the lexeme so far, every terminal
+//! it could still become and which of the top-priority ones it already completes.
+
+use hashbrown::HashMap;
+use rayon::prelude::*;
+use regex_automata::{
+    dfa::{dense, Automaton, StartKind},
+    nfa::thompson,
+    util::{primitives::StateID, start, syntax},
+    Anchored, MatchKind,
+};
+
+use crate::compile::error::GrammarError;
+use crate::compile::grammar::ir::{Divisibility, Grammar, Priority, Terminal, MAX_DIVISOR};
+use crate::compile::lexer::count::{self, CountPos, CountStep, Counting};
+use crate::ids::TerminalId;
+use crate::lexer::{CountRun, CountRuns, LexTerminal, LexerDfa};
+
+/// Most states of the combined lexer DFA; bounds memory (states × classes × 4 bytes).
+pub const MAX_LEXER_STATES: usize = 200_000;
+/// Heap limit for one terminal's DFA (and its determinization) in bytes.
+pub const TERMINAL_DFA_LIMIT: usize = 64 << 20;
+/// Largest terminal DFA (in states) minimized before the lexer is built from it, a
+/// bound on the refinement's cost (7 ms at 3,815 states). Every 4th MaskBench schema has
+/// about 30 larger ones (6K–85K states); whether minimizing them would pay is untested.
+const MINIMIZE_UP_TO: usize = 4096;
+
+/// `TermDfa::trans` entry for "no transition".
+pub(super) const NONE: u32 = u32::MAX;
+
+/// One terminal's DFA, re-indexed densely over the states reachable from its start.
+#[derive(Clone)]
+pub(super) struct TermDfa {
+    pub(super) classes: [u8; 256],
+    pub(super) stride: usize,
+    /// `trans[s * stride + class]`, `NONE` for dead or for states that cannot reach a match.
+    pub(super) trans: Vec<u32>,
+    pub(super) complete: Vec<bool>,
+    pub(super) start: u32,
+}
+
+/// Checks that `regex` is a pattern the lexer can run (parses, no assertions, and for a
+/// terminal's main pattern, no empty lexeme); returns its syntax tree.
+fn check_regex(
+    t: &Terminal,
+    regex: &str,
+    main: bool,
+) -> Result<regex_syntax::hir::Hir, GrammarError> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(true)
+        .build()
+        .parse(regex)
+        .map_err(|e| {
+            let msg = e.to_string();
+            if msg.contains("look-around") {
+                GrammarError::Unsupported {
+                    span: t.span,
+                    construct: "look-around (?=…) (?!…) (?<=…) (?<!…)".into(),
+                    reason: format!(
+                        "terminal `{}` uses look-around, which has no finite automaton here; rewrite it without",
+                        t.name
+                    ),
+                }
+            } else {
+                GrammarError::BadRegex {
+                    span: t.span,
+                    terminal: t.name.clone(),
+                    message: msg,
+                }
+            }
+        })?;
+    let props = hir.properties();
+    if !props.look_set().is_empty() {
+        return Err(GrammarError::Unsupported {
+            span: t.span,
+            construct: "anchor or word boundary (^ $ \\b \\B \\A \\z)".into(),
+            reason: format!(
+                "terminal `{}` uses an assertion that depends on text outside the lexeme",
+                t.name
+            ),
+        });
+    }
+    if main && props.minimum_len() == Some(0) {
+        return Err(GrammarError::EmptyTerminal {
+            span: t.span,
+            terminal: t.name.clone(),
+        });
+    }
+    Ok(hir)
+}
+
+/// The DFA of one nonempty byte string: state `i` has read its first `i` bytes. Built
+/// directly, since most terminals of JSON Schema grammars (keys, enum values,
+/// punctuation) are literals, and a regex-automata build costs tens of microseconds each.
+/// Classes are numbered in byte order of their first byte, as [`regex_dfa`]'s are.
+fn literal_dfa(lit: &[u8]) -> TermDfa {
+    let mut in_lit = [false; 256];
+    for &b in lit {
+        in_lit[b as usize] = true;
+    }
+    let mut classes = [0u8; 256];
+    let mut next = 0usize;
+    let mut other: Option<u8> = None;
+    for b in 0..256 {
+        classes[b] = if in_lit[b] {
+            next += 1;
+            (next - 1) as u8
+        } else {
+            *other.get_or_insert_with(|| {
+                next += 1;
+                (next - 1) as u8
+            })
+        };
+    }
+    let stride = next;
+    let mut trans = vec![NONE; (lit.len() + 1) * stride];
+    for (i, &b) in lit.iter().enumerate() {
+        trans[i * stride + classes[b as usize] as usize] = i as u32 + 1;
+    }
+    let complete = (0..=lit.len()).map(|i| i == lit.len()).collect();
+    TermDfa::pruned(classes, stride, trans, complete)
+}
+
+/// The DFA of `prefix (unit){min,max} suffix` when the pattern has that shape (a
+/// bounded-length JSON string: a quote, a character repeated, a quote), built by
+/// layering the unit's DFA once per count: `None` when it does not, or when layering
+/// would be inexact (see below).
+///
+/// Why: regex-automata determinizes such a pattern from its NFA, and `maxLength: 255`
+/// beside a pattern (unrolled, since counting it is inexact or costs more) was a
+/// 13,266-state build of 40 ms per schema, with the other terminals' builds waiting on
+/// it. Layering costs a row per state.
+///
+/// Exact when the unit's language is prefix-free (no complete unit state continues, and
+/// the empty word is no unit): a word then splits into units one way only, read left to
+/// right, so the layer of a state is the count of units read. The suffix must not start
+/// with a byte a unit starts with, so that a layer's boundary state takes it without a
+/// choice. Then the pattern matches only once its suffix is read, and nothing can follow:
+/// leftmost-first drops no thread that could still match, and the layered DFA is
+/// regex-automata's.
+fn repeat_dfa(t: &Terminal, hir: &regex_syntax::hir::Hir) -> Option<TermDfa> {
+    use regex_syntax::hir::HirKind;
+    let HirKind::Concat(items) = hir.kind() else {
+        return None;
+    };
+    let literal = |h: &regex_syntax::hir::Hir| match h.kind() {
+        HirKind::Literal(l) => Some(l.0.to_vec()),
+        _ => None,
+    };
+    let (prefix, rep, suffix) = match items.as_slice() {
+        [p, r, s] => (literal(p)?, r, literal(s)?),
+        [r, s] => (Vec::new(), r, literal(s)?),
+        _ => return None,
+    };
+    let HirKind::Repetition(rep) = rep.kind() else {
+        return None;
+    };
+    if !rep.greedy || rep.max.is_some_and(|max| max < rep.min) {
+        return None;
+    }
+    // The unit's whole language: under leftmost-first, a unit such as `a|ab` stops at
+    // `a` on its own, though the pattern around it goes on to read `ab` as one unit.
+    let unit = automaton_dfa_as(t, &rep.sub.to_string(), MatchKind::All).ok()?;
+    let u0 = unit.start;
+    if u0 == NONE || unit.complete[u0 as usize] {
+        return None;
+    }
+    let row = |q: u32| &unit.trans[q as usize * unit.stride..][..unit.stride];
+    let nu = unit.complete.len();
+    if (0..nu as u32).any(|q| unit.complete[q as usize] && row(q).iter().any(|&n| n != NONE)) {
+        return None;
+    }
+    if row(u0)[unit.classes[suffix[0] as usize] as usize] != NONE {
+        return None;
+    }
+    // Byte classes: the unit's, with each literal byte apart; numbered in byte order of
+    // their first byte, as `automaton_dfa`'s are.
+    let mut literal_byte = [false; 256];
+    for &b in prefix.iter().chain(&suffix) {
+        literal_byte[b as usize] = true;
+    }
+    let mut class_of: HashMap<(u8, u16), u8> = HashMap::new();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let key = (
+            unit.classes[b as usize],
+            if literal_byte[b as usize] {
+                u16::from(b)
+            } else {
+                256
+            },
+        );
+        let next = class_of.len() as u8;
+        classes[b as usize] = *class_of.entry(key).or_insert_with(|| {
+            reps.push(b);
+            next
+        });
+    }
+    let stride = reps.len();
+    // States: the prefix's (read i < |prefix| bytes), then per layer k (k units read,
+    // k ≤ top) the unit's incomplete states (its start first: the layer's boundary),
+    // then the suffix's (read j ≥ 1 bytes; the last complete).
+    let mut slot = vec![u32::MAX; nu];
+    let mut open: Vec<u32> = vec![u0];
+    open.extend((0..nu as u32).filter(|&q| q != u0 && !unit.complete[q as usize]));
+    for (i, &q) in open.iter().enumerate() {
+        slot[q as usize] = i as u32;
+    }
+    let width = open.len();
+    let top = rep.max.unwrap_or(rep.min) as usize;
+    let layers_at = prefix.len();
+    let suffix_at = layers_at + (top + 1) * width;
+    let total = suffix_at + suffix.len();
+    // Bounded as regex-automata's builds are; a larger one is left to regex-automata,
+    // whose limits then report it.
+    if total.saturating_mul(stride).saturating_mul(4) > TERMINAL_DFA_LIMIT {
+        return None;
+    }
+    let mut trans = vec![NONE; total * stride];
+    for (i, &b) in prefix.iter().enumerate() {
+        trans[i * stride + classes[b as usize] as usize] = i as u32 + 1;
+    }
+    for k in 0..=top {
+        // After a unit: the next layer's boundary, or this one's when unbounded.
+        let after = if k < top {
+            Some(k + 1)
+        } else {
+            rep.max.is_none().then_some(k)
+        };
+        for (i, &q) in open.iter().enumerate() {
+            let s = layers_at + k * width + i;
+            for (c, &b) in reps.iter().enumerate() {
+                let n = row(q)[unit.classes[b as usize] as usize];
+                trans[s * stride + c] = if n == NONE {
+                    NONE
+                } else if unit.complete[n as usize] {
+                    after.map_or(NONE, |k2| (layers_at + k2 * width) as u32)
+                } else {
+                    (layers_at + k * width + slot[n as usize] as usize) as u32
+                };
+            }
+            if i == 0 && k >= rep.min as usize {
+                trans[s * stride + classes[suffix[0] as usize] as usize] = suffix_at as u32;
+            }
+        }
+    }
+    for (j, &b) in suffix.iter().enumerate().skip(1) {
+        trans[(suffix_at + j - 1) * stride + classes[b as usize] as usize] = (suffix_at + j) as u32;
+    }
+    let complete = (0..total).map(|s| s == total - 1).collect();
+    Some(TermDfa::pruned(classes, stride, trans, complete))
+}
+
+/// A terminal's DFA: its regex's, intersected with each of its `also` patterns' and
+/// minus each of its `except` patterns'.
+fn term_dfa(t: &Terminal) -> Result<TermDfa, GrammarError> {
+    term_dfa_with(t, &SharedDfas::new())
+}
+
+/// [`term_dfa`], with the DFAs of the patterns in `shared` built once for all
+/// terminals (by the first to need one; each terminal still checks the pattern as its own,
+/// so errors are those of a build from scratch).
+fn term_dfa_with(t: &Terminal, shared: &SharedDfas<'_>) -> Result<TermDfa, GrammarError> {
+    let dfa_of = |re: &str, main: bool| -> Result<std::borrow::Cow<'_, TermDfa>, GrammarError> {
+        // A pattern that fails to build is built again below, for its error.
+        if let Some(d) = shared
+            .get(re)
+            .and_then(|cell| cell.get_or_init(|| regex_dfa(t, re, false).ok()).as_ref())
+        {
+            check_regex(t, re, main)?;
+            return Ok(std::borrow::Cow::Borrowed(d));
+        }
+        regex_dfa(t, re, main).map(std::borrow::Cow::Owned)
+    };
+    let mut dfa = dfa_of(&t.regex, true)?.into_owned();
+    for re in &t.also {
+        dfa = product(&dfa, &*dfa_of(re, false)?, t, Product::Intersect)?;
+    }
+    for re in &t.except {
+        dfa = product(&dfa, &*dfa_of(re, false)?, t, Product::Subtract)?;
+    }
+    for d in &t.divisibility {
+        dfa = product(&dfa, &divisibility_dfa(t, *d)?, t, Product::Intersect)?;
+    }
+    if t.also.is_empty() && t.except.is_empty() && t.divisibility.is_empty() {
+        return Ok(dfa);
+    }
+    Ok(dfa.minimized())
+}
+
+/// The remainder automaton of a [`Divisibility`]: JSON integers, read digit by digit
+/// with their magnitude's remainder modulo the divisor as the state (the sign does not
+/// change divisibility; `0` and `-0` are multiples of everything).
+fn divisibility_dfa(t: &Terminal, d: Divisibility) -> Result<TermDfa, GrammarError> {
+    if d.divisor == 0 || d.divisor > MAX_DIVISOR {
+        return Err(GrammarError::TooLarge {
+            span: t.span,
+            what: format!("divisor of terminal `{}` (at least 1)", t.name),
+            limit: MAX_DIVISOR as usize,
+        });
+    }
+    // Classes: 0 other bytes, 1 `-`, 2..=11 the digits.
+    let mut classes = [0u8; 256];
+    classes[b'-' as usize] = 1;
+    for (i, c) in (b'0'..=b'9').enumerate() {
+        classes[c as usize] = 2 + i as u8;
+    }
+    let stride = 12;
+    // States: 0 start, 1 after `-`, 2 a lone zero, 3 + r remainder r.
+    const REM: u32 = 3;
+    let k = d.divisor;
+    let n = REM + k;
+    let mut trans = vec![NONE; n as usize * stride];
+    for s in [0u32, 1] {
+        let row = s as usize * stride;
+        trans[row + 2] = 2;
+        for digit in 1..10u32 {
+            trans[row + 2 + digit as usize] = REM + digit % k;
+        }
+    }
+    trans[1] = 1;
+    for r in 0..k {
+        let row = (REM + r) as usize * stride;
+        for digit in 0..10u32 {
+            // (10 r + digit) mod k without overflow: r < k ≤ MAX_DIVISOR.
+            trans[row + 2 + digit as usize] = REM + (10 * r + digit) % k;
+        }
+    }
+    let mut complete = vec![false; n as usize];
+    complete[2] = d.multiple;
+    for r in 0..k {
+        complete[(REM + r) as usize] = (r == 0) == d.multiple;
+    }
+    Ok(TermDfa::pruned(classes, stride, trans, complete))
+}
+
+/// What a product of two terminal DFAs accepts.
+#[derive(Clone, Copy, PartialEq)]
+enum Product {
+    /// Lexemes in both.
+    Intersect,
+    /// Lexemes in the first and not in the second: the second side may die (`NONE`)
+    /// without the pair dying.
+    Subtract,
+}
+
+/// The product of two terminal DFAs (see [`Product`]); a state lives iff it can still
+/// reach completion.
+fn product(a: &TermDfa, b: &TermDfa, t: &Terminal, kind: Product) -> Result<TermDfa, GrammarError> {
+    // Byte classes: the pairs of the two sides' classes that occur.
+    let mut pair_class: HashMap<(u8, u8), u8> = HashMap::new();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<(u8, u8)> = Vec::new();
+    for (c, (&ca, &cb)) in classes.iter_mut().zip(a.classes.iter().zip(&b.classes)) {
+        let p = (ca, cb);
+        let next = pair_class.len() as u8;
+        *c = *pair_class.entry(p).or_insert_with(|| {
+            reps.push(p);
+            next
+        });
+    }
+    let stride = reps.len();
+    let mut trans: Vec<u32> = Vec::new();
+    let mut complete: Vec<bool> = Vec::new();
+    let subtract = kind == Product::Subtract;
+    if a.start == NONE || (b.start == NONE && !subtract) {
+        return Ok(TermDfa {
+            classes,
+            stride,
+            trans: vec![NONE; stride],
+            complete: vec![false],
+            start: NONE,
+        });
+    }
+    let mut index: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut states: Vec<(u32, u32)> = vec![(a.start, b.start)];
+    index.insert((a.start, b.start), 0);
+    let mut i = 0;
+    while i < states.len() {
+        let (x, y) = states[i];
+        // `y == NONE` only when subtracting: the second side can no longer match.
+        let in_b = y != NONE && b.complete[y as usize];
+        complete.push(a.complete[x as usize] && (in_b != subtract));
+        for &(ca, cb) in &reps {
+            let nx = a.trans[x as usize * a.stride + ca as usize];
+            let ny = if y == NONE {
+                NONE
+            } else {
+                b.trans[y as usize * b.stride + cb as usize]
+            };
+            if nx == NONE || (ny == NONE && !subtract) {
+                trans.push(NONE);
+                continue;
+            }
+            let next = match index.get(&(nx, ny)) {
+                Some(&n) => n,
+                None => {
+                    if states.len() >= MAX_LEXER_STATES {
+                        return Err(GrammarError::TooLarge {
+                            span: t.span,
+                            what: format!("automaton of terminal `{}` (an intersection)", t.name),
+                            limit: MAX_LEXER_STATES,
+                        });
+                    }
+                    let n = states.len() as u32;
+                    index.insert((nx, ny), n);
+                    states.push((nx, ny));
+                    n
+                }
+            };
+            trans.push(next);
+        }
+        i += 1;
+    }
+    Ok(TermDfa::pruned(classes, stride, trans, complete))
+}
+
+impl TermDfa {
+    /// A DFA from its parts (start state 0), with every transition into a state that
+    /// cannot reach a complete one redirected to `NONE`.
+    fn pruned(classes: [u8; 256], stride: usize, mut trans: Vec<u32>, complete: Vec<bool>) -> Self {
+        let live = prune_dead(&mut trans, stride, &complete);
+        Self {
+            classes,
+            stride,
+            trans,
+            complete,
+            start: if live { 0 } else { NONE },
+        }
+    }
+
+    /// The minimal DFA of the same language (states renumbered breadth-first from the
+    /// start), by Hopcroft's partition refinement; `self` unchanged above
+    /// [`MINIMIZE_UP_TO`] states. `self` must be pruned (every state can complete).
+    ///
+    /// Why: the lexer is the product of every terminal's DFA, and inside a counted
+    /// string each layer holds every reachable combination of the terminals' states, so
+    /// a terminal with states its language does not tell apart multiplies the layers.
+    /// regex-automata's DFAs are built unminimized (its minimizer costs a second
+    /// determinization), and products of them never pass through it; a URL pattern
+    /// minimizes to a fifth of its states, and a lexer counting it to a quarter.
+    /// Hopcroft's refinement, `O(k n log n)`, not Moore's, which needs a pass per split
+    /// on long chains.
+    fn minimized(self) -> Self {
+        let n = self.complete.len();
+        if self.start == NONE || n <= 2 || n > MINIMIZE_UP_TO {
+            return self;
+        }
+        let k = self.stride;
+        // State `n` is the sink "no transition" leads to.
+        let m = n + 1;
+        let target = |s: usize, c: usize| -> usize {
+            match self.trans.get(s * k + c) {
+                Some(&t) if s < n && t != NONE => t as usize,
+                _ => n,
+            }
+        };
+        // Predecessors by (class, target), as one array cut at `off[c * m + t]`.
+        let mut off = vec![0u32; k * m + 1];
+        for s in 0..m {
+            for c in 0..k {
+                off[c * m + target(s, c) + 1] += 1;
+            }
+        }
+        for i in 1..off.len() {
+            off[i] += off[i - 1];
+        }
+        let mut fill = off.clone();
+        let mut pre = vec![0u32; m * k];
+        for s in 0..m {
+            for c in 0..k {
+                let slot = &mut fill[c * m + target(s, c)];
+                pre[*slot as usize] = s as u32;
+                *slot += 1;
+            }
+        }
+        // Blocks are ranges of `elems`; a block's marked states are moved to its front.
+        let mut elems: Vec<u32> = (0..m as u32).collect();
+        elems.sort_by_key(|&s| !self.complete.get(s as usize).copied().unwrap_or(false));
+        let mut loc = vec![0u32; m];
+        for (i, &s) in elems.iter().enumerate() {
+            loc[s as usize] = i as u32;
+        }
+        let finals = self.complete.iter().filter(|&&c| c).count();
+        let mut bounds: Vec<(u32, u32)> = Vec::new();
+        let mut block_of = vec![0u32; m];
+        for (lo, hi) in [(0, finals), (finals, m)] {
+            if lo < hi {
+                for &s in &elems[lo..hi] {
+                    block_of[s as usize] = bounds.len() as u32;
+                }
+                bounds.push((lo as u32, hi as u32));
+            }
+        }
+        let mut marked = vec![0u32; bounds.len()];
+        let mut in_work = vec![true; bounds.len()];
+        let mut work: Vec<u32> = (0..bounds.len() as u32).collect();
+        let mut touched: Vec<u32> = Vec::new();
+        let mut splitter: Vec<u32> = Vec::new();
+        while let Some(a) = work.pop() {
+            in_work[a as usize] = false;
+            let (lo, hi) = bounds[a as usize];
+            splitter.clear();
+            splitter.extend_from_slice(&elems[lo as usize..hi as usize]);
+            for c in 0..k {
+                for &t in &splitter {
+                    let i = c * m + t as usize;
+                    for &s in &pre[off[i] as usize..off[i + 1] as usize] {
+                        // A state has one target per class: it is marked at most once here.
+                        let b = block_of[s as usize] as usize;
+                        let (i, j) = (loc[s as usize], bounds[b].0 + marked[b]);
+                        let other = elems[j as usize];
+                        elems.swap(i as usize, j as usize);
+                        loc[s as usize] = j;
+                        loc[other as usize] = i;
+                        if marked[b] == 0 {
+                            touched.push(b as u32);
+                        }
+                        marked[b] += 1;
+                    }
+                }
+                for b in touched.drain(..) {
+                    let b = b as usize;
+                    let (lo, hi) = bounds[b];
+                    let cut = lo + std::mem::take(&mut marked[b]);
+                    if cut == hi {
+                        continue;
+                    }
+                    // The marked part becomes a new block.
+                    let nb = bounds.len() as u32;
+                    bounds.push((lo, cut));
+                    bounds[b].0 = cut;
+                    marked.push(0);
+                    for &s in &elems[lo as usize..cut as usize] {
+                        block_of[s as usize] = nb;
+                    }
+                    let smaller = if cut - lo <= hi - cut { nb } else { b as u32 };
+                    let add = if in_work[b] { nb } else { smaller };
+                    in_work.push(false);
+                    in_work[add as usize] = true;
+                    work.push(add);
+                }
+            }
+        }
+        // Renumber the blocks reachable from the start, breadth-first; the sink's block
+        // (with any state that cannot complete: unreachable once pruned) is "no
+        // transition".
+        let sink = block_of[n] as usize;
+        let mut id = vec![NONE; bounds.len()];
+        let mut order: Vec<u32> = vec![self.start];
+        id[block_of[self.start as usize] as usize] = 0;
+        let mut trans: Vec<u32> = Vec::new();
+        let mut complete: Vec<bool> = Vec::new();
+        let mut i = 0;
+        while i < order.len() {
+            let s = order[i] as usize;
+            complete.push(self.complete[s]);
+            for c in 0..k {
+                let t = target(s, c);
+                let b = block_of[t] as usize;
+                trans.push(if b == sink {
+                    NONE
+                } else {
+                    if id[b] == NONE {
+                        id[b] = order.len() as u32;
+                        order.push(t as u32);
+                    }
+                    id[b]
+                });
+            }
+            i += 1;
+        }
+        Self {
+            classes: self.classes,
+            stride: k,
+            trans,
+            complete,
+            start: 0,
+        }
+    }
+}
+
+/// Redirects every transition into a state that cannot reach a complete one to `NONE`;
+/// returns whether state 0 (the start) can.
+fn prune_dead(trans: &mut [u32], stride: usize, complete: &[bool]) -> bool {
+    let n = complete.len();
+    let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for s in 0..n {
+        for c in 0..stride {
+            let t = trans[s * stride + c];
+            if t != NONE {
+                rev[t as usize].push(s as u32);
+            }
+        }
+    }
+    let mut live = complete.to_vec();
+    let mut stack: Vec<u32> = (0..n as u32).filter(|&s| live[s as usize]).collect();
+    while let Some(s) = stack.pop() {
+        for &p in &rev[s as usize] {
+            if !live[p as usize] {
+                live[p as usize] = true;
+                stack.push(p);
+            }
+        }
+    }
+    for t in trans.iter_mut() {
+        if *t != NONE && !live[*t as usize] {
+            *t = NONE;
+        }
+    }
+    live[0]
+}
+
+/// The DFA of one of a terminal's regexes, re-indexed densely from its start.
+fn regex_dfa(t: &Terminal, regex: &str, main: bool) -> Result<TermDfa, GrammarError> {
+    let hir = check_regex(t, regex, main)?;
+    if let regex_syntax::hir::HirKind::Literal(lit) = hir.kind() {
+        if !lit.0.is_empty() {
+            return Ok(literal_dfa(&lit.0));
+        }
+    }
+    if let Some(d) = repeat_dfa(t, &hir) {
+        return Ok(d);
+    }
+    automaton_dfa(t, regex)
+}
+
+/// A pattern's DFA, determinized by regex-automata (see [`regex_dfa`]), with the
+/// terminals' leftmost-first semantics (a lazy quantifier ends at the earliest match).
+fn automaton_dfa(t: &Terminal, regex: &str) -> Result<TermDfa, GrammarError> {
+    automaton_dfa_as(t, regex, MatchKind::LeftmostFirst)
+}
+
+/// [`automaton_dfa`] with the match semantics `kind` (`All`: the pattern's whole
+/// language, no thread dropped once one matches).
+fn automaton_dfa_as(t: &Terminal, regex: &str, kind: MatchKind) -> Result<TermDfa, GrammarError> {
+    unminimized_dfa(t, regex, kind).map(TermDfa::minimized)
+}
+
+/// regex-automata's DFA of `regex`, re-indexed densely from its start and pruned.
+fn unminimized_dfa(t: &Terminal, regex: &str, kind: MatchKind) -> Result<TermDfa, GrammarError> {
+    let dfa = dense::Builder::new()
+        .configure(
+            dense::DFA::config()
+                .start_kind(StartKind::Anchored)
+                .match_kind(kind)
+                .minimize(false)
+                .dfa_size_limit(Some(TERMINAL_DFA_LIMIT))
+                .determinize_size_limit(Some(TERMINAL_DFA_LIMIT)),
+        )
+        .syntax(syntax::Config::new().unicode(true).utf8(true))
+        .thompson(thompson::Config::new().nfa_size_limit(Some(TERMINAL_DFA_LIMIT)))
+        .build(regex)
+        .map_err(|e| GrammarError::TooLarge {
+            span: t.span,
+            what: format!("automaton of terminal `{}` ({e})", t.name),
+            limit: TERMINAL_DFA_LIMIT,
+        })?;
+    let start_sid = dfa
+        .start_state(&start::Config::new().anchored(Anchored::Yes))
+        .map_err(|e| GrammarError::BadRegex {
+            span: t.span,
+            terminal: t.name.clone(),
+            message: e.to_string(),
+        })?;
+    let bc = dfa.byte_classes();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let c = bc.get(b);
+        classes[b as usize] = c;
+        if c as usize >= reps.len() {
+            reps.resize(c as usize + 1, b);
+        }
+    }
+    // `reps[c]` must be the first byte of class c; classes are numbered in byte order.
+    let mut first = vec![None; reps.len()];
+    for b in 0..=255u8 {
+        let c = classes[b as usize] as usize;
+        if first[c].is_none() {
+            first[c] = Some(b);
+        }
+    }
+    let reps: Vec<u8> = first.into_iter().map(|f| f.unwrap_or(0)).collect();
+    let stride = reps.len();
+
+    let mut index: HashMap<StateID, u32> = HashMap::new();
+    let mut states: Vec<StateID> = Vec::new();
+    let mut trans: Vec<u32> = Vec::new();
+    index.insert(start_sid, 0);
+    states.push(start_sid);
+    let mut i = 0;
+    while i < states.len() {
+        let sid = states[i];
+        for &b in &reps {
+            let nsid = dfa.next_state(sid, b);
+            if dfa.is_dead_state(nsid) || dfa.is_quit_state(nsid) {
+                trans.push(NONE);
+                continue;
+            }
+            let next = match index.get(&nsid) {
+                Some(&n) => n,
+                None => {
+                    let n = states.len() as u32;
+                    index.insert(nsid, n);
+                    states.push(nsid);
+                    n
+                }
+            };
+            trans.push(next);
+        }
+        i += 1;
+    }
+    let complete: Vec<bool> = states
+        .iter()
+        .map(|&sid| dfa.is_match_state(dfa.next_eoi_state(sid)))
+        .collect();
+    Ok(TermDfa::pruned(classes, stride, trans, complete))
+}
+
+/// Patterns several terminals use, each with its DFA once built (`None`: failed).
+type SharedDfas<'g> = HashMap<&'g str, std::sync::OnceLock<Option<TermDfa>>>;
+
+/// The patterns several of `terminals` use (as regex, `also` or `except`), so that each is
+/// built once: a length bound beside different patterns is the same `also` in each
+/// (`maxLength: 255` is a DFA of thousands of states).
+fn shared_patterns(terminals: &[Terminal]) -> SharedDfas<'_> {
+    let mut uses: HashMap<&str, u32> = HashMap::new();
+    for t in terminals {
+        for re in std::iter::once(&t.regex).chain(&t.also).chain(&t.except) {
+            *uses.entry(re.as_str()).or_default() += 1;
+        }
+    }
+    uses.into_iter()
+        .filter(|&(_, n)| n > 1)
+        .map(|(re, _)| (re, std::sync::OnceLock::new()))
+        .collect()
+}
+
+/// Options of the lexer build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LexerOptions {
+    /// Counted layers kept explicit before each critical count: a mask automaton over
+    /// the lexer accepts tokens of at most this many bytes (see `lexer::CountRun`).
+    pub count_margin: u32,
+    /// Most states the subset construction may make ([`MAX_LEXER_STATES`] by default);
+    /// past it the build fails with [`GrammarError::TooLarge`].
+    pub max_states: usize,
+}
+
+/// Default [`LexerOptions::count_margin`]: twice the longest token (128 bytes) of the
+/// byte-level BPE vocabularies in use.
+pub const COUNT_MARGIN: u32 = 256;
+
+impl Default for LexerOptions {
+    fn default() -> Self {
+        Self {
+            count_margin: COUNT_MARGIN,
+            max_states: MAX_LEXER_STATES,
+        }
+    }
+}
+
+impl LexerOptions {
+    /// The options a mask automaton over `vocab` needs and no more: a margin of its
+    /// longest token (fewer explicit layers for vocabularies of short tokens).
+    pub fn for_vocab(vocab: &crate::vocab::Vocab) -> Self {
+        Self {
+            count_margin: (vocab.max_token_len() as u32).max(1),
+            ..Self::default()
+        }
+    }
+}
+
+/// Builds the lexer DFA of a grammar.
+pub fn build_lexer(g: &Grammar) -> Result<LexerDfa, GrammarError> {
+    build_lexer_with(g, &LexerOptions::default())
+}
+
+/// A combined-automaton state under construction: every plain terminal's state (and each
+/// counted terminal's, before `open` and after `close`), sorted by terminal, plus where
+/// the counted terminals are inside their units.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Key {
+    plain: Vec<(u32, u32)>,
+    count: Option<CountPos>,
+}
+
+/// A [`Key`] borrowed: what states are hashed and looked up by, without building a key.
+#[derive(Hash, Clone, Copy)]
+struct KeyRef<'a> {
+    plain: &'a [(u32, u32)],
+    count: Option<CountPos>,
+}
+
+impl KeyRef<'_> {
+    fn is(&self, key: &Key) -> bool {
+        self.plain == key.plain.as_slice() && self.count == key.count
+    }
+}
+
+/// The subset construction's states by key: ids hashed by their key, each id's hash kept
+/// beside it. Why not a `HashMap<Key, u32>`: that held every key twice (a clone beside
+/// [`SubsetBuilder::keys`]), and each of its growths hashed every key vector again, a
+/// tenth of a large counted lexer's build (93K states of key vectors dozens long).
+#[derive(Default)]
+struct StateIndex {
+    table: hashbrown::HashTable<(u64, u32)>,
+    hasher: hashbrown::DefaultHashBuilder,
+}
+
+impl StateIndex {
+    fn hash(&self, k: KeyRef<'_>) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one(k)
+    }
+
+    /// The id of the state with key `k`, if any (`keys` by id).
+    fn get(&self, keys: &[Key], k: KeyRef<'_>) -> Option<u32> {
+        let h = self.hash(k);
+        self.table
+            .find(h, |&(hh, id)| hh == h && k.is(&keys[id as usize]))
+            .map(|&(_, id)| id)
+    }
+
+    /// Records `id` under key `k`, which no state has yet.
+    fn insert(&mut self, k: KeyRef<'_>, id: u32) {
+        let h = self.hash(k);
+        self.table.insert_unique(h, (h, id), |&(hh, _)| hh);
+    }
+
+    /// Forgets `id`, whose key is `k`.
+    fn remove(&mut self, k: KeyRef<'_>, id: u32) {
+        let h = self.hash(k);
+        if let Ok(e) = self.table.find_entry(h, |&(_, x)| x == id) {
+            e.remove();
+        }
+    }
+}
+
+impl Key {
+    fn as_ref(&self) -> KeyRef<'_> {
+        KeyRef {
+            plain: &self.plain,
+            count: self.count,
+        }
+    }
+}
+
+/// No state linked (see [`SubsetBuilder::up`]).
+const NO_LINK: u32 = u32::MAX;
+
+/// The plain terminals' states and the unit position of a counting state: what two
+/// layers must agree on, state for state, to be alike.
+type Combo = (Vec<(u32, u32)>, u32);
+
+/// A run cut during the construction: its template layer (pre-renumbering ids) and,
+/// per unit-start template state, the explicit state the last iteration exits to.
+struct CutRun {
+    template: Vec<u32>,
+    len: u32,
+    exits: Vec<(u32, u32)>,
+}
+
+/// Whether a counted terminal would be counted exactly (see `count`): its unit is
+/// usable and its pattern's completion lengths are upward closed. Front ends ask before
+/// counting a length beside a pattern. `Ok(false)` for a terminal that is not counted.
+pub fn counted_is_exact(t: &Terminal) -> Result<bool, GrammarError> {
+    count::counted_is_exact(t, regex_dfa, &term_dfa(t)?)
+}
+
+/// [`build_lexer`] with explicit options.
+pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, GrammarError> {
+    subset_construction(g, opts, true).map(|(lexer, _)| lexer)
+}
+
+/// [`build_lexer_with`], with rows shifted between layers (see
+/// [`SubsetBuilder::shift_row`]) only if `shift`; also returns how many rows were.
+fn subset_construction(
+    g: &Grammar,
+    opts: &LexerOptions,
+    shift: bool,
+) -> Result<(LexerDfa, usize), GrammarError> {
+    // Terminals' automata are independent, and were four fifths of a median schema's
+    // lexer build: made in parallel, and the first error in terminal order reported.
+    let shared = shared_patterns(&g.terminals);
+    let dfas: Vec<Result<TermDfa, GrammarError>> = g
+        .terminals
+        .par_iter()
+        .map(|t| term_dfa_with(t, &shared))
+        .collect();
+    let dfas = dfas.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let counting = Counting::new(&g.terminals, &dfas, |t, re| regex_dfa(t, re, true))?;
+    let prio: Vec<Priority> = g.terminals.iter().map(|t| t.priority).collect();
+
+    // Global byte classes: bytes no terminal DFA distinguishes.
+    let mut sig_class: HashMap<Vec<u8>, u8> = HashMap::new();
+    let mut classes = vec![0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let mut sig: Vec<u8> = dfas.iter().map(|d| d.classes[b as usize]).collect();
+        if let Some(k) = &counting {
+            let (open, close) = k.is_open_close(b);
+            sig.extend([k.unit_class(b), u8::from(open), u8::from(close)]);
+        }
+        let next = sig_class.len();
+        let c = *sig_class.entry(sig).or_insert_with(|| {
+            reps.push(b);
+            next as u8
+        });
+        classes[b as usize] = c;
+    }
+    let stride = reps.len();
+
+    let mut b = SubsetBuilder {
+        dfas: &dfas,
+        counting: counting.as_ref(),
+        stride,
+        reps: &reps,
+        index: StateIndex::default(),
+        keys: Vec::new(),
+        trans: Vec::new(),
+        emits: Vec::new(),
+        prio: &prio,
+        shift,
+        shift_source: Vec::new(),
+        up: Vec::new(),
+        down: Vec::new(),
+        shifted: 0,
+        max_states: opts.max_states,
+    };
+    b.add(Key {
+        plain: Vec::new(),
+        count: None,
+    })?; // state 0: dead
+    let start_plain: Vec<(u32, u32)> = dfas
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| (d.start != NONE).then_some((i as u32, d.start)))
+        .collect();
+    // The start state is always 1, even if no terminal can start (then it has no exits).
+    b.add(Key {
+        plain: start_plain,
+        count: None,
+    })?;
+    // Plain states in id order (as before counting existed); counted layers by count,
+    // each finished before the next so that a layer can be compared with the one before.
+    let mut plain_queue: std::collections::VecDeque<u32> = [1].into();
+    let mut layers: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+    let mut runs: Vec<CutRun> = Vec::new();
+    let mut prev_layer: Option<(u32, Vec<Combo>)> = None;
+    loop {
+        while let Some(s) = plain_queue.pop_front() {
+            b.process(s, &mut plain_queue, &mut layers)?;
+        }
+        let Some((c, mut work)) = layers.pop_first() else {
+            break;
+        };
+        let mut layer: Vec<u32> = Vec::new();
+        while let Some(s) = work.pop() {
+            layer.push(s);
+            let mut found: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+            b.process(s, &mut plain_queue, &mut found)?;
+            for (c2, v) in found {
+                if c2 == c {
+                    work.extend(v);
+                } else {
+                    layers.entry(c2).or_default().extend(v);
+                }
+            }
+        }
+        let k = counting.as_ref().expect("layers exist only when counting");
+        let mut combos: Vec<Combo> = layer
+            .iter()
+            .map(|&s| {
+                let key = &b.keys[s as usize];
+                (
+                    key.plain.clone(),
+                    key.count.expect("a layer state counts").u,
+                )
+            })
+            .collect();
+        combos.sort();
+        let settled = c > 0
+            && !k.is_critical(c)
+            && prev_layer
+                .as_ref()
+                .is_some_and(|(pc, pcombos)| *pc + 1 == c && *pcombos == combos);
+        let margin = opts.count_margin.max(1);
+        let run_len = k
+            .next_critical(c)
+            .and_then(|end| end.checked_sub(margin)?.checked_sub(c));
+        // Any run length will do: every iteration ends `margin` layers before the next
+        // critical count, so no token from any of them sees a count that tells it from
+        // the template. (Runs used to be longer than the margin too, which left the
+        // common `maxLength: 255` unrolled, 390 layers in a schema that needs 260.)
+        if let (true, Some(len)) = (settled, run_len.filter(|&l| l >= 2)) {
+            if let Some(run) = b.cut_run(c, len, &layer, &mut layers)? {
+                runs.push(run);
+                prev_layer = None;
+                continue;
+            }
+        }
+        prev_layer = Some((c, combos));
+    }
+    let shifted = b.shifted;
+    let lexer = b.finish(classes, stride, runs, opts.count_margin, &g.terminals)?;
+    Ok((lexer, shifted))
+}
+
+/// The subset construction's tables, with the counting rules.
+struct SubsetBuilder<'a> {
+    dfas: &'a [TermDfa],
+    counting: Option<&'a Counting>,
+    stride: usize,
+    /// One byte per class, in class order.
+    reps: &'a [u8],
+    index: StateIndex,
+    keys: Vec<Key>,
+    /// Rows of `stride` entries, one per state (filled when the state is processed).
+    trans: Vec<u32>,
+    emits: Vec<Vec<TerminalId>>,
+    prio: &'a [Priority],
+    /// Whether rows are shifted at all (tests compare with stepping every row).
+    shift: bool,
+    /// Per state, whether its row may be shifted into the layer above (see
+    /// [`SubsetBuilder::shift_row`]): a counting state whose row is filled and was not
+    /// rewritten into a run's template.
+    shift_source: Vec<bool>,
+    /// Per state, the state with the same plain part and unit position one count up
+    /// ([`NO_LINK`]: not known yet), found once instead of hashed row after row.
+    up: Vec<u32>,
+    /// The inverse of `up`.
+    down: Vec<u32>,
+    /// Rows filled by shifting.
+    shifted: usize,
+    /// [`LexerOptions::max_states`].
+    max_states: usize,
+}
+
+impl SubsetBuilder<'_> {
+    fn add(&mut self, key: Key) -> Result<u32, GrammarError> {
+        if self.keys.len() >= self.max_states {
+            return Err(GrammarError::TooLarge {
+                span: Default::default(),
+                what: "lexer DFA states".into(),
+                limit: self.max_states,
+            });
+        }
+        let id = self.keys.len() as u32;
+        self.index.insert(key.as_ref(), id);
+        self.emits.push(self.complete(&key));
+        self.keys.push(key);
+        self.trans.extend(std::iter::repeat_n(0, self.stride));
+        self.shift_source.push(false);
+        self.up.push(NO_LINK);
+        self.down.push(NO_LINK);
+        Ok(id)
+    }
+
+    /// The top-priority terminals a state's lexeme completes.
+    fn complete(&self, key: &Key) -> Vec<TerminalId> {
+        // A counted terminal completes only once closed (outside the units).
+        let counted = |t: u32| self.counting.is_some_and(|k| k.is_counted(t));
+        let complete: Vec<u32> = key
+            .plain
+            .iter()
+            .filter(|&&(t, st)| {
+                self.dfas[t as usize].complete[st as usize] && (key.count.is_none() || !counted(t))
+            })
+            .map(|&(t, _)| t)
+            .collect();
+        let top = complete.iter().map(|&t| self.prio[t as usize]).max();
+        complete
+            .into_iter()
+            .filter(|&t| Some(self.prio[t as usize]) == top)
+            .map(|t| TerminalId::new(t as usize))
+            .collect()
+    }
+
+    /// The key after byte `b`: its plain part written into `plain`, its count returned
+    /// (both empty: dead).
+    fn step(&self, key: &Key, b: u8, plain: &mut Vec<(u32, u32)>) -> Option<CountPos> {
+        plain.clear();
+        plain.extend(key.plain.iter().filter_map(|&(t, st)| {
+            let d = &self.dfas[t as usize];
+            let ns = d.trans[st as usize * d.stride + d.classes[b as usize] as usize];
+            (ns != NONE).then_some((t, ns))
+        }));
+        let k = self.counting?;
+        // Counted terminals enter the units together, from the start state only.
+        let enter = key.count.is_none()
+            && b == k.open
+            && key
+                .plain
+                .iter()
+                .any(|&(t, st)| k.is_counted(t) && st == self.dfas[t as usize].start);
+        let count = if enter {
+            Some(CountPos { u: 0, c: 0 })
+        } else if let Some(p) = key.count {
+            match k.step(p, b) {
+                CountStep::Inside(next) => Some(next),
+                CountStep::Closed => {
+                    plain.retain(|&(t, _)| k.closes(t, p.c));
+                    None
+                }
+                CountStep::Dead => {
+                    plain.retain(|&(t, _)| !k.is_counted(t));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let p = count?;
+        plain.retain(|&(t, s)| k.alive(t, s, p));
+        let counting = plain.iter().any(|&(t, _)| k.is_counted(t));
+        counting.then_some(p)
+    }
+
+    /// Fills state `s`'s row, adding the states it reaches: plain ones to `plain`,
+    /// counting ones to `layers` by count.
+    fn process(
+        &mut self,
+        s: u32,
+        plain: &mut std::collections::VecDeque<u32>,
+        layers: &mut std::collections::BTreeMap<u32, Vec<u32>>,
+    ) -> Result<(), GrammarError> {
+        if self.shift_row(s, layers)? {
+            return Ok(());
+        }
+        let key = self.keys[s as usize].clone();
+        // Stepped into one buffer and looked up by reference: a key is copied only for a
+        // new state (a large schema's lexer takes millions of steps, most to known states).
+        let mut stepped: Vec<(u32, u32)> = Vec::with_capacity(key.plain.len());
+        // The last live step and its target: neighbouring classes mostly step alike (the
+        // letters inside a string), and comparing two short lists is cheaper than hashing
+        // one.
+        let mut last: (Vec<(u32, u32)>, Option<CountPos>, u32) = (Vec::new(), None, u32::MAX);
+        for (c, &byte) in self.reps.iter().enumerate() {
+            let count = self.step(&key, byte, &mut stepped);
+            let id = if stepped.is_empty() && count.is_none() {
+                0
+            } else if last.2 != u32::MAX && count == last.1 && stepped == last.0 {
+                last.2
+            } else if let Some(id) = self.index.get(
+                &self.keys,
+                KeyRef {
+                    plain: &stepped,
+                    count,
+                },
+            ) {
+                id
+            } else {
+                let next = Key {
+                    plain: stepped.clone(),
+                    count,
+                };
+                let id = self.add(next)?;
+                match count {
+                    None => plain.push_back(id),
+                    Some(p) => layers.entry(p.c).or_default().push(id),
+                }
+                id
+            };
+            if id != 0 && id != last.2 {
+                last.0.clear();
+                last.0.extend_from_slice(&stepped);
+                last.1 = count;
+                last.2 = id;
+            }
+            self.trans[s as usize * self.stride + c] = id;
+        }
+        self.shift_source[s as usize] = key.count.is_some();
+        Ok(())
+    }
+
+    /// Fills counting state `s`'s row by shifting, one count up, the row of the state
+    /// with the same plain part and unit position one count below, when that row is
+    /// filled and no critical count separates the two (`false`: nothing done).
+    ///
+    /// Why: a step reads the count only by comparing it with the critical counts, so with
+    /// none between them the two rows agree target for target, counts shifted by one. A counted string's layers
+    /// within a token's length of each critical count are explicit (nearly all of a large
+    /// counted lexer's states); shifting costs a lookup per distinct
+    /// target where stepping cost one per byte class. States are made in the same order
+    /// as stepping would make them, so the lexer is the same.
+    fn shift_row(
+        &mut self,
+        s: u32,
+        layers: &mut std::collections::BTreeMap<u32, Vec<u32>>,
+    ) -> Result<bool, GrammarError> {
+        let (Some(k), Some(p)) = (self.counting, self.keys[s as usize].count) else {
+            return Ok(false);
+        };
+        // A step from count c reads the count at c (closing) and at c + 1 (alive after a
+        // unit): the two rows agree if neither is critical.
+        if !self.shift || p.c == 0 || k.is_critical(p.c) || k.is_critical(p.c + 1) {
+            return Ok(false);
+        }
+        let s0 = match self.down[s as usize] {
+            NO_LINK => {
+                let below = KeyRef {
+                    plain: &self.keys[s as usize].plain,
+                    count: Some(CountPos { u: p.u, c: p.c - 1 }),
+                };
+                let Some(s0) = self.index.get(&self.keys, below) else {
+                    return Ok(false);
+                };
+                self.link(s0, s);
+                s0
+            }
+            s0 => s0,
+        };
+        if !self.shift_source[s0 as usize] {
+            return Ok(false);
+        }
+        let stride = self.stride;
+        // Neighbouring classes mostly share a target: the last one's shift is reused.
+        let mut last = (u32::MAX, 0);
+        for c in 0..stride {
+            let t0 = self.trans[s0 as usize * stride + c];
+            let t = if t0 == last.0 {
+                last.1
+            } else {
+                let t = match self.keys[t0 as usize].count {
+                    // Dead, or a closed lexeme's plain state: the same from either count.
+                    None => t0,
+                    Some(_) if self.up[t0 as usize] != NO_LINK => self.up[t0 as usize],
+                    Some(q) => {
+                        let up = Some(CountPos { u: q.u, c: q.c + 1 });
+                        let found = self.index.get(
+                            &self.keys,
+                            KeyRef {
+                                plain: &self.keys[t0 as usize].plain,
+                                count: up,
+                            },
+                        );
+                        let t = match found {
+                            Some(id) => id,
+                            None => {
+                                let plain = self.keys[t0 as usize].plain.clone();
+                                let id = self.add(Key { plain, count: up })?;
+                                layers.entry(q.c + 1).or_default().push(id);
+                                id
+                            }
+                        };
+                        self.link(t0, t);
+                        t
+                    }
+                };
+                last = (t0, t);
+                t
+            };
+            self.trans[s as usize * stride + c] = t;
+        }
+        self.shift_source[s as usize] = true;
+        self.shifted += 1;
+        Ok(true)
+    }
+
+    /// Records that `b` is `a` one count up.
+    fn link(&mut self, a: u32, b: u32) {
+        self.up[a as usize] = b;
+        self.down[b as usize] = a;
+    }
+
+    /// Forgets `s`'s links (its key is about to change).
+    fn unlink(&mut self, s: u32) {
+        let up = std::mem::replace(&mut self.up[s as usize], NO_LINK);
+        if up != NO_LINK {
+            self.down[up as usize] = NO_LINK;
+        }
+        let down = std::mem::replace(&mut self.down[s as usize], NO_LINK);
+        if down != NO_LINK {
+            self.up[down as usize] = NO_LINK;
+        }
+    }
+
+    /// Cuts a run at layer `c` (whose states are `layer`, equal to the layer before as
+    /// far as other terminals and unit positions go): the layer becomes the template of
+    /// `len` iterations, the states its unit completions created (the pending layer
+    /// `c + 1`) become the exit layer `c + len`, and the template's completions loop back
+    /// into it. `None` (nothing changed) if the completions do not reproduce the layer's
+    /// unit-start states one for one.
+    fn cut_run(
+        &mut self,
+        c: u32,
+        len: u32,
+        layer: &[u32],
+        layers: &mut std::collections::BTreeMap<u32, Vec<u32>>,
+    ) -> Result<Option<CutRun>, GrammarError> {
+        let plain_of = |b: &Self, s: u32| b.keys[s as usize].plain.clone();
+        let mut starts: Vec<Combo> = layer
+            .iter()
+            .filter(|&&s| self.keys[s as usize].count.is_some_and(|p| p.u == 0))
+            .map(|&s| (plain_of(self, s), s))
+            .collect();
+        starts.sort();
+        let mut pending: Vec<Combo> = layers
+            .get(&(c + 1))
+            .map(|v| v.iter().map(|&s| (plain_of(self, s), s)).collect())
+            .unwrap_or_default();
+        pending.sort();
+        let same =
+            starts.len() == pending.len() && starts.iter().zip(&pending).all(|(a, b)| a.0 == b.0);
+        if !same || layers.keys().any(|&k| k > c + 1) {
+            return Ok(None);
+        }
+        layers.remove(&(c + 1));
+        let exit_count = c + len;
+        let mut to_template: HashMap<u32, u32> = HashMap::new();
+        let mut exits = Vec::with_capacity(starts.len());
+        for ((plain, x), (_, e)) in starts.into_iter().zip(pending) {
+            self.index.remove(self.keys[e as usize].as_ref(), e);
+            self.unlink(e);
+            let key = Key {
+                plain,
+                count: Some(CountPos {
+                    u: 0,
+                    c: exit_count,
+                }),
+            };
+            self.index.insert(key.as_ref(), e);
+            self.keys[e as usize] = key;
+            layers.entry(exit_count).or_default().push(e);
+            to_template.insert(e, x);
+            exits.push((x, e));
+        }
+        for &x in layer {
+            // Its row now leads into the template, not one count up.
+            self.shift_source[x as usize] = false;
+            let row = &mut self.trans[x as usize * self.stride..(x as usize + 1) * self.stride];
+            for t in row {
+                if let Some(&x2) = to_template.get(t) {
+                    *t = x2;
+                }
+            }
+        }
+        Ok(Some(CutRun {
+            template: layer.to_vec(),
+            len,
+            exits,
+        }))
+    }
+
+    /// Renumbers the states (plain ones in construction order, then each run's template,
+    /// unit-start states first) and freezes the lexer.
+    fn finish(
+        self,
+        classes: Vec<u8>,
+        stride: usize,
+        runs: Vec<CutRun>,
+        margin: u32,
+        terminals: &[Terminal],
+    ) -> Result<LexerDfa, GrammarError> {
+        let n = self.keys.len();
+        let mut in_run = vec![false; n];
+        for r in &runs {
+            for &s in &r.template {
+                in_run[s as usize] = true;
+            }
+        }
+        let mut order: Vec<u32> = (0..n as u32).filter(|&s| !in_run[s as usize]).collect();
+        let run_from = order.len() as u32;
+        let mut layout: Vec<(u32, u32, u32)> = Vec::with_capacity(runs.len()); // first, width, starts
+        for r in &runs {
+            let first = order.len() as u32;
+            let is_start = |s: &u32| self.keys[*s as usize].count.is_some_and(|p| p.u == 0);
+            let mut t = r.template.clone();
+            t.sort_unstable_by_key(|s| (!is_start(s), *s));
+            let starts = t.iter().filter(|s| is_start(s)).count() as u32;
+            order.extend(&t);
+            layout.push((first, t.len() as u32, starts));
+        }
+        let mut perm = vec![0u32; n];
+        for (new, &old) in order.iter().enumerate() {
+            perm[old as usize] = new as u32;
+        }
+        // Rows are reordered in place: a large lexer's table is tens of MB, and a second
+        // copy of it, faulted in fresh, would be most of this step. Kept states keep their relative order, moving down only.
+        let mut trans = self.trans;
+        let template_rows: Vec<u32> = order[run_from as usize..]
+            .iter()
+            .flat_map(|&old| &trans[old as usize * stride..(old as usize + 1) * stride])
+            .copied()
+            .collect();
+        for (new, &old) in order[..run_from as usize].iter().enumerate() {
+            let old = old as usize;
+            if new != old {
+                trans.copy_within(old * stride..(old + 1) * stride, new * stride);
+            }
+        }
+        trans[run_from as usize * stride..].copy_from_slice(&template_rows);
+        if !runs.is_empty() {
+            // Tens of MB in a counted schema's lexer: renumbered on every thread.
+            trans.par_iter_mut().for_each(|t| *t = perm[*t as usize]);
+        }
+        let mut old_emits = self.emits;
+        let emits: Vec<Vec<TerminalId>> = order
+            .iter()
+            .map(|&old| std::mem::take(&mut old_emits[old as usize]))
+            .collect();
+        let mut frozen = Vec::with_capacity(runs.len());
+        let mut virtual_base = n as u64;
+        for (r, &(first, width, starts)) in runs.iter().zip(&layout) {
+            // The template's unit-start states, in their new order, and their exits.
+            let exit_of: HashMap<u32, u32> = r.exits.iter().copied().collect();
+            let exits = (first..first + starts)
+                .map(|x| perm[exit_of[&order[x as usize]] as usize])
+                .collect();
+            frozen.push(CountRun {
+                first,
+                width,
+                starts,
+                len: r.len,
+                virtual_base: virtual_base as u32,
+                exits,
+            });
+            virtual_base += u64::from(width) * u64::from(r.len - 1);
+            if virtual_base > u64::from(u32::MAX) {
+                return Err(GrammarError::TooLarge {
+                    span: Default::default(),
+                    what: "counted lexer states (layers × states per layer)".into(),
+                    limit: u32::MAX as usize,
+                });
+            }
+        }
+        let lex_terminals = terminals
+            .iter()
+            .map(|t| LexTerminal {
+                name: t.name.clone(),
+                ignored: t.ignored,
+            })
+            .collect();
+        let margin = if frozen.is_empty() { 0 } else { margin };
+        // The string facts read the keys, the frozen lexer the table: each is a serial pass
+        // over every state (a counted schema's lexer has up to 90K), made side by side.
+        let facts = || {
+            crate::compile::lexer::strings::string_facts(
+                self.dfas,
+                self.counting,
+                self.prio,
+                |t| terminals[t].ignored,
+                self.reps,
+                order.iter().map(|&old| {
+                    let k = &self.keys[old as usize];
+                    (k.plain.as_slice(), k.count.map(|p| (p.u, p.c)))
+                }),
+            )
+        };
+        let frozen_lexer = || {
+            // The construction above meets every invariant `from_parts_with_runs` checks.
+            LexerDfa::from_parts_with_runs(
+                classes,
+                stride as u32,
+                trans,
+                emits,
+                lex_terminals,
+                CountRuns {
+                    run_from,
+                    runs: frozen,
+                    margin,
+                },
+            )
+            .expect("lexer tables built consistently")
+        };
+        let (facts, lexer) = rayon::join(facts, frozen_lexer);
+        Ok(lexer.with_string_facts(facts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::error::Span;
+    use crate::compile::grammar::ir::{Counted, Terminal};
+
+    fn terminal(regex: &str, also: &[&str]) -> Terminal {
+        terminal_except(regex, also, &[])
+    }
+
+    fn terminal_except(regex: &str, also: &[&str], except: &[&str]) -> Terminal {
+        Terminal {
+            name: "T".into(),
+            regex: regex.into(),
+            priority: Priority::default(),
+            ignored: false,
+            also: also.iter().map(|s| s.to_string()).collect(),
+            except: except.iter().map(|s| s.to_string()).collect(),
+            counted: None,
+            divisibility: Vec::new(),
+            span: Span::default(),
+        }
+    }
+
+    /// Runs a terminal DFA over `input`: per prefix, whether it is alive and complete.
+    fn prefixes(dfa: &TermDfa, input: &[u8]) -> Vec<(bool, bool)> {
+        let mut s = dfa.start;
+        let mut out = vec![(s != NONE, s != NONE && dfa.complete[s as usize])];
+        for &b in input {
+            if s != NONE {
+                s = dfa.trans[s as usize * dfa.stride + dfa.classes[b as usize] as usize];
+            }
+            out.push((s != NONE, s != NONE && dfa.complete[s as usize]));
+        }
+        out
+    }
+
+    /// Literals built directly accept exactly what regex-automata's DFA of the same
+    /// pattern accepts, prefix by prefix (on every word up to four bytes over the
+    /// literal's bytes and two others, and on the literal with one byte changed).
+    #[test]
+    fn literal_dfas_agree_with_regex_automata() {
+        for lit in [
+            "a",
+            "ab",
+            "aab",
+            "\"include_lowercase\"",
+            "{",
+            "true",
+            "é\u{0}x",
+            "aaaa",
+        ] {
+            let t = terminal(&regex_syntax::escape(lit), &[]);
+            let hir = check_regex(&t, &t.regex, true).unwrap();
+            assert!(
+                matches!(hir.kind(), regex_syntax::hir::HirKind::Literal(_)),
+                "{lit:?} parses to a literal"
+            );
+            let direct = literal_dfa(lit.as_bytes());
+            let general = automaton_dfa(&t, &t.regex).unwrap();
+            let mut alphabet: Vec<u8> = lit.bytes().collect();
+            alphabet.extend([b'z', 0xff]);
+            alphabet.sort();
+            alphabet.dedup();
+            let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+            for _ in 0..4 {
+                let longer: Vec<Vec<u8>> = words
+                    .iter()
+                    .filter(|w| w.len() == words.last().unwrap().len())
+                    .flat_map(|w| {
+                        alphabet.iter().map(move |&b| {
+                            let mut v = w.clone();
+                            v.push(b);
+                            v
+                        })
+                    })
+                    .collect();
+                words.extend(longer);
+            }
+            for i in 0..lit.len() {
+                let mut w = lit.as_bytes().to_vec();
+                w[i] ^= 1;
+                words.push(w);
+            }
+            words.push(lit.as_bytes().to_vec());
+            words.push([lit.as_bytes(), b"a"].concat());
+            for w in &words {
+                assert_eq!(
+                    prefixes(&direct, w),
+                    prefixes(&general, w),
+                    "{lit:?} on {w:?}"
+                );
+            }
+        }
+    }
+
+    fn grammar_of(terminals: Vec<Terminal>) -> Grammar {
+        use crate::compile::grammar::ir::{Nonterminal, Production, Symbol};
+        use crate::ids::NonterminalId;
+        let n = terminals.len();
+        Grammar {
+            terminals,
+            nonterminals: vec![Nonterminal {
+                name: "start".into(),
+                span: Span::default(),
+            }],
+            productions: (0..n)
+                .map(|t| Production {
+                    lhs: NonterminalId::new(0),
+                    rhs: vec![Symbol::T(TerminalId::new(t))],
+                    priority: 0,
+                })
+                .collect(),
+            start: NonterminalId::new(0),
+        }
+    }
+
+    /// Strings of a few kinds at once: a generic one, three counted ones (one of them
+    /// unbounded above), a literal that beats them, and one whose pattern lives only on
+    /// `a`s; units of one, two (`é`, escapes) bytes. `counted` selects counted terminals or
+    /// their unrolled regexes.
+    fn string_kinds(counted: bool) -> Vec<Terminal> {
+        let unit = r"[ab]|\\[nc]|é";
+        let plain = |name: &str, regex: &str, literal: bool| {
+            let mut t = terminal(regex, &[]);
+            t.name = name.into();
+            t.priority.literal = literal;
+            t
+        };
+        let count = |name: &str, pattern: &str, lo: u32, hi: Option<u32>| {
+            let mut t = plain(name, pattern, false);
+            if counted {
+                t.counted = Some(Counted {
+                    open: b'"',
+                    unit: unit.into(),
+                    close: b'"',
+                    lo,
+                    hi,
+                });
+            } else {
+                let hi = hi.map_or(String::new(), |h| h.to_string());
+                t.also = vec![format!("\"(?:{unit}){{{lo},{hi}}}\"")];
+            }
+            t
+        };
+        let any = format!("\"(?:{unit})*\"");
+        // Upward closed (after a closing `bbb`, one more `b` closes too), and a lexeme
+        // not ending in `b` still needs three units: near the bound it dies early.
+        let ab = format!("\"a(?:{unit})*bbb\"");
+        vec![
+            plain("ANY", r#""[abé\\nc]*""#, false),
+            count("T1", &any, 2, Some(60)),
+            count("T2", &any, 0, Some(12)),
+            count("T3", &any, 40, None),
+            count("AB", &ab, 3, Some(50)),
+            plain("AB", r#""ab""#, true),
+            plain("AS", r#""a+""#, false),
+            plain("X", "x+", false),
+        ]
+    }
+
+    /// A lexer with counted terminals lexes exactly like the one with their counts
+    /// unrolled into regexes: walking both in lock step from the start over every byte
+    /// (both are finite, so this visits every reachable pair), exact states agree on
+    /// deadness, emission and extendability, and their stand-ins on the follow tables
+    /// and on the reference's lexical searches. Several margins cut runs differently.
+    #[test]
+    fn counted_runs_lex_like_unrolled_counts() {
+        assert_lexes_like_unrolled(string_kinds);
+        // A patterned counted terminal alone: nothing else keeps a lexeme alive that can
+        // no longer complete under the bound.
+        assert_lexes_like_unrolled(|counted| {
+            string_kinds(counted)
+                .into_iter()
+                .filter(|t| t.name == "AB" || t.name == "X")
+                .collect()
+        });
+    }
+
+    fn assert_lexes_like_unrolled(kinds: impl Fn(bool) -> Vec<Terminal>) {
+        use crate::compile::lexer::follow::build_follow;
+        use crate::ids::LexStateId;
+        use crate::reference::follow as rf;
+        let unrolled = build_lexer(&grammar_of(kinds(false))).unwrap();
+        let uf = build_follow(&unrolled);
+        for margin in [1, 2, 3, 5] {
+            let g = grammar_of(kinds(true));
+            let lx = build_lexer_with(
+                &g,
+                &LexerOptions {
+                    count_margin: margin,
+                    ..LexerOptions::default()
+                },
+            )
+            .unwrap();
+            assert!(!lx.runs().is_empty(), "margin {margin}: no run was cut");
+            assert!(lx.num_states() < unrolled.num_states(), "margin {margin}");
+            let lf = build_follow(&lx);
+            let mut seen = hashbrown::HashSet::new();
+            let mut work = vec![(LexerDfa::START, LexerDfa::START)];
+            let mut virtual_seen = 0;
+            while let Some((a, b)) = work.pop() {
+                if !seen.insert((a, b)) {
+                    continue;
+                }
+                let at = format!("margin {margin}: states {a:?} / {b:?}");
+                assert_eq!(lx.is_dead(a), unrolled.is_dead(b), "{at}");
+                if lx.is_dead(a) {
+                    continue;
+                }
+                virtual_seen += usize::from(a.index() >= lx.num_states());
+                assert_eq!(lx.emits(a), unrolled.emits(b), "{at}");
+                assert_eq!(lx.can_extend(a), unrolled.can_extend(b), "{at}");
+                let ra = lx.rep(a);
+                assert_eq!(lf.after_pending(ra), uf.after_pending(b), "{at}");
+                assert_eq!(lf.at_boundary(ra), uf.at_boundary(b), "{at}");
+                let (x, y) = (rf::after_growing(&lx, a), rf::after_growing(&unrolled, b));
+                assert_eq!((x.terminals, x.eof), (y.terminals, y.eof), "{at}");
+                let (x, y) = (
+                    rf::at_boundary(&lx, Some(a)),
+                    rf::at_boundary(&unrolled, Some(b)),
+                );
+                assert_eq!((x.terminals, x.eof), (y.terminals, y.eof), "{at}");
+                for byte in 0..=255u8 {
+                    work.push((lx.next(a, byte), unrolled.next(b, byte)));
+                }
+            }
+            assert!(
+                virtual_seen > 0,
+                "margin {margin}: no virtual state reached"
+            );
+            let _ = LexStateId::new(0);
+        }
+    }
+
+    /// `max_states` stops the subset construction with a size error, not a wrong lexer.
+    #[test]
+    fn max_states_bounds_the_subset_construction() {
+        let g = grammar_of(string_kinds(false));
+        let full = build_lexer_with(&g, &LexerOptions::default()).unwrap();
+        let small = LexerOptions {
+            max_states: 3,
+            ..LexerOptions::default()
+        };
+        assert!(full.num_states() > 3);
+        match build_lexer_with(&g, &small) {
+            Err(GrammarError::TooLarge { limit, .. }) => assert_eq!(limit, 3),
+            other => panic!("expected a size error, got {other:?}"),
+        }
+    }
+
+    /// Shifting rows between layers builds the very lexer stepping every row does, and
+    /// shifts a good share of a counted grammar's rows (else it would only be slower).
+    #[test]
+    fn shifted_rows_are_stepped_rows() {
+        let g = grammar_of(string_kinds(true));
+        for margin in [1, 3, 8, 40] {
+            let opts = LexerOptions {
+                count_margin: margin,
+                ..LexerOptions::default()
+            };
+            let (shifted, n) = subset_construction(&g, &opts, true).unwrap();
+            let (stepped, none) = subset_construction(&g, &opts, false).unwrap();
+            assert_eq!(shifted, stepped, "margin {margin}");
+            assert_eq!(none, 0);
+            // A wide margin leaves most layers explicit: most of their rows shift.
+            let share = if margin == 40 { 2 } else { 8 };
+            assert!(
+                share * n > shifted.num_states(),
+                "margin {margin}: {n} shifted"
+            );
+        }
+    }
+
+    /// Counted terminals that disagree on their shape, or whose unit is not prefix-free,
+    /// are refused by name instead of miscounted.
+    #[test]
+    fn counted_terminals_must_share_a_prefix_free_unit() {
+        let mut ts = string_kinds(true);
+        if let Some(c) = ts[2].counted.as_mut() {
+            c.unit = "[ab]".into();
+        }
+        let e = build_lexer(&grammar_of(ts)).unwrap_err().to_string();
+        assert!(e.contains("share their opening, unit and closing"), "{e}");
+        let mut ts = string_kinds(true);
+        for t in &mut ts {
+            if let Some(c) = t.counted.as_mut() {
+                c.unit = "ab?".into();
+            }
+        }
+        let e = build_lexer(&grammar_of(ts)).unwrap_err().to_string();
+        assert!(e.contains("not prefix-free"), "{e}");
+        // Pairs of letters: a count one short of the bound cannot tell whether the
+        // lexeme still completes, so the pattern is refused (and says so beforehand).
+        let mut ts = string_kinds(true);
+        ts[1].regex = r#""(?:aa)*""#.into();
+        assert!(!counted_is_exact(&ts[1]).unwrap());
+        assert!(counted_is_exact(&ts[2]).unwrap());
+        let e = build_lexer(&grammar_of(ts)).unwrap_err().to_string();
+        assert!(e.contains("gaps"), "{e}");
+    }
+
+    /// Runs a terminal DFA: `None` once dead, else whether the lexeme is complete.
+    fn run(d: &TermDfa, w: &[u8]) -> Option<bool> {
+        let mut s = d.start;
+        for &b in w {
+            if s == NONE {
+                return None;
+            }
+            s = d.trans[s as usize * d.stride + d.classes[b as usize] as usize];
+        }
+        (s != NONE).then(|| d.complete[s as usize])
+    }
+
+    /// Whether two DFAs over the same byte classes accept the same language: every pair
+    /// of states reached together agrees on completing and on which classes lead on.
+    fn same_language(a: &TermDfa, b: &TermDfa) -> bool {
+        assert_eq!((a.classes, a.stride), (b.classes, b.stride));
+        if (a.start == NONE) != (b.start == NONE) {
+            return false;
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut work = vec![(a.start, b.start)];
+        while let Some((x, y)) = work.pop() {
+            if x == NONE || !seen.insert((x, y)) {
+                continue;
+            }
+            if a.complete[x as usize] != b.complete[y as usize] {
+                return false;
+            }
+            for c in 0..a.stride {
+                let (x2, y2) = (
+                    a.trans[x as usize * a.stride + c],
+                    b.trans[y as usize * b.stride + c],
+                );
+                if (x2 == NONE) != (y2 == NONE) {
+                    return false;
+                }
+                work.push((x2, y2));
+            }
+        }
+        true
+    }
+
+    /// Minimized terminal DFAs accept what regex-automata's DFAs accept, and no two of
+    /// their states accept the same suffixes (checked by the table-filling algorithm);
+    /// a URL pattern of the kind that multiplies counted layers loses most of its states.
+    #[test]
+    fn minimized_dfas_are_equivalent_and_minimal() {
+        let url = r#""((https?)(/|\\/)(/|\\/))?[\-\.0-9a-z]+\.[\.a-z]{2,6}(([ \--9A-Z_a-z]|\\/)*)*(/|\\/)?""#;
+        let patterns = [
+            url,
+            r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?",
+            r#""([^"\\\x00-\x1f]|\\["\\/bfnrt])*""#,
+            "[a-z]{2,6}x*",
+            "a{0,40}",
+            "(ab|cb)*(ab|cb)",
+            "[ab]*a[ab]{3}",
+            "x|y|z",
+        ];
+        for re in patterns {
+            let t = terminal(re, &[]);
+            let raw = unminimized_dfa(&t, re, MatchKind::LeftmostFirst).unwrap();
+            let min = raw.clone().minimized();
+            assert!(same_language(&raw, &min), "{re}: language changed");
+            assert!(min.complete.len() <= raw.complete.len(), "{re}");
+            // Table filling: pairs told apart by completing, by one leading on where the
+            // other cannot, or by a class leading to a pair already told apart.
+            let n = min.complete.len();
+            let next = |s: usize, c: usize| min.trans[s * min.stride + c];
+            // `apart[x * n + y]`: states x and y accept different suffixes.
+            let pairs = || (0..n).flat_map(|x| (0..n).map(move |y| (x, y)));
+            let mut apart: Vec<bool> = pairs()
+                .map(|(x, y)| {
+                    min.complete[x] != min.complete[y]
+                        || (0..min.stride).any(|c| (next(x, c) == NONE) != (next(y, c) == NONE))
+                })
+                .collect();
+            let mut changed = true;
+            while changed {
+                changed = false;
+                for (x, y) in pairs() {
+                    if !apart[x * n + y]
+                        && (0..min.stride).any(|c| {
+                            let (a, b) = (next(x, c), next(y, c));
+                            a != NONE && apart[a as usize * n + b as usize]
+                        })
+                    {
+                        apart[x * n + y] = true;
+                        changed = true;
+                    }
+                }
+            }
+            for (x, y) in pairs().filter(|&(x, y)| x < y) {
+                assert!(apart[x * n + y], "{re}: states {x} and {y} are equivalent");
+            }
+            if re == url {
+                assert!(4 * n < raw.complete.len(), "{} -> {n}", raw.complete.len());
+            }
+        }
+        // Terminal DFAs (after products too) come out minimized.
+        let d = term_dfa(&terminal(url, &["[^x]*"])).unwrap();
+        let raw = unminimized_dfa(&terminal(url, &[]), url, MatchKind::LeftmostFirst).unwrap();
+        assert!(4 * d.complete.len() < raw.complete.len());
+    }
+
+    /// An intersection accepts exactly the words both patterns accept in full, and dies
+    /// as soon as either side can no longer complete.
+    #[test]
+    fn intersection_is_exact() {
+        let d = term_dfa(&terminal("[a-z]+:[a-z]+", &["[a-z:]{3,5}", ".*b.*"])).unwrap();
+        let full = |re: &str| regex_automata::meta::Regex::new(&format!("^(?:{re})$")).unwrap();
+        let (r1, r2) = (full("[a-z]+:[a-z]+"), full("[a-z:]{3,5}"));
+        let both = |w: &str| r1.is_match(w) && r2.is_match(w) && w.contains('b');
+        let alphabet = ["a", "b", ":", "é"];
+        let mut words = vec![String::new()];
+        for _ in 0..6 {
+            let longer: Vec<String> = words
+                .iter()
+                .filter(|w| w.chars().count() == words.last().unwrap().chars().count())
+                .flat_map(|w| alphabet.iter().map(move |c| format!("{w}{c}")))
+                .collect();
+            words.extend(longer);
+        }
+        for w in &words {
+            assert_eq!(run(&d, w.as_bytes()) == Some(true), both(w), "{w:?}");
+        }
+        // Too long for the length side: dead, not merely incomplete.
+        assert_eq!(run(&d, b"ab:abb"), None);
+        // Empty intersection: no start.
+        let e = term_dfa(&terminal("a+", &["b+"])).unwrap();
+        assert_eq!(e.start, NONE);
+    }
+
+    /// Bounded repetitions built by layering accept exactly what regex-automata's DFA of
+    /// the same pattern accepts, prefix by prefix, on every word up to five bytes over the
+    /// patterns' bytes and three others (and on longer words in and just past each
+    /// language); shapes layering cannot build exactly are left to regex-automata.
+    #[test]
+    fn layered_repetitions_agree_with_regex_automata() {
+        // A JSON string of at most three characters, as the JSON Schema front end spells
+        // it, and smaller cases: no prefix, unbounded, multi-byte units, a long suffix.
+        let json_char = r#"(?:[ !\#-\[\]-\x{10FFFF}]|\\["\\/bfnrt]|\\u[0-9A-Fa-f]{4})"#;
+        let layered = [
+            format!(r#""{json_char}{{0,3}}""#),
+            format!(r#""{json_char}{{2,}}""#),
+            "a(?:bc|d){2,4}e".to_string(),
+            "(?:[a-c]|xy){1,}z".to_string(),
+            "(?:ab){0,2}c".to_string(),
+            "x(?:é|a){0,2}yz".to_string(),
+            "(?:a){3}b".to_string(),
+        ];
+        let inexact = [
+            "x(?:a|ab){0,3}y", // not prefix-free
+            "(?:a){0,3}a",     // the suffix starts a unit
+            "x(?:a){0,3}?y",   // lazy
+            "x(?:a*){0,3}y",   // the empty word is a unit
+        ];
+        for re in layered.iter().map(String::as_str).chain(inexact) {
+            let t = terminal(re, &[]);
+            let hir = check_regex(&t, re, true).unwrap();
+            let direct = repeat_dfa(&t, &hir);
+            assert_eq!(direct.is_some(), !inexact.contains(&re), "{re}: layered?");
+            let Some(direct) = direct else { continue };
+            let general = automaton_dfa(&t, re).unwrap();
+            let mut alphabet: Vec<u8> = re
+                .bytes()
+                .filter(|b| !b"(?:){},|*+[]".contains(b))
+                .collect();
+            alphabet.extend([0x01, b'0', b'u']);
+            alphabet.sort();
+            alphabet.dedup();
+            let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+            let mut last: Vec<Vec<u8>> = vec![Vec::new()];
+            for _ in 0..5 {
+                last = last
+                    .iter()
+                    .flat_map(|w| {
+                        alphabet.iter().map(move |&b| {
+                            let mut v = w.clone();
+                            v.push(b);
+                            v
+                        })
+                    })
+                    .collect();
+                words.extend(last.iter().cloned());
+            }
+            // Longer words in the language and one past it.
+            for w in [
+                &br#""\u00aF\"x""#[..],
+                br#""\u00aF\"xy""#,
+                "\"\\u00aF\u{e9}\\n\"".as_bytes(),
+                b"abcdbcde",
+                b"abcdbcdbcde",
+                b"xyxyabcz",
+                b"ababc",
+                b"abababc",
+                "xéaéyz".as_bytes(),
+                b"aaab",
+                b"aaaab",
+            ] {
+                words.push(w.to_vec());
+            }
+            let mut accepted = 0;
+            for w in &words {
+                let got = prefixes(&direct, w);
+                assert_eq!(got, prefixes(&general, w), "{re} on {w:?}");
+                accepted += usize::from(got.last().is_some_and(|p| p.1));
+            }
+            assert!(accepted > 0, "{re}: some word is accepted");
+        }
+    }
+
+    /// Patterns shared between terminals are built once and give each terminal the DFA
+    /// its own build would, errors included: a shared pattern that is another terminal's
+    /// `also` is still no empty terminal's main pattern.
+    #[test]
+    fn shared_patterns_build_as_each_terminal_would() {
+        let ts = [
+            terminal("[a-z]+", &["[a-c]{0,5}"]),
+            terminal_except("[a-c]{0,5}", &["[a-z]+"], &["ab"]),
+            terminal("[b-d]+", &["[a-c]{0,5}"]),
+            terminal("[a-c]{0,5}", &[]),
+            terminal("[a-c]{0,5}x", &[]),
+        ];
+        let shared = shared_patterns(&ts);
+        let mut keys: Vec<&str> = shared.keys().copied().collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["[a-c]{0,5}", "[a-z]+"]);
+        for t in &ts {
+            match (term_dfa_with(t, &shared), term_dfa(t)) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(
+                        (a.classes, a.stride, &a.trans, &a.complete, a.start),
+                        (b.classes, b.stride, &b.trans, &b.complete, b.start),
+                        "{}",
+                        t.regex
+                    );
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => panic!("{}: shared {:?}, alone {:?}", t.regex, a.is_ok(), b.is_ok()),
+            }
+        }
+        // The empty-lexeme terminal is refused although its pattern built for the others.
+        assert!(term_dfa_with(&ts[3], &shared).is_err());
+        assert!(shared["[a-c]{0,5}"].get().is_some_and(|d| d.is_some()));
+    }
+
+    /// A difference accepts exactly the words the main pattern accepts and no `except`
+    /// pattern does, and lives on where an excepted prefix can still grow out of it.
+    #[test]
+    fn difference_is_exact() {
+        let d = term_dfa(&terminal_except("[a-c]{1,4}", &[], &["a.*", "bc", "c+"])).unwrap();
+        let full = |re: &str| regex_automata::meta::Regex::new(&format!("^(?:{re})$")).unwrap();
+        let (main, e1, e2, e3) = (full("[a-c]{1,4}"), full("a.*"), full("bc"), full("c+"));
+        let keep =
+            |w: &str| main.is_match(w) && !e1.is_match(w) && !e2.is_match(w) && !e3.is_match(w);
+        let mut words = vec![String::new()];
+        for len in 0..5 {
+            let longer: Vec<String> = words
+                .iter()
+                .filter(|w| w.len() == len)
+                .flat_map(|w| ["a", "b", "c", "d"].iter().map(move |c| format!("{w}{c}")))
+                .collect();
+            words.extend(longer);
+        }
+        for w in &words {
+            assert_eq!(run(&d, w.as_bytes()) == Some(true), keep(w), "{w:?}");
+        }
+        // "a…" can never complete: dead at once. "bc" is excepted but "bcb" is not.
+        assert_eq!(run(&d, b"a"), None);
+        assert_eq!(run(&d, b"bc"), Some(false));
+        assert_eq!(run(&d, b"bcb"), Some(true));
+        // Everything excepted: no start.
+        let e = term_dfa(&terminal_except("ab?", &[], &["a", "ab"])).unwrap();
+        assert_eq!(e.start, NONE);
+    }
+
+    /// A divisibility condition keeps exactly the integers (canonical JSON spellings,
+    /// either sign) whose value is, or is not, a multiple; other spellings die.
+    #[test]
+    fn divisibility_is_exact() {
+        use crate::compile::grammar::ir::Divisibility;
+        let full = regex_automata::meta::Regex::new("^-?(?:0|[1-9][0-9]*)$").unwrap();
+        let mut words = vec![String::new()];
+        for len in 0..5 {
+            let longer: Vec<String> = words
+                .iter()
+                .filter(|w| w.len() == len)
+                .flat_map(|w| {
+                    ["0", "1", "3", "7", "-", "."]
+                        .iter()
+                        .map(move |c| format!("{w}{c}"))
+                })
+                .collect();
+            words.extend(longer);
+        }
+        for divisor in [1u32, 3, 7, 11] {
+            for multiple in [true, false] {
+                let mut t = terminal("-?(0|[1-9][0-9]*)(\\.[0-9]+)?", &[]);
+                t.divisibility = vec![Divisibility { divisor, multiple }];
+                let d = term_dfa(&t).unwrap();
+                for w in &words {
+                    let want = full.is_match(w)
+                        && (w.trim_start_matches('-').parse::<u64>().unwrap() % divisor as u64
+                            == 0)
+                            == multiple;
+                    assert_eq!(
+                        run(&d, w.as_bytes()) == Some(true),
+                        want,
+                        "{divisor} {multiple} {w:?}"
+                    );
+                }
+                // A fraction never completes.
+                assert_eq!(run(&d, b"3."), None);
+            }
+        }
+        // Two conditions: multiples of 3 that are not multiples of 7.
+        let mut t = terminal("-?(0|[1-9][0-9]*)", &[]);
+        t.divisibility = vec![
+            Divisibility {
+                divisor: 3,
+                multiple: true,
+            },
+            Divisibility {
+                divisor: 7,
+                multiple: false,
+            },
+        ];
+        let d = term_dfa(&t).unwrap();
+        for n in 0..200u32 {
+            let want = n % 3 == 0 && n % 7 != 0;
+            assert_eq!(run(&d, n.to_string().as_bytes()) == Some(true), want, "{n}");
+        }
+        // A divisor of zero or past the limit is an error, not a panic.
+        t.divisibility = vec![Divisibility {
+            divisor: 0,
+            multiple: true,
+        }];
+        assert!(term_dfa(&t).is_err());
+    }
+}
