@@ -86,30 +86,63 @@ impl Kind {
         match (self, in_string) {
             (Kind::Punct, false) => 3.0,
             // Inside a string only tokens that start by closing it count as punctuation.
-            (Kind::Punct, true) => 0.7,
+            (Kind::Punct, true) => 1.5,
             (Kind::Word, true) => 3.0,
             (Kind::Word, false) => 0.5,
-            (Kind::Number, _) => 0.5,
-            (Kind::Space, _) => 0.3,
+            (Kind::Number, true) => 0.1,
+            (Kind::Number, false) => 0.5,
+            (Kind::Space, true) => 0.05,
+            (Kind::Space, false) => 0.3,
             (Kind::Other, _) => 0.05,
             (Kind::Never, _) => 0.0,
         }
     }
 }
 
-/// Whether `out` ends inside a JSON string: an odd number of unescaped quotes.
-fn in_string(out: &[u8]) -> bool {
-    let (mut inside, mut escaped) = (false, false);
-    for &b in out {
-        if escaped {
-            escaped = false;
-        } else if inside && b == b'\\' {
-            escaped = true;
-        } else if b == b'"' {
+/// Where JSON text stands: inside a string or not, and how many brackets are open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Scan {
+    inside: bool,
+    escaped: bool,
+    depth: i32,
+}
+
+impl Scan {
+    /// The scan after `bytes` more.
+    fn then(mut self, bytes: &[u8]) -> Scan {
+        for &b in bytes {
+            if self.escaped {
+                self.escaped = false;
+            } else if self.inside && b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.inside = !self.inside;
+            } else if !self.inside && (b == b'{' || b == b'[') {
+                self.depth += 1;
+            } else if !self.inside && (b == b'}' || b == b']') {
+                self.depth -= 1;
+            }
+        }
+        self
+    }
+}
+
+/// Whether punctuation token `bytes`, read from inside a string (`inside`) or not, puts
+/// no bracket, colon or comma inside a string and makes no empty string: JSON-looking
+/// structure, not `"],[` or `""` as a key.
+fn clean(bytes: &[u8], mut inside: bool) -> bool {
+    if bytes.windows(2).any(|w| w == b"\"\"") {
+        // An empty string: a key or value that says nothing.
+        return false;
+    }
+    for &b in bytes {
+        if b == b'"' {
             inside = !inside;
+        } else if inside && b != b' ' {
+            return false;
         }
     }
-    inside
+    true
 }
 
 /// Whether a token only closes (`}`, `]` and `"`, after optional spaces); inside a
@@ -133,9 +166,12 @@ fn draw(
     pressure: f64,
     rng: &mut SplitMix64,
 ) -> Option<TokenId> {
-    let inside = in_string(out);
+    let scan = Scan::default().then(out);
+    let inside = scan.inside;
+    // Nothing written in the string yet: closing it now would make an empty one.
+    let fresh_string = inside && out.last() == Some(&b'"');
     let mut by_kind: [Vec<TokenId>; 5] = Default::default();
-    let (mut closing, mut opening) = (Vec::new(), Vec::new());
+    let (mut closing, mut opening, mut fallback) = (Vec::new(), Vec::new(), Vec::new());
     for (w, &bits) in mask.iter().enumerate() {
         let mut bits = bits;
         while bits != 0 {
@@ -147,7 +183,13 @@ fn draw(
             let Some(i) = KINDS.iter().position(|&x| x == k) else {
                 continue;
             };
-            if k == Kind::Punct && inside && !closes(bytes, true) {
+            fallback.push(t);
+            if k == Kind::Punct
+                && (!clean(bytes, inside)
+                    || (inside && (fresh_string || !closes(bytes, true)))
+                    // Before the pressure starts, the document is not closed.
+                    || (pressure == 0.0 && scan.depth > 0 && scan.then(bytes).depth <= 0))
+            {
                 continue;
             }
             by_kind[i].push(t);
@@ -186,6 +228,7 @@ fn draw(
         .rev()
         .find(|ts| !ts.is_empty())
         .map(|ts| ts[0])
+        .or_else(|| (!fallback.is_empty()).then(|| fallback[rng.below(fallback.len())]))
 }
 
 /// How masks are made: the mask automaton, or (when it does not build within its limits)
@@ -352,7 +395,11 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{closes, in_string, Kind};
+    use super::{clean, closes, Kind, Scan};
+
+    fn in_string(out: &[u8]) -> bool {
+        Scan::default().then(out).inside
+    }
 
     #[test]
     fn kinds_and_closers() {
@@ -371,7 +418,10 @@ mod tests {
         assert!(!closes(b"\",", false));
         assert!(closes(b"\",", true));
         assert!(!closes(b" ", false));
+        assert!(clean(b"\":", true) && clean(b" {\"", false) && clean(b"\":\"", true));
+        assert!(!clean(b"\"],", false) && !clean(b"\",[", false) && !clean(b"\"\"", false));
         assert!(in_string(br#"{"a\"b"#));
         assert!(!in_string(br#"{"a\\": "#));
+        assert_eq!(Scan::default().then(br#"{"a": [1, {"]":"#).depth, 3);
     }
 }

@@ -226,3 +226,142 @@ fn tables_and_automaton_built_together_equal_built_in_turn() {
     assert_eq!(tables.lr, apart.lr);
     assert_eq!(dwa, compiler.automaton(&apart).expect("builds"));
 }
+
+/// The toy vocabulary the golden artifacts were compiled for: JSON punctuation, a few
+/// letters and digits, spaces, multi-character pieces that straddle terminals, and EOS.
+fn golden_vocab() -> Vocab {
+    let tokens = [
+        "{", "}", "[", "]", "\"", ":", ",", " ", "a", "b", "xyz", "1", "23", "-", ".", "e", "true",
+        "false", "null", "\":", "\",", "{\"", "\"}", " \"", "ab\"", "\\", "n", "u00e9", "c",
+        "<eos>",
+    ];
+    let eos = stackmask::ids::TokenId::new(tokens.len() - 1);
+    Vocab::from_byte_tokens(
+        "golden",
+        tokens.iter().map(|t| Some(t.as_bytes().to_vec())).collect(),
+        &[eos],
+    )
+    .expect("toy vocabulary")
+}
+
+/// `doc` as the toy vocabulary's tokens, longest match first.
+fn greedy(vocab: &Vocab, doc: &str) -> Vec<stackmask::ids::TokenId> {
+    let mut out = Vec::new();
+    let mut rest = doc.as_bytes();
+    while !rest.is_empty() {
+        let t = (0..vocab.len())
+            .map(stackmask::ids::TokenId::new)
+            .filter(|&t| !vocab.eos().contains(&t))
+            .filter(|&t| vocab.token_bytes(t).is_ok_and(|b| rest.starts_with(b)))
+            .max_by_key(|&t| vocab.token_bytes(t).map_or(0, |b| b.len()))
+            .unwrap_or_else(|| panic!("no token for {:?}", String::from_utf8_lossy(rest)));
+        rest = &rest[vocab.token_bytes(t).unwrap().len()..];
+        out.push(t);
+    }
+    out
+}
+
+/// The grammars of the golden artifacts: the built-in JSON grammar, and a schema whose
+/// lexer counts a bounded string and splits string states (runs and a split table in
+/// the payload).
+fn golden_grammars() -> Vec<(&'static str, String, stackmask::compile::GrammarFormat)> {
+    use stackmask::compile::{GrammarFormat, BUILTIN_JSON};
+    let schema = r#"{"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 40},
+        "b": {"anyOf": [{"type": "string", "pattern": "^a+$"}, {"type": "string", "maxLength": 3}]},
+        "c": {"type": "array", "items": {"type": "number"}}}}"#;
+    vec![
+        ("json", BUILTIN_JSON.to_string(), GrammarFormat::Lark),
+        ("schema", schema.to_string(), GrammarFormat::JsonSchema),
+    ]
+}
+
+/// Stored artifacts of every format version (`tests/data/artifacts/v{N}-{name}.smk`):
+/// this version's must load, check against their vocabulary and give the masks a fresh
+/// compile gives along documents; an older version's must be refused with a version
+/// error naming it, never a panic or a wrong load. With `STACKMASK_BLESS=1` the current
+/// version's files are written (after a format change bumps `FORMAT_VERSION`).
+#[test]
+fn golden_artifacts_load_or_are_refused_by_version() {
+    use stackmask::compile::Compiler;
+    use stackmask::runtime::FORMAT_VERSION;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/artifacts");
+    let vocab = golden_vocab();
+    let compiler = Compiler::new(&vocab);
+    let fresh: Vec<(&str, CompiledGrammar)> = golden_grammars()
+        .into_iter()
+        .map(|(name, text, format)| (name, compiler.compile(&text, format).expect("compiles")))
+        .collect();
+    if std::env::var_os("STACKMASK_BLESS").is_some() {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, g) in &fresh {
+            std::fs::write(
+                dir.join(format!("v{FORMAT_VERSION}-{name}.smk")),
+                g.to_bytes(),
+            )
+            .unwrap();
+        }
+    }
+    let docs = [
+        r#"{"a": "xyzab", "b": "aaa", "c": [1, -23.1e1]}"#,
+        r#"{"b": "ab", "c": []}"#,
+        r#"[true, false, null, {"a": "\u00e9\n"}]"#,
+    ];
+    // The schema's artifact holds a counted lexer's runs and a split table.
+    let schema = &fresh.iter().find(|(n, _)| *n == "schema").unwrap().1;
+    assert!(!schema.tables.lexer.runs().is_empty() && schema.dwa.split().is_some());
+    let (mut current, mut steps) = (0, 0);
+    for entry in std::fs::read_dir(&dir).expect("tests/data/artifacts") {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let (version, name) = file
+            .strip_prefix('v')
+            .and_then(|f| f.strip_suffix(".smk"))
+            .and_then(|f| f.split_once('-'))
+            .unwrap_or_else(|| panic!("{file}: not v{{N}}-{{name}}.smk"));
+        let version: u32 = version.parse().expect("version number");
+        let bytes = std::fs::read(&path).unwrap();
+        match CompiledGrammar::from_bytes(&bytes) {
+            Ok(loaded) => {
+                assert_eq!(version, FORMAT_VERSION, "{file}: an old version loaded");
+                current += 1;
+                loaded.check_vocab(&vocab).expect("the golden vocabulary");
+                let (_, g) = fresh
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .unwrap_or_else(|| panic!("{file}: no grammar named {name}"));
+                for doc in docs {
+                    // Along the longest prefix the fresh grammar allows (the documents
+                    // fit one grammar or the other).
+                    let mut a = Matcher::from_compiled(g);
+                    let mut b = Matcher::from_compiled(&loaded);
+                    let mut words = vec![0u32; vocab.len().div_ceil(32)];
+                    let mut other = words.clone();
+                    for t in greedy(&vocab, doc) {
+                        a.fill_mask(&mut words).unwrap();
+                        b.fill_mask(&mut other).unwrap();
+                        assert_eq!(words, other, "{file}: {doc}");
+                        steps += 1;
+                        if a.commit(&vocab, t).is_err() {
+                            break;
+                        }
+                        b.commit(&vocab, t)
+                            .expect("the loaded grammar commits alike");
+                    }
+                }
+            }
+            Err(ArtifactError::Version { found, expected }) => {
+                assert_eq!((found, expected), (version, FORMAT_VERSION), "{file}");
+                assert_ne!(version, FORMAT_VERSION, "{file}");
+            }
+            Err(e) => panic!("{file}: {e}"),
+        }
+    }
+    assert!(steps >= 40, "only {steps} masks compared");
+    assert_eq!(
+        current,
+        fresh.len(),
+        "every golden grammar has an artifact of format version {FORMAT_VERSION} \
+         (write them with STACKMASK_BLESS=1 after bumping the version)"
+    );
+}
