@@ -12,7 +12,6 @@ pub mod glr;
 pub mod ids;
 pub mod lexer;
 pub mod lr;
-pub mod maskbench;
 pub mod reference;
 pub mod rng;
 pub mod runtime;

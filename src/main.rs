@@ -436,9 +436,9 @@ fn main() -> ExitCode {
             round_trip,
         } => cli::load::vocab(tokenizer).and_then(|vocab| {
             let engine = match engine {
-                BenchEngine::Reference => stackmask::maskbench::Engine::Reference,
-                BenchEngine::Glr => stackmask::maskbench::Engine::Glr,
-                BenchEngine::Dwa => stackmask::maskbench::Engine::Dwa,
+                BenchEngine::Reference => cli::maskbench::replay::Engine::Reference,
+                BenchEngine::Glr => cli::maskbench::replay::Engine::Glr,
+                BenchEngine::Dwa => cli::maskbench::replay::Engine::Dwa,
             };
             cli::maskbench::run(
                 cli::maskbench::MaskbenchArgs {

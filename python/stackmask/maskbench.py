@@ -24,7 +24,7 @@ import numpy as np
 
 from . import GrammarCompiler, GrammarMatcher, StackmaskError, TokenizerInfo
 
-# The bounds `stackmask maskbench` uses for the automaton engine (src/maskbench).
+# The bounds `stackmask maskbench` uses for the automaton engine (src/cli/maskbench/replay.rs).
 MAX_TRIES = 40_000
 MAX_AUTOMATON_STATES = 300_000
 

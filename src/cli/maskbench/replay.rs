@@ -2,27 +2,24 @@
 //! `valid`): compile each schema (time to first mask), serialize each instance as
 //! Python's `json.dumps` does, tokenize it canonically and replay it token by token
 //! (time between masks: mask + commit per token), then compare the outcome with the
-//! label. Used by `stackmask maskbench` and by the conformance tests; depends on the
-//! JSON Schema front end, the table and automaton builders, and the runtime.
-
-pub mod noise;
-pub mod py_json;
+//! label. Used by `stackmask maskbench` and its tests; depends on the JSON Schema front
+//! end, the compiler and the runtime.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::compile::dwa::build::DwaLimits;
-use crate::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
-use crate::compile::{Compiler, GrammarError};
-use crate::glr::{GlrState, Tables};
-use crate::ids::TokenId;
-use crate::reference::Reference;
-use crate::runtime::{ArtifactError, CompiledGrammar, Matcher};
-use crate::vocab::Vocab;
+use stackmask::compile::dwa::build::DwaLimits;
+use stackmask::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
+use stackmask::compile::{Compiler, GrammarError};
+use stackmask::glr::{GlrState, Tables};
+use stackmask::ids::TokenId;
+use stackmask::reference::Reference;
+use stackmask::runtime::{ArtifactError, CompiledGrammar, Matcher};
+use stackmask::vocab::Vocab;
 
-pub use py_json::{to_python_json, PyJson};
+pub use super::py_json::{to_python_json, PyJson};
 
 /// Which engine replays the instances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

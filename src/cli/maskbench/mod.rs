@@ -1,13 +1,19 @@
 //! `stackmask maskbench`: the MaskBench replay over a directory of JSONSchemaBench files
-//! (see [`stackmask::maskbench`]), with a progress bar and the summary as text or JSON.
+//! ([`replay`]), with a progress bar and the summary as text or JSON.
+
+pub mod noise;
+pub mod py_json;
+pub mod replay;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use self::noise::Workload;
+use self::replay::{Engine, FileOutcome, PyJson, RoundTrip};
 use serde_json::Value;
 use stackmask::compile::frontend::json_schema::{SchemaError, SchemaOptions};
-use stackmask::maskbench::noise::Workload;
-use stackmask::maskbench::{self, Engine, FileOutcome, PyJson, RoundTrip};
 use stackmask::vocab::Vocab;
 
 use super::stats::percentiles;
@@ -95,14 +101,13 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
     let (mut va, mut ve, mut ir, mut ie) = (0usize, 0usize, 0usize, 0usize);
     let mut ttfm: Vec<f64> = Vec::new();
     let mut ttfm_floor: Vec<f64> = Vec::new();
-    let mut times = maskbench::TokenTimes::new(a.replays);
+    let mut times = replay::TokenTimes::new(a.replays);
     let mut trips = Trips::default();
-    let run = maskbench::RunOptions {
-        schema: &a.schema,
-        engine: a.engine,
+    let run = replay::RunOptions {
         style,
         compiles: a.compiles,
         round_trip: a.round_trip,
+        ..replay::RunOptions::new(&a.schema, a.engine)
     };
     for path in &files {
         bar.inc(1);
@@ -117,7 +122,7 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
             .map_err(|e| e.to_string())
             .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
         {
-            Ok(file) => maskbench::run_file(&file, &run, vocab, &mut times),
+            Ok(file) => replay::run_file(&file, &run, vocab, &mut times),
             Err(e) => FileOutcome::BadFile(e),
         };
         let line = match outcome {
