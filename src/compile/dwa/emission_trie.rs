@@ -21,7 +21,7 @@ pub const ROOT: u32 = 0;
 
 /// One prefix group of classes.
 #[derive(Debug, Clone, Default)]
-pub struct TrieNode {
+pub struct EmissionNode {
     /// The classes whose emissions begin with this node's path.
     pub set: RoaringBitmap,
     /// `(group index in emits[depth + 1], child)`, by group index: the groups some class
@@ -36,7 +36,7 @@ pub struct TrieNode {
 #[derive(Debug, Clone, Default)]
 pub struct EmissionTrie {
     /// Node [`ROOT`] first; a node's children come after it.
-    pub nodes: Vec<TrieNode>,
+    pub nodes: Vec<EmissionNode>,
 }
 
 impl EmissionTrie {
@@ -168,7 +168,7 @@ impl EmissionTrie {
                         (g[0].0, set)
                     })
                     .collect();
-                TrieNode {
+                EmissionNode {
                     set: RoaringBitmap::from_sorted_iter(m)
                         .expect("classes pushed in increasing order"),
                     children,

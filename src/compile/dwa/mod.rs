@@ -10,14 +10,14 @@
 //!    (maximal munch), as tries of lexeme emissions. [`position_equiv`] first merges
 //!    positions no token can tell apart, so equal positions share one walk.
 //! 3. [`token_atoms`]: tokens every position treats alike → atoms; tries over atoms.
-//! 4. [`token_classes`]: per position, atoms with equal outcomes → classes, the alphabet
+//! 4. `token_classes`: per position, atoms with equal outcomes → classes, the alphabet
 //!    of the weights. After it: each position has a shape (its class structure) and a
-//!    class → atom table ([`class_tables`]).
-//! 5. [`emission_trie`]: per shape, classes grouped by their emissions so far.
-//! 6. [`stack_top_equiv`]: LR states and productions the automaton cannot tell apart.
+//!    class → atom table (`class_tables`).
+//! 5. `emission_trie`: per shape, classes grouped by their emissions so far.
+//! 6. `stack_top_equiv`: LR states and productions the automaton cannot tell apart.
 //! 7. [`build`]: explores suspended effects from every stack top (the effect automaton,
-//!    weights interned in [`weight_table`]), then [`determinize`]s it, and freezes
-//!    weights ([`dense_words`]) and class tables into the [`crate::dwa::Dwa`]. After it:
+//!    weights interned in `weight_table`), then `determinize`s it, and freezes
+//!    weights (`dense_words`) and class tables into the [`crate::dwa::Dwa`]. After it:
 //!    a walk of the automaton over any parse stack yields the exact mask, in class space
 //!    until the final write.
 //!
@@ -44,14 +44,14 @@
 //!   set close enough to patch.
 
 pub mod build;
-pub mod class_tables;
+pub(crate) mod class_tables;
 mod dense_words;
 mod determinize;
-pub mod emission_trie;
+pub(crate) mod emission_trie;
 pub mod position_equiv;
-pub mod stack_top_equiv;
+pub(crate) mod stack_top_equiv;
 pub mod string_split;
 pub mod terminal_trie;
 pub mod token_atoms;
-pub mod token_classes;
-pub mod weight_table;
+pub(crate) mod token_classes;
+pub(crate) mod weight_table;

@@ -25,8 +25,6 @@ use crate::lexer::{LexPos, LexerDfa};
 /// token sets as the trie held them (`S`).
 #[derive(Debug, Clone)]
 pub struct ClassedTrie<S = RoaringBitmap> {
-    /// Where the tokens start.
-    pub start: LexPos,
     /// The shape: what the automaton builder reads.
     pub shape: Shape,
     /// `tokens[c]`: the tokens of class `c` (pairwise disjoint, none empty).
@@ -53,6 +51,7 @@ pub struct ClassList(pub Vec<(u32, u32)>);
 
 impl ClassList {
     /// The set as a bitmap.
+    #[cfg(test)]
     pub fn to_bitmap(&self) -> RoaringBitmap {
         let mut b = RoaringBitmap::new();
         for &(lo, hi) in &self.0 {
@@ -219,7 +218,6 @@ pub fn classify<S: Default + PartialEq + std::fmt::Debug>(
         v
     };
     ClassedTrie {
-        start: trie.start,
         shape: Shape {
             num_classes: sigs.len() as u32,
             emits: emits.into_iter().map(freeze_e).collect(),

@@ -92,16 +92,6 @@ impl WeightTable {
         &self.sets[id.index()]
     }
 
-    /// The number of distinct sets.
-    pub fn len(&self) -> usize {
-        self.sets.len()
-    }
-
-    /// Always false: the empty set is always there.
-    pub fn is_empty(&self) -> bool {
-        self.sets.is_empty()
-    }
-
     /// The sets, by id.
     pub fn into_sets(self) -> Vec<RoaringBitmap> {
         self.sets

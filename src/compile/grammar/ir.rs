@@ -3,7 +3,7 @@
 //!
 //! A grammar is a list of terminals (regular expressions with a priority, some ignored)
 //! and a plain BNF over terminals and nonterminals: EBNF operators have already been
-//! expanded by [`crate::compile::grammar::ebnf`]. The grammar may be ambiguous; it need not be LR(k).
+//! expanded by `crate::compile::grammar::ebnf`. The grammar may be ambiguous; it need not be LR(k).
 
 use crate::compile::error::Span;
 use crate::ids::{NonterminalId, ProductionId, TerminalId};

@@ -3,12 +3,12 @@
 //!
 //! - [`ir`]: terminals (regular expressions with a priority; ignored, counted or
 //!   intersected ones) and a plain BNF over terminals and nonterminals.
-//! - [`ebnf`]: EBNF trees → BNF productions, expanded the way Lark does, so LR tables
+//! - `ebnf`: EBNF trees → BNF productions, expanded the way Lark does, so LR tables
 //!   look like Lark's.
-//! - [`prune`]: drops what the start symbol cannot reach and unproductive rules, and
+//! - `prune`: drops what the start symbol cannot reach and unproductive rules, and
 //!   refuses cycles and hidden left recursion by name. After it: every rule is reachable
 //!   and productive, ids are dense.
 
-pub mod ebnf;
+pub(crate) mod ebnf;
 pub mod ir;
-pub mod prune;
+pub(crate) mod prune;

@@ -756,7 +756,7 @@ pub fn build_dwa_limited(
 
 /// The recognizer tables the automaton is built from, by reference, so that the half of
 /// the build that needs only the lexer can start before the LR table exists
-/// ([`build_tables_and_dwa`]).
+/// ([`crate::compile::Compiler::tables_and_automaton`]).
 #[derive(Clone, Copy)]
 pub struct TableRefs<'a> {
     /// The lexer.

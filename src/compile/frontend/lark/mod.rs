@@ -1,5 +1,5 @@
-//! The Lark-style EBNF front end: grammar text → tokens ([`token`]) → statements
-//! ([`parse`]) → IR ([`lower`]).
+//! The Lark-style EBNF front end: grammar text → tokens (`token`) → statements
+//! (`parse`) → IR (`lower`).
 //!
 //! Supported: rules and terminals, `?rule` / `!rule` / `_rule` (tree shaping only, so they
 //! are plain rules here), `-> alias` (ignored), strings with the `i` flag, `/regex/flags`,
