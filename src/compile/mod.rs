@@ -17,6 +17,7 @@ pub mod dwa;
 pub mod error;
 pub mod frontend;
 pub mod grammar;
+mod interner;
 pub mod lexer;
 pub mod lr;
 

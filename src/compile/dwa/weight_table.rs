@@ -1,28 +1,21 @@
 //! Interned class sets: the weights of the mask automaton while it is built.
 
-use std::hash::BuildHasher;
-
-use hashbrown::{DefaultHashBuilder, HashTable};
 use roaring::RoaringBitmap;
 
+use crate::compile::interner::Interner;
 use crate::ids::WeightId;
 
 /// Distinct sets, each stored once; [`WeightId`] 0 is the empty set.
 #[derive(Debug, Clone)]
 pub struct WeightTable {
-    sets: Vec<RoaringBitmap>,
-    /// Ids by their set's fingerprint (roaring bitmaps are not `Hash`), compared by
-    /// value: no key is stored beside the set.
-    index: HashTable<(u64, WeightId)>,
-    hasher: DefaultHashBuilder,
+    /// Hashed by their fingerprint (roaring bitmaps are not `Hash`), compared by value.
+    sets: Interner<RoaringBitmap>,
 }
 
 impl Default for WeightTable {
     fn default() -> Self {
         let mut t = Self {
-            sets: Vec::new(),
-            index: HashTable::new(),
-            hasher: DefaultHashBuilder::default(),
+            sets: Interner::default(),
         };
         t.intern(&RoaringBitmap::new());
         t
@@ -33,43 +26,32 @@ impl WeightTable {
     /// The id of `w`, adding it on first sight.
     pub fn intern(&mut self, w: &RoaringBitmap) -> WeightId {
         let h = self.fingerprint(w);
-        match self.find_hashed(w, h) {
+        let id = match self.sets.find_hashed(w, h) {
             Some(id) => id,
-            None => self.push(w.clone(), h),
-        }
+            None => self.sets.push_new(w.clone(), h),
+        };
+        WeightId::from_u32(id)
     }
 
     /// The id of `w`, adding it on first sight without a copy: for a set the caller made
     /// and has no further use for (a union, a grown rider set).
     pub fn intern_owned(&mut self, w: RoaringBitmap) -> WeightId {
         let h = self.fingerprint(&w);
-        match self.find_hashed(&w, h) {
+        let id = match self.sets.find_hashed(&w, h) {
             Some(id) => id,
-            None => self.push(w, h),
-        }
+            None => self.sets.push_new(w, h),
+        };
+        WeightId::from_u32(id)
     }
 
-    /// The id of `w`, whose fingerprint is `h`, if it is interned.
-    fn find_hashed(&self, w: &RoaringBitmap, h: u64) -> Option<WeightId> {
-        // No run containers (`optimize`): without them a set's containers depend only on
-        // its contents, so equal sets compare equal container by container; and roaring's
-        // subtraction from run containers is slow (it removes ranges one at a time).
-        self.index
-            .find(h, |&(hh, id)| hh == h && self.sets[id.index()] == *w)
-            .map(|&(_, id)| id)
-    }
-
-    /// Adds `w` (not interned yet, fingerprint `h`).
-    fn push(&mut self, w: RoaringBitmap, h: u64) -> WeightId {
-        let id = WeightId::new(self.sets.len());
-        self.sets.push(w);
-        self.index.insert_unique(h, (h, id), |&(hh, _)| hh);
-        id
-    }
-
-    /// The id of `w` if it is interned.
+    /// The id of `w` if it is interned. No run containers (`optimize`): without them a
+    /// set's containers depend only on its contents, so equal sets compare equal container
+    /// by container; and roaring's subtraction from run containers is slow (it removes
+    /// ranges one at a time).
     pub fn find(&self, w: &RoaringBitmap) -> Option<WeightId> {
-        self.find_hashed(w, self.fingerprint(w))
+        self.sets
+            .find_hashed(w, self.fingerprint(w))
+            .map(WeightId::from_u32)
     }
 
     /// A hash of `w` from its size, smallest and largest element: sets are compared by
@@ -83,18 +65,18 @@ impl WeightTable {
             u64::from(w.min().unwrap_or(0)),
             u64::from(w.max().unwrap_or(0)),
         ];
-        self.hasher.hash_one(key)
+        self.sets.hash_of(&key)
     }
 
     /// The set of an id.
     #[inline]
     pub fn get(&self, id: WeightId) -> &RoaringBitmap {
-        &self.sets[id.index()]
+        self.sets.get(id.as_u32())
     }
 
     /// The sets, by id.
     pub fn into_sets(self) -> Vec<RoaringBitmap> {
-        self.sets
+        self.sets.into_list()
     }
 }
 

@@ -49,6 +49,7 @@ use crate::compile::dwa::token_atoms::{alike_positions, atomize, Atoms};
 use crate::compile::dwa::token_classes::{classify, ClassList, Shape};
 use crate::compile::dwa::weight_table::WeightTable;
 use crate::compile::error::GrammarError;
+use crate::compile::interner::Interner;
 use crate::dwa::{Dwa, StartPos, WeightSpan, NO_EDGE};
 use crate::glr::Tables;
 use crate::ids::{DwaStateId, LexStateId, LrStateId, ProductionId, TerminalId, WeightId};
@@ -958,7 +959,7 @@ pub fn lexer_half(
             own_local.push(own_tables.intern_hashed(table, h));
         }
     }
-    let shapes = shapes.list;
+    let shapes = shapes.into_list();
     Ok(LexerHalf {
         walker,
         emits,
@@ -1126,7 +1127,7 @@ pub fn finish_dwa(
         // an atom's tokens share their first byte as far as any boundary can tell.
         // So the table depends only on which first bytes `q` kills: one per such set.
         let dead_base = base[trie_shape[dead] as usize];
-        let dead_table = own_tables.list[own_local[dead] as usize].clone();
+        let dead_table = own_tables.get(own_local[dead]).clone();
         let mut table_of_kills: HashMap<[u64; 4], u32> = HashMap::new();
         for &(p, q) in &inhibited_positions {
             let mut kills = [0u64; 4];
@@ -1149,7 +1150,7 @@ pub fn finish_dwa(
                 table,
             });
         }
-        let (tables_out, words) = freeze(&tables_out, &own_tables.list, &atom_words);
+        let (tables_out, words) = freeze(&tables_out, own_tables.list(), &atom_words);
         start_pos.sort_by_key(|p| p.pos);
         (start_pos, tables_out, words)
     };
@@ -1192,68 +1193,6 @@ pub fn finish_dwa(
         || drop((groups, unions, shapes, atoms, det.weights)),
     );
     Ok(dwa)
-}
-
-/// Values each stored once, numbered in order of first appearance: class → atoms tables
-/// and trie shapes, whose hashes are computed on the threads that make them (hashing a
-/// large schema's tables and shapes is not cheap, and interning is serial).
-struct Interner<T> {
-    list: Vec<T>,
-    /// Each listed value's hash: growing the index rehashes from these, not the values
-    /// (thousands of atoms each).
-    hashes: Vec<u64>,
-    /// Ids into `list`, by the value's hash.
-    index: hashbrown::HashTable<u32>,
-    hasher: hashbrown::DefaultHashBuilder,
-}
-
-impl<T> Default for Interner<T> {
-    fn default() -> Self {
-        Self {
-            list: Vec::new(),
-            hashes: Vec::new(),
-            index: hashbrown::HashTable::new(),
-            hasher: hashbrown::DefaultHashBuilder::default(),
-        }
-    }
-}
-
-impl<T: std::hash::Hash + Eq> Interner<T> {
-    /// The hash [`Interner::intern_hashed`] wants for `t` (callers may compute it on
-    /// other threads).
-    fn hash(&self, t: &T) -> u64 {
-        use std::hash::BuildHasher;
-        self.hasher.hash_one(t)
-    }
-
-    fn intern(&mut self, t: T) -> u32 {
-        let h = self.hash(&t);
-        self.intern_hashed(t, h)
-    }
-
-    /// Interns `t`, whose [`Interner::hash`] is `h`.
-    fn intern_hashed(&mut self, t: T, h: u64) -> u32 {
-        let Self {
-            list,
-            hashes,
-            index,
-            ..
-        } = self;
-        match index.entry(
-            h,
-            |&i| hashes[i as usize] == h && list[i as usize] == t,
-            |&i| hashes[i as usize],
-        ) {
-            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                let id = list.len() as u32;
-                list.push(t);
-                hashes.push(h);
-                e.insert(id);
-                id
-            }
-        }
-    }
 }
 
 /// The words of `sets` (set 0 empty) over class spaces of `class_words` words where
