@@ -20,7 +20,7 @@ use crate::ids::{LexStateId, TerminalId, TokenId};
 use crate::lexer::LexPos;
 
 /// `StringSplit::of_state` entry of a state that is not split.
-const NOT_SPLIT: u32 = u32::MAX;
+pub const NOT_SPLIT: u32 = u32::MAX;
 /// Unit positions with more live tokens than this keep dense sets for small thresholds.
 pub const DENSE_OVER: usize = 4096;
 /// Thresholds below this have dense sets (where kept): above it, few tokens are excluded.
@@ -37,12 +37,13 @@ pub struct Part {
 
 /// A split state: its parts (a range of [`StringSplit::parts`]) and where its count is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-struct Entry {
-    parts: (u32, u32),
+pub struct Entry {
+    /// The range of its parts.
+    pub parts: (u32, u32),
     /// Unit position (0 when the state does not count).
-    u: u32,
+    pub u: u32,
     /// Units so far.
-    k: u32,
+    pub k: u32,
 }
 
 /// The tokens' values from one unit position (see the module docs).
@@ -128,73 +129,31 @@ pub struct StringSplit {
     units: Vec<Arc<UnitValues>>,
 }
 
-/// A [`StringSplit`] under construction.
-#[derive(Debug, Default)]
-pub struct SplitBuilder {
-    of_state: Vec<u32>,
-    entries: Vec<Entry>,
-    parts: Vec<Part>,
-    interned: hashbrown::HashMap<Vec<Part>, (u32, u32)>,
-}
-
-impl SplitBuilder {
-    /// A builder for a recognizer lexer of `num_states` explicit states.
-    pub fn new(num_states: usize) -> Self {
-        Self {
-            of_state: vec![NOT_SPLIT; num_states],
-            ..Self::default()
-        }
-    }
-
-    /// Splits state `q` into `parts`, with `(u, k)` its unit position and count.
-    pub fn split(&mut self, q: usize, parts: Vec<Part>, u: u32, k: u32) {
-        let range = match self.interned.get(&parts) {
-            Some(&r) => r,
-            None => {
-                let a = self.parts.len() as u32;
-                self.parts.extend_from_slice(&parts);
-                let r = (a, self.parts.len() as u32);
-                self.interned.insert(parts, r);
-                r
-            }
-        };
-        self.of_state[q] = self.entries.len() as u32;
-        self.entries.push(Entry { parts: range, u, k });
-    }
-
-    /// The unit positions a filter of a terminal with bounds in `bounds` may read.
-    pub fn units_read(&self, bounds: &[Option<(u32, u32)>]) -> Vec<u32> {
-        let mut out: Vec<u32> = Vec::new();
-        for e in &self.entries {
-            let parts = &self.parts[e.parts.0 as usize..e.parts.1 as usize];
-            if parts.iter().any(|p| bounds[p.term.index()].is_some()) && !out.contains(&e.u) {
-                out.push(e.u);
-            }
-        }
-        out
-    }
-
-    /// The frozen split.
-    pub fn finish(
-        self,
+impl StringSplit {
+    /// A split from its tables (made by `compile::dwa::string_split`; [`Self::validate`]
+    /// checks them): `from` and `shift` place the inserted states, `of_state` names each
+    /// recognizer state's entry or [`NOT_SPLIT`], entries name ranges of `parts`, and
+    /// `bounds` and `units` are the count filters' data.
+    pub fn from_parts(
         from: u32,
         shift: u32,
+        of_state: Vec<u32>,
+        entries: Vec<Entry>,
+        parts: Vec<Part>,
         bounds: Vec<Option<(u32, u32)>>,
         units: Vec<Arc<UnitValues>>,
-    ) -> StringSplit {
-        StringSplit {
+    ) -> Self {
+        Self {
             from,
             shift,
-            of_state: self.of_state,
-            entries: self.entries,
-            parts: self.parts,
+            of_state,
+            entries,
+            parts,
             bounds,
             units,
         }
     }
-}
 
-impl StringSplit {
     /// Checks the invariants on the type, for an automaton over `vocab_len` tokens and a
     /// grammar of `num_terminals` terminals.
     pub fn validate(&self, vocab_len: usize, num_terminals: usize) -> Result<(), String> {
@@ -404,12 +363,10 @@ mod tests {
             let words = (n as usize).div_ceil(32);
             let v = UnitValues::new(values.clone(), words);
             assert_eq!(v.levels > 0, many);
-            let mut b = SplitBuilder::new(4);
             let part = Part {
                 state: LexStateId::from_u32(9),
                 term: TerminalId::new(0),
             };
-            b.split(2, vec![part], 0, 0);
             for (lo, hi, k) in [
                 (0, 10, 0),
                 (0, 100, 3),
@@ -417,7 +374,20 @@ mod tests {
                 (12, 30, 0),
                 (0, 50, 40),
             ] {
-                let split = b_finish(&b, (lo, hi), v.clone());
+                // State 2 of 4 is split into `part`, at unit position 0 with no units yet.
+                let split = StringSplit::from_parts(
+                    5,
+                    0,
+                    vec![NOT_SPLIT, NOT_SPLIT, 0, NOT_SPLIT],
+                    vec![Entry {
+                        parts: (0, 1),
+                        u: 0,
+                        k: 0,
+                    }],
+                    vec![part],
+                    vec![Some((lo, hi))],
+                    vec![Arc::new(v.clone())],
+                );
                 let (_, at0) = split
                     .parts_at(LexPos::Pending(LexStateId::from_u32(2)))
                     .unwrap();
@@ -439,21 +409,9 @@ mod tests {
         }
     }
 
-    fn b_finish(b: &SplitBuilder, bounds: (u32, u32), v: UnitValues) -> StringSplit {
-        StringSplit {
-            from: 5,
-            shift: 0,
-            of_state: b.of_state.clone(),
-            entries: b.entries.clone(),
-            parts: b.parts.clone(),
-            bounds: vec![Some(bounds)],
-            units: vec![Arc::new(v)],
-        }
-    }
-
     #[test]
     fn unsplit_positions_move_past_the_inserted_states() {
-        let s = SplitBuilder::new(10).finish(6, 4, vec![], vec![]);
+        let s = StringSplit::from_parts(6, 4, vec![NOT_SPLIT; 10], vec![], vec![], vec![], vec![]);
         let at = |q| LexStateId::from_u32(q);
         assert_eq!(s.lexer_pos(LexPos::Pending(at(5))), LexPos::Pending(at(5)));
         assert_eq!(

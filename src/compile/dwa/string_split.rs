@@ -16,7 +16,8 @@ use std::sync::Arc;
 use hashbrown::HashMap;
 
 use crate::compile::dwa::terminal_trie::start_positions;
-use crate::dwa::split::{Part, SplitBuilder, StringSplit, UnitValues};
+use crate::compile::interner::Interner;
+use crate::dwa::split::{Entry, Part, StringSplit, UnitValues, NOT_SPLIT};
 use crate::ids::{LexStateId, TerminalId};
 use crate::lexer::strings::{Step, UnitDfa, NO_STATE};
 use crate::lexer::{LexFollow, LexPos, LexerDfa};
@@ -266,4 +267,117 @@ pub fn unit_values(
         }
     }
     out
+}
+
+/// A [`StringSplit`] under construction: split states' entries, their part lists each
+/// stored once (equal lists share one range of the parts table).
+#[derive(Debug, Default)]
+pub struct SplitBuilder {
+    of_state: Vec<u32>,
+    entries: Vec<Entry>,
+    parts: Vec<Part>,
+    /// Part lists by id, and the range of `parts` each id's list occupies.
+    lists: Interner<Vec<Part>>,
+    ranges: Vec<(u32, u32)>,
+}
+
+impl SplitBuilder {
+    /// A builder for a recognizer lexer of `num_states` explicit states.
+    pub fn new(num_states: usize) -> Self {
+        Self {
+            of_state: vec![NOT_SPLIT; num_states],
+            ..Self::default()
+        }
+    }
+
+    /// Splits state `q` into `parts`, with `(u, k)` its unit position and count.
+    pub fn split(&mut self, q: usize, parts: Vec<Part>, u: u32, k: u32) {
+        let id = self.lists.intern(parts) as usize;
+        if id == self.ranges.len() {
+            let a = self.parts.len() as u32;
+            self.parts.extend_from_slice(self.lists.get(id as u32));
+            self.ranges.push((a, self.parts.len() as u32));
+        }
+        self.of_state[q] = self.entries.len() as u32;
+        self.entries.push(Entry {
+            parts: self.ranges[id],
+            u,
+            k,
+        });
+    }
+
+    /// The unit positions a filter of a terminal with bounds in `bounds` may read.
+    pub fn units_read(&self, bounds: &[Option<(u32, u32)>]) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        for e in &self.entries {
+            let parts = &self.parts[e.parts.0 as usize..e.parts.1 as usize];
+            if parts.iter().any(|p| bounds[p.term.index()].is_some()) && !out.contains(&e.u) {
+                out.push(e.u);
+            }
+        }
+        out
+    }
+
+    /// The frozen split.
+    pub fn finish(
+        self,
+        from: u32,
+        shift: u32,
+        bounds: Vec<Option<(u32, u32)>>,
+        units: Vec<Arc<UnitValues>>,
+    ) -> StringSplit {
+        StringSplit::from_parts(
+            from,
+            shift,
+            self.of_state,
+            self.entries,
+            self.parts,
+            bounds,
+            units,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SplitBuilder;
+    use crate::dwa::split::Part;
+    use crate::ids::{LexStateId, TerminalId};
+    use crate::lexer::LexPos;
+
+    fn part(state: u32, term: usize) -> Part {
+        Part {
+            state: LexStateId::from_u32(state),
+            term: TerminalId::new(term),
+        }
+    }
+
+    /// States with equal part lists read one range of the parts table; a state's entry
+    /// keeps its own count; the unit positions read are those of states with a bounded
+    /// part, each once.
+    #[test]
+    fn equal_part_lists_share_one_range() {
+        let mut b = SplitBuilder::new(6);
+        b.split(2, vec![part(10, 0), part(11, 1)], 3, 1);
+        b.split(3, vec![part(12, 1)], 4, 0);
+        b.split(4, vec![part(10, 0), part(11, 1)], 3, 2);
+        assert_eq!(b.parts.len(), 3);
+        assert_eq!(b.entries[0].parts, b.entries[2].parts);
+        assert_eq!(b.entries[1].parts, (2, 3));
+        assert_eq!(b.units_read(&[None, Some((0, 5))]), vec![3, 4]);
+        assert_eq!(b.units_read(&[Some((0, 5)), None]), vec![3]);
+        let split = b.finish(5, 7, vec![None, None], vec![]);
+        let at = |q| LexPos::Pending(LexStateId::from_u32(q));
+        let (p2, c2) = split.parts_at(at(2)).unwrap();
+        let (p4, c4) = split.parts_at(at(4)).unwrap();
+        assert_eq!(
+            (p2, p4),
+            (
+                &[part(10, 0), part(11, 1)][..],
+                &[part(10, 0), part(11, 1)][..]
+            )
+        );
+        assert_ne!(c2, c4);
+        assert!(split.parts_at(at(5)).is_none());
+    }
 }
