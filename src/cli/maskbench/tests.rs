@@ -24,6 +24,26 @@ fn shared_dir() -> PathBuf {
     p
 }
 
+/// The fixed MaskBench sample: every 20th file of ../shared/maskbench in name order.
+fn sample_files() -> Vec<PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(shared_dir().join("maskbench"))
+        .expect("../shared/maskbench")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files.into_iter().step_by(20).collect()
+}
+
+fn llama3() -> Vocab {
+    Vocab::load(
+        &shared_dir()
+            .join("tokenizers/llama3.json")
+            .to_string_lossy(),
+    )
+    .unwrap()
+}
+
 /// Resolves a local `$ref` chain (test-side, independent of the front end).
 fn deref<'a>(root: &'a Value, mut s: &'a Value) -> &'a Value {
     for _ in 0..20 {
@@ -108,22 +128,9 @@ fn in_schema_order(root: &Value, s: &Value, v: &Value) -> bool {
 
 #[test]
 fn maskbench_sample_has_no_validation_or_invalidation_errors() {
-    let dir = shared_dir().join("maskbench");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("../shared/maskbench")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    // A fixed sample: every 20th file in name order.
-    let sample: Vec<_> = files.iter().step_by(20).collect();
+    let sample = sample_files();
     assert!(sample.len() >= 200);
-    let vocab = Vocab::load(
-        &shared_dir()
-            .join("tokenizers/llama3.json")
-            .to_string_lossy(),
-    )
-    .unwrap();
+    let vocab = llama3();
     let opts = SchemaOptions::default();
     let (mut compiled, mut valid, mut out_of_order) = (0, 0, 0);
     let mut refusals: Vec<String> = Vec::new();
@@ -201,20 +208,8 @@ fn maskbench_sample_has_no_validation_or_invalidation_errors() {
 #[test]
 fn maskbench_sample_artifacts_load_back_with_equal_masks() {
     use super::replay::RoundTrip;
-    let dir = shared_dir().join("maskbench");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("../shared/maskbench")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    let sample: Vec<_> = files.iter().step_by(20).collect();
-    let vocab = Vocab::load(
-        &shared_dir()
-            .join("tokenizers/llama3.json")
-            .to_string_lossy(),
-    )
-    .unwrap();
+    let sample = sample_files();
+    let vocab = llama3();
     let opts = SchemaOptions::default();
     let (mut equal, mut split) = (0, 0);
     let mut failures = Vec::new();
