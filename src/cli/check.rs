@@ -91,30 +91,13 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
     let tokens = tokens_of(&vocab, &text, a.segment)?;
     let reference = Reference::new(&loaded.grammar, &loaded.tables.lexer);
     let sorted = (a.engine == Engine::Glr).then(|| SortedTokens::new(&vocab));
-    let mut dwa_ms = None;
-    let matcher_base = match a.engine {
+    let (matcher_base, dwa_ms) = match a.engine {
         Engine::Dwa | Engine::Both => {
             let t0 = Instant::now();
-            let m = match a.artifact {
-                Some(path) => {
-                    let bytes =
-                        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-                    let g =
-                        CompiledGrammar::from_bytes(&bytes).map_err(|e| format!("{path}: {e}"))?;
-                    g.check_vocab(&vocab).map_err(|e| format!("{path}: {e}"))?;
-                    Matcher::from_compiled(&g)
-                }
-                None => {
-                    let dwa = Compiler::new(&vocab)
-                        .automaton(&loaded.tables)
-                        .map_err(|e| e.to_string())?;
-                    Matcher::new(loaded.tables.clone(), Arc::new(dwa))
-                }
-            };
-            dwa_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
-            Some(m)
+            let m = matcher(a.artifact, &vocab, &loaded)?;
+            (Some(m), Some(t0.elapsed().as_secs_f64() * 1e3))
         }
-        _ => None,
+        _ => (None, None),
     };
     let mut matcher = matcher_base;
     let mut words = vec![0u32; vocab.len().div_ceil(32)];
@@ -240,29 +223,12 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
     if a.json {
         println!("{report}");
     } else {
-        println!(
-            "{}: {} tokens, {}",
-            a.text,
-            tokens.len(),
-            match rejected_at {
-                Some(k) => {
-                    // The last bytes before the token say where in the document it stands.
-                    let before: Vec<u8> = tokens[..k]
-                        .iter()
-                        .flat_map(|&t| vocab.token_bytes(t).unwrap_or_default().iter().copied())
-                        .collect();
-                    let from = before.len().saturating_sub(80);
-                    format!(
-                        "token {k} ({:?}) rejected after …{:?}",
-                        String::from_utf8_lossy(vocab.token_bytes(tokens[k]).unwrap_or_default()),
-                        String::from_utf8_lossy(&before[from..])
-                    )
-                }
-                None if accepted => "accepted".into(),
-                None =>
-                    "every token allowed, but the document is incomplete (EOS not allowed)".into(),
-            }
-        );
+        let outcome = match rejected_at {
+            Some(k) => rejected_after(&vocab, &tokens, k),
+            None if accepted => "accepted".into(),
+            None => "every token allowed, but the document is incomplete (EOS not allowed)".into(),
+        };
+        println!("{}: {} tokens, {outcome}", a.text, tokens.len());
         println!(
             "mismatches: {mismatches}, compile: {:.1} ms",
             loaded.compile_ms
@@ -271,4 +237,41 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
         println!("commit µs: {}", report["commit_us"]);
     }
     Ok(ok)
+}
+
+/// The matcher for the automaton engines: loaded from `artifact`, else with an automaton
+/// built for `loaded`'s tables.
+fn matcher(
+    artifact: Option<&str>,
+    vocab: &Vocab,
+    loaded: &load::Loaded,
+) -> Result<Matcher, String> {
+    Ok(match artifact {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+            let g = CompiledGrammar::from_bytes(&bytes).map_err(|e| format!("{path}: {e}"))?;
+            g.check_vocab(vocab).map_err(|e| format!("{path}: {e}"))?;
+            Matcher::from_compiled(&g)
+        }
+        None => {
+            let dwa = Compiler::new(vocab)
+                .automaton(&loaded.tables)
+                .map_err(|e| e.to_string())?;
+            Matcher::new(loaded.tables.clone(), Arc::new(dwa))
+        }
+    })
+}
+
+/// Token `k` rejected, with the last bytes before it (where in the document it stands).
+fn rejected_after(vocab: &Vocab, tokens: &[TokenId], k: usize) -> String {
+    let before: Vec<u8> = tokens[..k]
+        .iter()
+        .flat_map(|&t| vocab.token_bytes(t).unwrap_or_default().iter().copied())
+        .collect();
+    let from = before.len().saturating_sub(80);
+    format!(
+        "token {k} ({:?}) rejected after …{:?}",
+        String::from_utf8_lossy(vocab.token_bytes(tokens[k]).unwrap_or_default()),
+        String::from_utf8_lossy(&before[from..])
+    )
 }

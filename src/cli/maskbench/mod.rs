@@ -70,17 +70,7 @@ pub struct MaskbenchArgs<'a> {
 
 /// Runs the replay and prints the summary; returns it.
 pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(a.data)
-        .map_err(|e| format!("cannot read {}: {e}", a.data))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .filter(|p| a.filter.is_none_or(|f| p.to_string_lossy().contains(f)))
-        .collect();
-    files.sort();
-    files = files.into_iter().step_by(a.every.max(1)).collect();
-    if let Some(n) = a.limit {
-        files.truncate(n);
-    }
+    let files = files(&a)?;
     let mut details = match a.details {
         Some(p) => Some(std::io::BufWriter::new(
             std::fs::File::create(p).map_err(|e| format!("cannot create {p}: {e}"))?,
@@ -95,14 +85,8 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
     let style = PyJson {
         ensure_ascii: a.ensure_ascii,
     };
-    let (mut total, mut compiled) = (0usize, 0usize);
-    let mut refused: BTreeMap<String, usize> = BTreeMap::new();
-    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
-    let (mut va, mut ve, mut ir, mut ie) = (0usize, 0usize, 0usize, 0usize);
-    let mut ttfm: Vec<f64> = Vec::new();
-    let mut ttfm_floor: Vec<f64> = Vec::new();
+    let mut tally = Tally::default();
     let mut times = replay::TokenTimes::new(a.replays);
-    let mut trips = Trips::default();
     let run = replay::RunOptions {
         style,
         compiles: a.compiles,
@@ -111,7 +95,6 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
     };
     for path in &files {
         bar.inc(1);
-        total += 1;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -125,17 +108,118 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
             Ok(file) => replay::run_file(&file, &run, vocab, &mut times),
             Err(e) => FileOutcome::BadFile(e),
         };
-        let line = match outcome {
+        let line = tally.record(name, outcome, &times, tbm_from, a.compiles);
+        if let Some(d) = details.as_mut() {
+            writeln!(d, "{line}").map_err(|e| e.to_string())?;
+            d.flush().map_err(|e| e.to_string())?;
+        }
+        bar.set_message(format!(
+            "{} compiled, {} validation / {} invalidation errors",
+            tally.compiled, tally.ve, tally.ie
+        ));
+    }
+    bar.finish_and_clear();
+    let summary = serde_json::json!({
+        "schemas_total": tally.total,
+        "schemas_compiled": tally.compiled,
+        "schemas_refused": tally.refused,
+        "compile_errors": tally.errors,
+        "valid_accepted": tally.va,
+        "validation_errors": tally.ve,
+        "invalid_rejected": tally.ir,
+        "invalidation_errors": tally.ie,
+        "ttfm_ms": percentiles(&mut tally.ttfm),
+        "tbm_us": percentiles(&mut times.first),
+    });
+    // The floor is not one of the summary's keys: with --json it is a line of its own,
+    // before the summary (which stays the last line).
+    let floor = (times.replays > 1).then(|| percentiles(&mut times.floor));
+    let ttfm_floor = (a.compiles > 1).then(|| percentiles(&mut tally.ttfm_floor));
+    // After the replay, so that it does not disturb the tokens' times.
+    let noise = summary["tbm_us"]["p50"]
+        .as_f64()
+        .filter(|_| a.noise)
+        .map(|p50| machine_noise(p50, times.first.len()));
+    let extras = Extras {
+        floor,
+        ttfm_floor,
+        noise,
+    };
+    if a.json {
+        print_json(&a, &summary, &extras, &times, &tally.trips);
+    } else {
+        print_text(&a, &summary, &extras, &times, &tally);
+    }
+    Ok(summary)
+}
+
+/// The files `a` selects, in name order.
+fn files(a: &MaskbenchArgs) -> Result<Vec<std::path::PathBuf>, String> {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(a.data)
+        .map_err(|e| format!("cannot read {}: {e}", a.data))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| a.filter.is_none_or(|f| p.to_string_lossy().contains(f)))
+        .collect();
+    files.sort();
+    files = files.into_iter().step_by(a.every.max(1)).collect();
+    if let Some(n) = a.limit {
+        files.truncate(n);
+    }
+    Ok(files)
+}
+
+/// The machine's own noise at the median token's length: a fixed computation as long as
+/// it, timed as many times as tokens were (capped so that a huge run does not double its
+/// length, and at about a minute whatever the engine's speed).
+fn machine_noise(p50: f64, tokens: usize) -> Value {
+    let w = Workload::calibrated(p50, MAX_NOISE_ROUNDS);
+    let budget = (MAX_NOISE_SECONDS * 1e6 / p50.max(0.01)) as usize;
+    let mut s = w.sample(tokens.min(MAX_NOISE_SAMPLES).min(budget));
+    let n = s.len();
+    serde_json::json!({"noise_samples": n, "noise_rounds": w.rounds(), "noise_us": percentiles(&mut s)})
+}
+
+/// The counts over the files replayed so far.
+#[derive(Default)]
+struct Tally {
+    total: usize,
+    compiled: usize,
+    refused: BTreeMap<String, usize>,
+    errors: BTreeMap<String, usize>,
+    /// Valid instances accepted, valid rejected, invalid rejected, invalid accepted.
+    va: usize,
+    ve: usize,
+    ir: usize,
+    ie: usize,
+    ttfm: Vec<f64>,
+    ttfm_floor: Vec<f64>,
+    trips: Trips,
+}
+
+impl Tally {
+    /// Counts one file's outcome and returns its details line. Its tokens' times are
+    /// `times`' from `tbm_from` on.
+    fn record(
+        &mut self,
+        name: String,
+        outcome: FileOutcome,
+        times: &replay::TokenTimes,
+        tbm_from: usize,
+        compiles: usize,
+    ) -> Value {
+        self.total += 1;
+        match outcome {
             FileOutcome::BadFile(e) => {
-                *errors.entry("bad_file".into()).or_default() += 1;
+                *self.errors.entry("bad_file".into()).or_default() += 1;
                 serde_json::json!({"file": name, "status": "bad_file", "error": e})
             }
             FileOutcome::Error(e) => {
                 match &e {
                     SchemaError::Unsupported { keyword, .. } => {
-                        *refused.entry(keyword.clone()).or_default() += 1
+                        *self.refused.entry(keyword.clone()).or_default() += 1
                     }
-                    other => *errors.entry(other.kind().to_string()).or_default() += 1,
+                    other => *self.errors.entry(other.kind().to_string()).or_default() += 1,
                 }
                 serde_json::json!({"file": name, "status": "error", "kind": e.kind(), "error": e.to_string()})
             }
@@ -145,16 +229,16 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
                 instances,
                 round_trip,
             } => {
-                compiled += 1;
-                ttfm.push(ttfm_ms);
-                ttfm_floor.push(ttfm_floor_ms);
+                self.compiled += 1;
+                self.ttfm.push(ttfm_ms);
+                self.ttfm_floor.push(ttfm_floor_ms);
                 let mut wrong = Vec::new();
                 for i in &instances {
                     match (i.valid, i.accepted) {
-                        (true, true) => va += 1,
-                        (true, false) => ve += 1,
-                        (false, false) => ir += 1,
-                        (false, true) => ie += 1,
+                        (true, true) => self.va += 1,
+                        (true, false) => self.ve += 1,
+                        (false, false) => self.ir += 1,
+                        (false, true) => self.ie += 1,
                     }
                     if i.valid != i.accepted {
                         wrong.push(
@@ -177,128 +261,128 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
                     line["tbm_floor_max_us"] = max(&times.floor[tbm_from..]).into();
                     line["tbm_floor_sum_us"] = times.floor[tbm_from..].iter().sum::<f64>().into();
                 }
-                if a.compiles > 1 {
+                if compiles > 1 {
                     line["ttfm_floor_ms"] = ttfm_floor_ms.into();
                 }
                 if let Some(rt) = round_trip {
-                    let (status, said) = match rt {
-                        RoundTrip::MasksEqual => {
-                            trips.masks_equal += 1;
-                            ("masks_equal", String::new())
-                        }
-                        RoundTrip::MaskDiffers { index, step } => {
-                            trips.differ += 1;
-                            ("mask_differs", format!("test {index} step {step}"))
-                        }
-                        RoundTrip::Refused(e) => {
-                            trips.refused += 1;
-                            ("refused", e.to_string())
-                        }
-                    };
-                    line["round_trip"] = serde_json::json!({"status": status, "detail": said});
+                    line["round_trip"] = self.trips.record(rt);
                 }
                 line
             }
+        }
+    }
+}
+
+impl Trips {
+    /// Counts one round trip and returns its details.
+    fn record(&mut self, rt: RoundTrip) -> Value {
+        let (status, said) = match rt {
+            RoundTrip::MasksEqual => {
+                self.masks_equal += 1;
+                ("masks_equal", String::new())
+            }
+            RoundTrip::MaskDiffers { index, step } => {
+                self.differ += 1;
+                ("mask_differs", format!("test {index} step {step}"))
+            }
+            RoundTrip::Refused(e) => {
+                self.refused += 1;
+                ("refused", e.to_string())
+            }
         };
-        if let Some(d) = details.as_mut() {
-            writeln!(d, "{line}").map_err(|e| e.to_string())?;
-            d.flush().map_err(|e| e.to_string())?;
-        }
-        bar.set_message(format!(
-            "{compiled} compiled, {ve} validation / {ie} invalidation errors"
-        ));
+        serde_json::json!({"status": status, "detail": said})
     }
-    bar.finish_and_clear();
-    let summary = serde_json::json!({
-        "schemas_total": total,
-        "schemas_compiled": compiled,
-        "schemas_refused": refused,
-        "compile_errors": errors,
-        "valid_accepted": va,
-        "validation_errors": ve,
-        "invalid_rejected": ir,
-        "invalidation_errors": ie,
-        "ttfm_ms": percentiles(&mut ttfm),
-        "tbm_us": percentiles(&mut times.first),
-    });
-    // The floor is not one of the summary's keys: with --json it is a line of its own,
-    // before the summary (which stays the last line).
-    let floor = (times.replays > 1).then(|| percentiles(&mut times.floor));
-    let ttfm_floor = (a.compiles > 1).then(|| percentiles(&mut ttfm_floor));
-    // After the replay, so that it does not disturb the tokens' times. Capped so that a
-    // huge run does not double its length.
-    let noise = summary["tbm_us"]["p50"]
-        .as_f64()
-        .filter(|_| a.noise)
-        .map(|p50| {
-            let w = Workload::calibrated(p50, MAX_NOISE_ROUNDS);
-            // About a minute at most, whatever the engine's speed.
-            let budget = (MAX_NOISE_SECONDS * 1e6 / p50.max(0.01)) as usize;
-            let mut s = w.sample(times.first.len().min(MAX_NOISE_SAMPLES).min(budget));
-            let n = s.len();
-            serde_json::json!({"noise_samples": n, "noise_rounds": w.rounds(), "noise_us": percentiles(&mut s)})
-        });
-    if a.json {
-        if let Some(f) = &floor {
-            println!(
-                "{}",
-                serde_json::json!({"replays": times.replays, "tbm_floor_us": f})
-            );
-        }
-        if let Some(f) = &ttfm_floor {
-            println!(
-                "{}",
-                serde_json::json!({"compiles": a.compiles, "ttfm_floor_ms": f})
-            );
-        }
-        if let Some(n) = &noise {
-            println!("{n}");
-        }
-        if a.round_trip {
-            println!("{}", serde_json::json!({"round_trip": trips.to_json()}));
-        }
-        println!("{summary}");
-    } else {
-        println!("schemas: {total} total, {compiled} compiled");
-        println!("refused by keyword: {}", summary["schemas_refused"]);
-        println!("compile errors by kind: {}", summary["compile_errors"]);
-        println!("valid instances: {va} accepted, {ve} wrongly rejected (validation errors)");
-        println!("invalid instances: {ir} rejected, {ie} wrongly accepted (invalidation errors)");
-        println!("TTFM ms: {}", summary["ttfm_ms"]);
-        if let Some(f) = &ttfm_floor {
-            println!(
-                "TTFM ms, each schema's least over {} compiles: {f}",
-                a.compiles
-            );
-        }
+}
+
+/// The summary's companions: each token's floor over replays, each schema's floor over
+/// compiles, and the machine's noise, when asked for.
+struct Extras {
+    floor: Option<Value>,
+    ttfm_floor: Option<Value>,
+    noise: Option<Value>,
+}
+
+/// `--json`: the companions a line each, then the summary as the last line.
+fn print_json(
+    a: &MaskbenchArgs,
+    summary: &Value,
+    x: &Extras,
+    times: &replay::TokenTimes,
+    trips: &Trips,
+) {
+    if let Some(f) = &x.floor {
         println!(
-            "TBM µs ({} tokens): {}",
-            times.first.len(),
-            summary["tbm_us"]
+            "{}",
+            serde_json::json!({"replays": times.replays, "tbm_floor_us": f})
         );
-        if let Some(f) = &floor {
-            println!(
-                "TBM µs, each token's minimum over {} replays: {f}",
-                times.replays
-            );
-        }
-        if a.round_trip {
-            println!(
-                "artifact round trip: {} compiled, {} loaded back with equal masks, {} with a \
-                 differing mask, {} refused",
-                trips.masks_equal + trips.differ + trips.refused,
-                trips.masks_equal,
-                trips.differ,
-                trips.refused
-            );
-        }
-        if let Some(n) = &noise {
-            println!(
-                "machine noise µs (a fixed computation as long as the median token, timed {} \
-                 times): {}",
-                n["noise_samples"], n["noise_us"]
-            );
-        }
     }
-    Ok(summary)
+    if let Some(f) = &x.ttfm_floor {
+        println!(
+            "{}",
+            serde_json::json!({"compiles": a.compiles, "ttfm_floor_ms": f})
+        );
+    }
+    if let Some(n) = &x.noise {
+        println!("{n}");
+    }
+    if a.round_trip {
+        println!("{}", serde_json::json!({"round_trip": trips.to_json()}));
+    }
+    println!("{summary}");
+}
+
+fn print_text(
+    a: &MaskbenchArgs,
+    summary: &Value,
+    x: &Extras,
+    times: &replay::TokenTimes,
+    t: &Tally,
+) {
+    println!("schemas: {} total, {} compiled", t.total, t.compiled);
+    println!("refused by keyword: {}", summary["schemas_refused"]);
+    println!("compile errors by kind: {}", summary["compile_errors"]);
+    println!(
+        "valid instances: {} accepted, {} wrongly rejected (validation errors)",
+        t.va, t.ve
+    );
+    println!(
+        "invalid instances: {} rejected, {} wrongly accepted (invalidation errors)",
+        t.ir, t.ie
+    );
+    println!("TTFM ms: {}", summary["ttfm_ms"]);
+    if let Some(f) = &x.ttfm_floor {
+        println!(
+            "TTFM ms, each schema's least over {} compiles: {f}",
+            a.compiles
+        );
+    }
+    println!(
+        "TBM µs ({} tokens): {}",
+        times.first.len(),
+        summary["tbm_us"]
+    );
+    if let Some(f) = &x.floor {
+        println!(
+            "TBM µs, each token's minimum over {} replays: {f}",
+            times.replays
+        );
+    }
+    if a.round_trip {
+        let trips = &t.trips;
+        println!(
+            "artifact round trip: {} compiled, {} loaded back with equal masks, {} with a \
+             differing mask, {} refused",
+            trips.masks_equal + trips.differ + trips.refused,
+            trips.masks_equal,
+            trips.differ,
+            trips.refused
+        );
+    }
+    if let Some(n) = &x.noise {
+        println!(
+            "machine noise µs (a fixed computation as long as the median token, timed {} \
+             times): {}",
+            n["noise_samples"], n["noise_us"]
+        );
+    }
 }

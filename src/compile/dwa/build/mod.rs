@@ -45,18 +45,19 @@ use crate::compile::dwa::stack_top_equiv::{
 };
 use crate::compile::dwa::string_split::{self, SplitMode, WalkPlan, Walker};
 use crate::compile::dwa::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
-use crate::compile::dwa::token_atoms::{alike_positions, atomize, Atoms};
+use crate::compile::dwa::token_atoms::{alike_positions, atomize, Atoms, WalkOutcomes};
 use crate::compile::dwa::token_classes::{classify, ClassList, Shape};
 use crate::compile::dwa::weight_table::WeightTable;
 use crate::compile::error::GrammarError;
 use crate::compile::interner::Interner;
-use crate::dwa::{Dwa, StartPos, WeightSpan, NO_EDGE};
+use crate::dwa::word_pool::WordPool;
+use crate::dwa::{ClassTokens, Dwa, StartPos, WeightSpan, NO_EDGE};
 use crate::glr::Tables;
 use crate::ids::{DwaStateId, LexStateId, LrStateId, ProductionId, TerminalId, WeightId};
 use crate::lexer::{LexFollow, LexPos, LexerDfa};
 use crate::lr::{Action, LrTable};
 use crate::termset::TermSet;
-use crate::vocab::Vocab;
+use crate::vocab::{TokenParts, Vocab};
 
 mod drain;
 mod explore;
@@ -790,13 +791,25 @@ pub struct LexerHalf {
     /// The lexer the automaton is built over when string states are split.
     walker: Option<Walker>,
     emits: EmitTable,
-    own_trie: Vec<LexPos>,
-    trie_of: Vec<usize>,
-    dead: usize,
-    inhibited_positions: Vec<(LexPos, LexStateId)>,
     atoms: Atoms,
     shapes: Vec<Shape>,
+    starts: StartTries,
+}
+
+/// Start positions and their tries, condensed: which trie each position reads, and each
+/// trie's shape and class → atoms table.
+struct StartTries {
+    /// The positions with a trie of their own (pending ones and the plain boundary).
+    own_trie: Vec<LexPos>,
+    /// The trie each of `own_trie` reads (positions alike share one).
+    trie_of: Vec<usize>,
+    /// The plain boundary's trie, which inhibited boundaries read with filtered tables.
+    dead: usize,
+    /// Inhibited boundaries, each with the lexer state whose lexeme inhibits.
+    inhibited_positions: Vec<(LexPos, LexStateId)>,
+    /// Each trie's shape, interned in [`LexerHalf::shapes`].
     trie_shape: Vec<u32>,
+    /// Class → atoms tables, interned; `own_local` is each trie's.
     own_tables: Interner<ClassAtoms>,
     own_local: Vec<u32>,
 }
@@ -852,51 +865,16 @@ pub fn lexer_half(
     // length; start positions alike to the longest token's length share whole tries.
     let (share, start_class) = WalkShare::new(lexer, &reps, tokens);
     let canon = |p: LexPos| canonical_end(&reps, p);
-    let mut class_trie: HashMap<u32, usize> = HashMap::new();
-    let mut built: Vec<LexPos> = Vec::new();
-    let trie_of: Vec<usize> = own_trie
-        .iter()
-        .map(|&p| match p {
-            LexPos::Pending(q) => *class_trie.entry(start_class[q.index()]).or_insert_with(|| {
-                built.push(p);
-                built.len() - 1
-            }),
-            _ => {
-                built.push(p);
-                built.len() - 1
-            }
-        })
-        .collect();
-    if built.len() > limits.max_tries {
-        return Err(too_large(
-            "terminal tries (distinct lexer positions)",
-            limits.max_tries,
-        ));
-    }
-    // Positions alike to the longest token can still have equal tries (the few long
-    // tokens tell few of them apart): one trie per class of entered walks' outcomes.
-    let (built, trie_of, known) =
-        match alike_positions(lexer, &emits, tokens, &share, &built, canon) {
-            Some((alike, known)) => {
-                let mut rep_of_class = vec![usize::MAX; alike.len()];
-                let mut reps: Vec<LexPos> = Vec::new();
-                let remap: Vec<usize> = alike
-                    .iter()
-                    .zip(&built)
-                    .map(|(&c, &p)| {
-                        let r = &mut rep_of_class[c as usize];
-                        if *r == usize::MAX {
-                            *r = reps.len();
-                            reps.push(p);
-                        }
-                        *r
-                    })
-                    .collect();
-                let trie_of = trie_of.into_iter().map(|i| remap[i]).collect();
-                (reps, trie_of, Some(known))
-            }
-            None => (built, trie_of, None),
-        };
+    let (built, trie_of, known) = shared_tries(
+        lexer,
+        &emits,
+        tokens,
+        &share,
+        &start_class,
+        &own_trie,
+        canon,
+        limits,
+    )?;
     let dead = built
         .iter()
         .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
@@ -931,13 +909,103 @@ pub fn lexer_half(
         known.as_ref(),
     );
     drop(known);
-    // Positions are classified in parallel a chunk at a time, and their shapes and tables
-    // interned in position order as each chunk ends: a large schema's positions can each
-    // list thousands of atoms, and holding every table until all were made would cost
-    // hundreds of MB, faulted in fresh.
+    let (shapes, trie_shape, own_tables, own_local) =
+        classify_positions(lexer, &atoms, &walks, &built);
+    let shapes = shapes.into_list();
+    Ok(LexerHalf {
+        walker,
+        emits,
+        atoms,
+        shapes,
+        starts: StartTries {
+            own_trie,
+            trie_of,
+            dead,
+            inhibited_positions,
+            trie_shape,
+            own_tables,
+            own_local,
+        },
+    })
+}
+
+/// The tries the start positions `own_trie` need, one per class of positions that read
+/// equal tries: positions alike to the longest token's length (`start_class`) share one,
+/// and so do positions whose entered walks' outcomes agree (`alike_positions`, whose
+/// known walks are returned for `atomize` to read). Returns each trie's position, the
+/// trie each of `own_trie` reads, and those walks.
+#[allow(clippy::too_many_arguments)]
+fn shared_tries(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    tokens: &TokenParts,
+    share: &WalkShare,
+    start_class: &[u32],
+    own_trie: &[LexPos],
+    canon: impl Fn(LexPos) -> LexPos + Sync,
+    limits: &DwaLimits,
+) -> Result<(Vec<LexPos>, Vec<usize>, Option<WalkOutcomes>), GrammarError> {
+    let mut class_trie: HashMap<u32, usize> = HashMap::new();
+    let mut built: Vec<LexPos> = Vec::new();
+    let trie_of: Vec<usize> = own_trie
+        .iter()
+        .map(|&p| match p {
+            LexPos::Pending(q) => *class_trie.entry(start_class[q.index()]).or_insert_with(|| {
+                built.push(p);
+                built.len() - 1
+            }),
+            _ => {
+                built.push(p);
+                built.len() - 1
+            }
+        })
+        .collect();
+    if built.len() > limits.max_tries {
+        return Err(too_large(
+            "terminal tries (distinct lexer positions)",
+            limits.max_tries,
+        ));
+    }
+    // Positions alike to the longest token can still have equal tries (the few long
+    // tokens tell few of them apart): one trie per class of entered walks' outcomes.
+    Ok(
+        match alike_positions(lexer, emits, tokens, share, &built, canon) {
+            Some((alike, known)) => {
+                let mut rep_of_class = vec![usize::MAX; alike.len()];
+                let mut reps: Vec<LexPos> = Vec::new();
+                let remap: Vec<usize> = alike
+                    .iter()
+                    .zip(&built)
+                    .map(|(&c, &p)| {
+                        let r = &mut rep_of_class[c as usize];
+                        if *r == usize::MAX {
+                            *r = reps.len();
+                            reps.push(p);
+                        }
+                        *r
+                    })
+                    .collect();
+                let trie_of = trie_of.into_iter().map(|i| remap[i]).collect();
+                (reps, trie_of, Some(known))
+            }
+            None => (built, trie_of, None),
+        },
+    )
+}
+
+/// Classifies the trie of every position in `built` over `atoms`: each trie's shape and
+/// class → atoms table, interned, with each position's ids. Positions are classified in
+/// parallel a chunk at a time, and their shapes and tables interned in position order as
+/// each chunk ends: a large schema's positions can each list thousands of atoms, and
+/// holding every table until all were made would cost hundreds of MB. Shapes and tables
+/// are hashed on the classifying threads.
+fn classify_positions(
+    lexer: &LexerDfa,
+    atoms: &Atoms,
+    walks: &Walks<'_>,
+    built: &[LexPos],
+) -> (Interner<Shape>, Vec<u32>, Interner<ClassAtoms>, Vec<u32>) {
     const CLASSIFY_CHUNK: usize = 512;
-    // Shapes, like tables, are hashed on the classifying threads (hashed on the
-    // interning thread, they were 9% of the lexer half's own samples in a Github profile).
     let mut shapes: Interner<Shape> = Interner::default();
     let mut trie_shape: Vec<u32> = Vec::with_capacity(built.len());
     let mut own_tables: Interner<ClassAtoms> = Interner::default();
@@ -959,20 +1027,7 @@ pub fn lexer_half(
             own_local.push(own_tables.intern_hashed(table, h));
         }
     }
-    let shapes = shapes.into_list();
-    Ok(LexerHalf {
-        walker,
-        emits,
-        own_trie,
-        trie_of,
-        dead,
-        inhibited_positions,
-        atoms,
-        shapes,
-        trie_shape,
-        own_tables,
-        own_local,
-    })
+    (shapes, trie_shape, own_tables, own_local)
 }
 
 /// The rest of [`build_dwa_limited`], which needs the LR table: the automaton, beside
@@ -986,15 +1041,9 @@ pub fn finish_dwa(
     let LexerHalf {
         walker,
         emits,
-        own_trie,
-        trie_of,
-        dead,
-        inhibited_positions,
         atoms,
         shapes,
-        trie_shape,
-        own_tables,
-        own_local,
+        starts,
     } = half;
     // Over the lexer the lexer half was built on.
     let tables = match &walker {
@@ -1011,67 +1060,10 @@ pub fn finish_dwa(
     let lr = tables.lr;
     // The atoms' token words (for the class tables) need only the atoms: they are made on
     // another thread while the automaton's class sets, which are serial, are made here.
-    let automaton_sets = || {
-        let mut goto_sources: Vec<Vec<LrStateId>> = vec![Vec::new(); lr.num_nonterminals()];
-        for s in 0..lr.num_states() {
-            let s = LrStateId::new(s);
-            for &(n, _) in lr.gotos(s) {
-                goto_sources[n.index()].push(s);
-            }
-        }
-        let (mut sets, base, finals_at) = class_sets(&shape_list, &emits);
-        // Terminals plus end of input, as in the follow sets.
-        let width = tables.lr.num_terminals() + 1;
-        sets.finals = finals_at
-            .into_iter()
-            .map(|fs| {
-                // Merged in order of first appearance (positions are sorted).
-                let mut merged: Vec<(TermSet, RoaringBitmap)> = Vec::new();
-                let mut index: HashMap<TermSet, usize> = HashMap::new();
-                for (p, c) in fs {
-                    let follow = match p {
-                        LexPos::Pending(q) => tables.follow.after_pending(q),
-                        LexPos::Boundary(q) => tables.follow.at_boundary(q),
-                    };
-                    match index.get(follow) {
-                        Some(&i) => merged[i].1 |= c,
-                        None => {
-                            index.insert(follow.clone(), merged.len());
-                            merged.push((follow.clone(), c));
-                        }
-                    }
-                }
-                merged
-            })
-            .collect();
-        sets.emit_terms = sets
-            .emits
-            .iter()
-            .map(|es| {
-                es.iter()
-                    .map(|(ts, _)| {
-                        let mut set = TermSet::new(width);
-                        let mut ignored = false;
-                        for &t in ts {
-                            if tables.lexer.is_ignored(t) {
-                                ignored = true;
-                            } else {
-                                set.insert(t);
-                            }
-                        }
-                        (set, ignored)
-                    })
-                    .collect()
-            })
-            .collect();
-        let num_classes =
-            base.last().copied().unwrap_or(0) + shape_list.last().map_or(0, |s| s.num_classes);
-        sets.trie = EmissionTrie::new(num_classes, &sets.emits, &sets.finals);
-        (goto_sources, sets, base, num_classes)
-    };
+    let automaton_sets = || automaton_class_sets(tables, &shape_list, &emits);
     let atom_words = || AtomWords::new(&atoms.of_token(tokens), atoms.len());
-    // What the starts need of the LR table alone (its state classes: 12–26 ms on a
-    // Kubernetes schema's 30K states) is made beside the two, which are mostly serial.
+    // What the starts need of the LR table alone (its state classes, tens of ms on large
+    // schemas) is made beside the two, which are mostly serial.
     let lr_facts = || {
         let actionable = actionable_terminals(lr);
         let canon = canonical_productions(lr);
@@ -1098,62 +1090,7 @@ pub fn finish_dwa(
         limits,
     );
     let automaton = || started.and_then(|b| b.finish(&sets, nshapes, limits));
-    let class_side = || {
-        let mut tables_out: Vec<(u32, u32)> = Vec::new();
-        let mut start_pos: Vec<StartPos> = Vec::new();
-        // Equal tables are stored once (positions far from a count's end share theirs);
-        // a table is its base and its class → atoms table, by interned id.
-        let mut own_tables = own_tables;
-        let mut table_index: HashMap<(u32, u32), u32> = HashMap::new();
-        let mut intern_table = |base: u32, local: u32| -> u32 {
-            *table_index.entry((base, local)).or_insert_with(|| {
-                tables_out.push((base, local));
-                tables_out.len() as u32 - 1
-            })
-        };
-        let own_ids: Vec<u32> = own_local
-            .iter()
-            .enumerate()
-            .map(|(i, &local)| intern_table(base[trie_shape[i] as usize], local))
-            .collect();
-        for (&p, &i) in own_trie.iter().zip(&trie_of) {
-            start_pos.push(StartPos {
-                pos: p,
-                shape: trie_shape[i],
-                table: own_ids[i],
-            });
-        }
-        // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme;
-        // an atom's tokens share their first byte as far as any boundary can tell.
-        // So the table depends only on which first bytes `q` kills: one per such set.
-        let dead_base = base[trie_shape[dead] as usize];
-        let dead_table = own_tables.get(own_local[dead]).clone();
-        let mut table_of_kills: HashMap<[u64; 4], u32> = HashMap::new();
-        for &(p, q) in &inhibited_positions {
-            let mut kills = [0u64; 4];
-            for b in 0..=255u8 {
-                if lexer.is_dead(lexer.next_rep(q, b)) {
-                    kills[usize::from(b / 64)] |= 1 << (b % 64);
-                }
-            }
-            let table = *table_of_kills.entry(kills).or_insert_with(|| {
-                let t = dead_table.filtered(|a| {
-                    let b = atoms.first_byte[a as usize];
-                    kills[usize::from(b / 64)] >> (b % 64) & 1 == 1
-                });
-                let local = own_tables.intern(t);
-                intern_table(dead_base, local)
-            });
-            start_pos.push(StartPos {
-                pos: p,
-                shape: trie_shape[dead],
-                table,
-            });
-        }
-        let (tables_out, words) = freeze(&tables_out, own_tables.list(), &atom_words);
-        start_pos.sort_by_key(|p| p.pos);
-        (start_pos, tables_out, words)
-    };
+    let class_side = || start_tables(starts, &base, lexer, &atoms, &atom_words);
     let (auto, (start_pos, tables_out, words)) = rayon::join(automaton, class_side);
     let (shape_classes, det) = auto?;
     // Class sets for the walk: each weight's dense words over its span, end to end.
@@ -1182,17 +1119,155 @@ pub fn finish_dwa(
     dwa.validate()
         .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;
     // The build's own structures (hundreds of thousands of small sets and lists) are
-    // freed here, in two parts side by side: 3.7–4.4 ms in turn at the end of a p99-band
-    // compile, 3.6 ms in two. Freed on a spawned thread after returning, they cost as much
-    // in the next compile (band, least of 3 compiles: sums equal) and raised the share of
-    // first-replay tokens over 18 µs in the instance decoded meanwhile (0.20% → 0.27–0.34%
-    // on 1,500 MaskBench files).
+    // freed here, in two parts side by side, and not on a thread left running after the
+    // compile returns, where they would slow the masks decoded meanwhile.
     drop(shape_list);
     rayon::join(
         || drop(sets),
         || drop((groups, unions, shapes, atoms, det.weights)),
     );
     Ok(dwa)
+}
+
+/// The class sets the automaton reads (each emission's and each final position's classes
+/// over all shapes, with their terminal sets and the emission trie), each LR state's
+/// goto sources, each shape's first class and the number of classes.
+fn automaton_class_sets(
+    tables: TableRefs<'_>,
+    shape_list: &[&Shape],
+    emits: &EmitTable,
+) -> (Vec<Vec<LrStateId>>, ClassSets, Vec<u32>, u32) {
+    let lr = tables.lr;
+    let mut goto_sources: Vec<Vec<LrStateId>> = vec![Vec::new(); lr.num_nonterminals()];
+    for s in 0..lr.num_states() {
+        let s = LrStateId::new(s);
+        for &(n, _) in lr.gotos(s) {
+            goto_sources[n.index()].push(s);
+        }
+    }
+    let (mut sets, base, finals_at) = class_sets(shape_list, emits);
+    // Terminals plus end of input, as in the follow sets.
+    let width = tables.lr.num_terminals() + 1;
+    sets.finals = finals_at
+        .into_iter()
+        .map(|fs| {
+            // Merged in order of first appearance (positions are sorted).
+            let mut merged: Vec<(TermSet, RoaringBitmap)> = Vec::new();
+            let mut index: HashMap<TermSet, usize> = HashMap::new();
+            for (p, c) in fs {
+                let follow = match p {
+                    LexPos::Pending(q) => tables.follow.after_pending(q),
+                    LexPos::Boundary(q) => tables.follow.at_boundary(q),
+                };
+                match index.get(follow) {
+                    Some(&i) => merged[i].1 |= c,
+                    None => {
+                        index.insert(follow.clone(), merged.len());
+                        merged.push((follow.clone(), c));
+                    }
+                }
+            }
+            merged
+        })
+        .collect();
+    sets.emit_terms = sets
+        .emits
+        .iter()
+        .map(|es| {
+            es.iter()
+                .map(|(ts, _)| {
+                    let mut set = TermSet::new(width);
+                    let mut ignored = false;
+                    for &t in ts {
+                        if tables.lexer.is_ignored(t) {
+                            ignored = true;
+                        } else {
+                            set.insert(t);
+                        }
+                    }
+                    (set, ignored)
+                })
+                .collect()
+        })
+        .collect();
+    let num_classes =
+        base.last().copied().unwrap_or(0) + shape_list.last().map_or(0, |s| s.num_classes);
+    sets.trie = EmissionTrie::new(num_classes, &sets.emits, &sets.finals);
+    (goto_sources, sets, base, num_classes)
+}
+
+/// The start positions (each with its shape and class table) and the class tables, frozen
+/// with their token words. An inhibited boundary reads the plain boundary's trie with a
+/// table that drops the atoms whose first byte extends the inhibiting lexeme.
+fn start_tables(
+    starts: StartTries,
+    base: &[u32],
+    lexer: &LexerDfa,
+    atoms: &Atoms,
+    atom_words: &AtomWords,
+) -> (Vec<StartPos>, Vec<ClassTokens>, WordPool) {
+    let mut tables_out: Vec<(u32, u32)> = Vec::new();
+    let mut start_pos: Vec<StartPos> = Vec::new();
+    // Equal tables are stored once (positions far from a count's end share theirs);
+    // a table is its base and its class → atoms table, by interned id.
+    let StartTries {
+        own_trie,
+        trie_of,
+        dead,
+        inhibited_positions,
+        trie_shape,
+        mut own_tables,
+        own_local,
+    } = starts;
+    let mut table_index: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut intern_table = |base: u32, local: u32| -> u32 {
+        *table_index.entry((base, local)).or_insert_with(|| {
+            tables_out.push((base, local));
+            tables_out.len() as u32 - 1
+        })
+    };
+    let own_ids: Vec<u32> = own_local
+        .iter()
+        .enumerate()
+        .map(|(i, &local)| intern_table(base[trie_shape[i] as usize], local))
+        .collect();
+    for (&p, &i) in own_trie.iter().zip(&trie_of) {
+        start_pos.push(StartPos {
+            pos: p,
+            shape: trie_shape[i],
+            table: own_ids[i],
+        });
+    }
+    // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme;
+    // an atom's tokens share their first byte as far as any boundary can tell.
+    // So the table depends only on which first bytes `q` kills: one per such set.
+    let dead_base = base[trie_shape[dead] as usize];
+    let dead_table = own_tables.get(own_local[dead]).clone();
+    let mut table_of_kills: HashMap<[u64; 4], u32> = HashMap::new();
+    for &(p, q) in &inhibited_positions {
+        let mut kills = [0u64; 4];
+        for b in 0..=255u8 {
+            if lexer.is_dead(lexer.next_rep(q, b)) {
+                kills[usize::from(b / 64)] |= 1 << (b % 64);
+            }
+        }
+        let table = *table_of_kills.entry(kills).or_insert_with(|| {
+            let t = dead_table.filtered(|a| {
+                let b = atoms.first_byte[a as usize];
+                kills[usize::from(b / 64)] >> (b % 64) & 1 == 1
+            });
+            let local = own_tables.intern(t);
+            intern_table(dead_base, local)
+        });
+        start_pos.push(StartPos {
+            pos: p,
+            shape: trie_shape[dead],
+            table,
+        });
+    }
+    let (tables_out, words) = freeze(&tables_out, own_tables.list(), atom_words);
+    start_pos.sort_by_key(|p| p.pos);
+    (start_pos, tables_out, words)
 }
 
 /// The words of `sets` (set 0 empty) over class spaces of `class_words` words where

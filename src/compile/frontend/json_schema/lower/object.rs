@@ -75,12 +75,69 @@ impl<'a> Lowerer<'a> {
         string_language(&f.base).map(|(h, _)| Some(h))
     }
 
+    /// An object: `{`, the declared pairs in schema order with the extra pairs (pattern
+    /// and additional properties) among them, `}`. Lowered in phases: the name keywords
+    /// are read ([`ObjectNames`]), the declared properties listed ([`Self::declared`]),
+    /// the property count bounded ([`Self::property_count`]), the pairs written
+    /// ([`Self::extra_pairs`]), then the members — left-linear when uncounted, else the
+    /// counted chain of [`Self::counted_members`].
     pub(super) fn object(
         &mut self,
         m: &Map<String, Value>,
         forbidden: &[String],
         pointer: &str,
     ) -> Result<Ebnf, SchemaError> {
+        let Some(names) = self.object_names(m, pointer)? else {
+            return Ok(nothing());
+        };
+        let Some(declared) = self.declared(&names, forbidden, pointer)? else {
+            return Ok(nothing());
+        };
+        let n = declared.len();
+        let nreq = declared.iter().filter(|d| d.required).count() as u64;
+        // `^name$` names that are neither in `properties` nor required are extra pairs,
+        // written in any order among the additional ones.
+        let extra_names: Vec<String> = names
+            .pattern_names
+            .iter()
+            .filter(|n| !declared.iter().any(|d| &d.name == *n) && names.name_ok(n))
+            .cloned()
+            .collect();
+        let extra_allowed =
+            !names.addl_false || !names.open_patterns.is_empty() || !extra_names.is_empty();
+        let Some(count) = self.property_count(m, pointer, n, nreq, extra_allowed)? else {
+            return Ok(nothing());
+        };
+        let fx = self.f();
+        let (lb, rb) = (fx.lbrace, fx.rbrace);
+        // One key-value pair per declared property.
+        let mut kvs = Vec::with_capacity(n);
+        for d in &declared {
+            let key = self.literal(&d.name);
+            let v = self.schema(&d.schema, &d.pointer)?;
+            let pair = self.pair(Symbol::T(key), v, &d.pointer);
+            kvs.push(e_sym(Symbol::N(pair)));
+        }
+        let extra = self.extra_pairs(&names, &declared, &extra_names, pointer)?;
+        if !count.counted {
+            let optional: Vec<bool> = declared.iter().map(|d| !d.required).collect();
+            let members = self.members_left_linear(pointer, kvs, &optional, extra, count.lo > 0);
+            return Ok(Ebnf::Seq(vec![e_sym(lb), members, e_sym(rb)]));
+        }
+        let required: Vec<bool> = declared.iter().map(|d| d.required).collect();
+        let members = self.counted_members(pointer, kvs, &required, extra, count);
+        Ok(Ebnf::Seq(vec![e_sym(lb), members, e_sym(rb)]))
+    }
+
+    /// Reads the keywords that decide an object's names: `propertyNames`, `required`,
+    /// `additionalProperties` and `patternProperties`, the patterns parsed and sorted into
+    /// `^name$` names and open ones. `None` when a pattern is refused in lenient mode (the
+    /// object then accepts nothing).
+    fn object_names<'m>(
+        &mut self,
+        m: &'m Map<String, Value>,
+        pointer: &str,
+    ) -> Result<Option<ObjectNames<'m>>, SchemaError> {
         // Names outside `propertyNames`' language: declared ones may not appear, the
         // others' keys are drawn from it.
         let names_in = match self.property_names(m) {
@@ -95,11 +152,9 @@ impl<'a> Lowerer<'a> {
         let no_names = names_in
             .as_ref()
             .is_some_and(|(h, _)| h.properties().minimum_len().is_none());
-        let name_ok = |k: &str| !no_names && names_in.as_ref().is_none_or(|(_, mm)| mm.is_match(k));
-        let empty = Map::new();
         let props = match m.get("properties") {
-            None => &empty,
-            Some(Value::Object(p)) => p,
+            None => None,
+            Some(Value::Object(p)) => Some(p),
             Some(_) => return Err(invalid("properties", pointer, "must be an object")),
         };
         let required: Vec<String> = match m.get("required") {
@@ -144,7 +199,7 @@ impl<'a> Lowerer<'a> {
                 Ok(x) => pattern_hirs.push(x),
                 Err(e) => {
                     self.refuse("patternProperties", pointer, &format!("{e} in /{p}/"))?;
-                    return Ok(nothing());
+                    return Ok(None);
                 }
             }
         }
@@ -162,10 +217,9 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        // Beside additional properties, the names no pattern matches need their own
-        // terminal: written out as the complement of the one open pattern.
-        // Names no open pattern matches get additionalProperties: written out for the
-        // shapes `split_pattern` knows, else as any name minus the patterns' languages.
+        // Names no open pattern matches get additionalProperties: written out as the
+        // complement of the one open pattern for the shapes `split_pattern` knows, else
+        // as any name minus the patterns' languages.
         let mut complement: Option<PatternSplit> = None;
         let mut complement_except = false;
         if !addl_false && !open_patterns.is_empty() {
@@ -192,70 +246,95 @@ impl<'a> Lowerer<'a> {
             open_patterns.truncate(1);
         }
         let regions = regions && open_patterns.len() > 1;
-        // The conjunction of the patterns a name matches, if any.
-        let matched = |name: &str| -> Option<Value> {
-            let mut schema: Option<Value> = None;
-            for ((_, ps), (_, mm)) in patterns.iter().zip(&pattern_hirs) {
-                if mm.is_match(name) {
-                    schema = Some(match schema {
-                        None => ps.clone(),
-                        Some(s) => conjoin(&s, ps),
-                    });
-                }
-            }
-            schema
-        };
-        // The schema of a name that is not in `properties`: every pattern it matches, or
-        // additionalProperties when none does.
-        let unlisted = |name: &str| matched(name).unwrap_or_else(|| addl.clone());
-        // Declared properties in order: `properties`, then required names it lacks.
-        let mut declared: Vec<(String, Value, String)> = Vec::new();
-        for (k, v) in props {
-            let schema = matched(k).map_or_else(|| v.clone(), |p| conjoin(v, &p));
-            declared.push((
-                k.clone(),
+        Ok(Some(ObjectNames {
+            names_in,
+            no_names,
+            properties: props,
+            required,
+            addl,
+            addl_false,
+            patterns,
+            pattern_hirs,
+            pattern_names,
+            open_patterns,
+            complement,
+            complement_except,
+            regions,
+        }))
+    }
+
+    /// The declared properties in order: `properties`, then required names it lacks, then
+    /// names `not: {required: [x]}` forbids. A declared name outside `propertyNames`'
+    /// language or forbidden gets the schema `false`. `None` when a required name may
+    /// not appear (the object accepts nothing).
+    fn declared(
+        &mut self,
+        names: &ObjectNames,
+        forbidden: &[String],
+        pointer: &str,
+    ) -> Result<Option<Vec<Declared>>, SchemaError> {
+        let required = &names.required;
+        let mut declared: Vec<Declared> = Vec::new();
+        for (k, v) in names.properties.into_iter().flatten() {
+            let schema = names
+                .matched(k)
+                .map_or_else(|| v.clone(), |p| conjoin(v, &p));
+            declared.push(Declared {
+                name: k.clone(),
                 schema,
-                format!("{pointer}/properties/{}", escape_pointer(k)),
-            ));
+                pointer: format!("{pointer}/properties/{}", escape_pointer(k)),
+                required: required.contains(k),
+            });
         }
-        for r in &required {
-            if !declared.iter().any(|d| &d.0 == r) {
-                let schema = unlisted(r);
-                declared.push((r.clone(), schema, format!("{pointer}/additionalProperties")));
+        for r in required {
+            if !declared.iter().any(|d| &d.name == r) {
+                declared.push(Declared {
+                    name: r.clone(),
+                    schema: names.unlisted(r),
+                    pointer: format!("{pointer}/additionalProperties"),
+                    required: true,
+                });
             }
         }
         // A declared name outside propertyNames' language may not appear.
-        for d in declared.iter_mut().filter(|d| !name_ok(&d.0)) {
-            if required.contains(&d.0) {
-                return Ok(nothing());
+        for d in declared.iter_mut().filter(|d| !names.name_ok(&d.name)) {
+            if d.required {
+                return Ok(None);
             }
-            d.1 = Value::Bool(false);
+            d.schema = Value::Bool(false);
         }
         // `not: {required: [x]}`: x may not appear at all (a declared slot that accepts
         // nothing, so it is also excluded from the additional keys).
         for name in forbidden {
             if required.contains(name) {
-                return Ok(nothing());
+                return Ok(None);
             }
-            match declared.iter_mut().find(|d| &d.0 == name) {
-                Some(d) => d.1 = Value::Bool(false),
-                None => declared.push((name.clone(), Value::Bool(false), format!("{pointer}/not"))),
+            match declared.iter_mut().find(|d| &d.name == name) {
+                Some(d) => d.schema = Value::Bool(false),
+                None => declared.push(Declared {
+                    name: name.clone(),
+                    schema: Value::Bool(false),
+                    pointer: format!("{pointer}/not"),
+                    required: false,
+                }),
             }
         }
-        let n = declared.len();
-        let nreq = declared.iter().filter(|d| required.contains(&d.0)).count() as u64;
-        // `^name$` names that are neither in `properties` nor required are extra pairs,
-        // written in any order among the additional ones.
-        let extra_names: Vec<String> = pattern_names
-            .iter()
-            .filter(|n| !declared.iter().any(|d| &d.0 == *n) && name_ok(n))
-            .cloned()
-            .collect();
-        let extra_allowed = !addl_false || !open_patterns.is_empty() || !extra_names.is_empty();
-        // Property counts. Declared names are written at most once each, so counting the
-        // pairs written is counting properties; additional pairs may repeat a key, so a
-        // minimum above what the required names give (other than "not empty") is refused
-        // beside them. A maximum counts pairs: a text that repeats a key is rejected.
+        Ok(Some(declared))
+    }
+
+    /// Bounds on the property count. Declared names are written at most once each, so
+    /// counting the pairs written is counting properties; additional pairs may repeat a
+    /// key, so a minimum above what the required names give (other than "not empty") is
+    /// refused beside them. A maximum counts pairs: a text that repeats a key is
+    /// rejected. `None` when the bounds admit no object.
+    fn property_count(
+        &mut self,
+        m: &Map<String, Value>,
+        pointer: &str,
+        n: usize,
+        nreq: u64,
+        extra_allowed: bool,
+    ) -> Result<Option<PropertyCount>, SchemaError> {
         let minp = count(m, "minProperties", pointer)?;
         let maxp = count(m, "maxProperties", pointer)?;
         let mut lo = 0;
@@ -274,7 +353,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         if maxp.is_some_and(|x| x < lo) {
-            return Ok(nothing());
+            return Ok(None);
         }
         let mut maxp = maxp.filter(|&x| extra_allowed || x < n as u64);
         counted |= maxp.is_some();
@@ -303,32 +382,43 @@ impl<'a> Lowerer<'a> {
         } else {
             (1, true)
         };
-        let lo = lo.min(cap);
-        let names: Vec<String> = declared.iter().map(|d| d.0.clone()).collect();
-        let fx = self.f();
-        let (lb, rb, comma, colon) = (fx.lbrace, fx.rbrace, fx.comma, fx.colon);
-        // One key-value pair per declared property.
-        let mut kvs = Vec::with_capacity(n);
-        for (k, s, p) in &declared {
-            let key = self.literal(k);
-            let v = self.schema(s, p)?;
-            let pair = self.pair(Symbol::T(key), v, p);
-            kvs.push(e_sym(Symbol::N(pair)));
-        }
-        // The extra pairs: `^name$` pattern properties, open pattern properties (and, beside
-        // additional properties, the names no pattern matches), or additional properties.
-        // Their keys exclude every name that has a pair of its own.
-        let mut excluded = names.clone();
+        Ok(Some(PropertyCount {
+            lo: lo.min(cap),
+            cap,
+            saturates,
+            counted,
+        }))
+    }
+
+    /// The extra pairs, as one alternation (`None` when there are none): `^name$` pattern
+    /// properties, open pattern properties (one pair per region of names when their
+    /// schemas differ) and, beside additional properties, the names no pattern matches,
+    /// or additional properties alone. Their keys exclude every name that has a pair of
+    /// its own.
+    fn extra_pairs(
+        &mut self,
+        names: &ObjectNames,
+        declared: &[Declared],
+        extra_names: &[String],
+        pointer: &str,
+    ) -> Result<Option<Ebnf>, SchemaError> {
+        let colon = self.f().colon;
+        let (patterns, pattern_hirs, open_patterns) =
+            (&names.patterns, &names.pattern_hirs, &names.open_patterns);
+        let mut excluded: Vec<String> = declared.iter().map(|d| d.name.clone()).collect();
         excluded.extend(extra_names.iter().cloned());
         let mut pairs = Vec::new();
-        for name in &extra_names {
+        for name in extra_names {
             let key = self.literal(name);
-            let v = self.schema(&unlisted(name), &format!("{pointer}/patternProperties"))?;
+            let v = self.schema(
+                &names.unlisted(name),
+                &format!("{pointer}/patternProperties"),
+            )?;
             let pair = self.pair(Symbol::T(key), v, pointer);
             pairs.push(e_sym(Symbol::N(pair)));
         }
-        if regions {
-            if names_in.is_some() {
+        if names.regions {
+            if names.names_in.is_some() {
                 self.refuse(
                     "propertyNames",
                     pointer,
@@ -365,17 +455,17 @@ impl<'a> Lowerer<'a> {
                 pairs.push(e_sym(Symbol::N(pair)));
             }
         }
-        if !open_patterns.is_empty() && !regions {
+        if !open_patterns.is_empty() && !names.regions {
             let (p, s) = &patterns[open_patterns[0]];
             let v = self.schema(
                 s,
                 &format!("{pointer}/patternProperties/{}", escape_pointer(p)),
             )?;
             let mut key_alts = Vec::new();
-            for &i in &open_patterns {
+            for &i in open_patterns {
                 // Beside propertyNames, only a pattern matching every name is compiled:
                 // its keys are then propertyNames' (no intersection of two is written).
-                let h = match &names_in {
+                let h = match &names.names_in {
                     None => &pattern_hirs[i].0,
                     Some((h, _))
                         if matches!(split_pattern(&patterns[i].0), Some(PatternSplit::All)) =>
@@ -397,9 +487,9 @@ impl<'a> Lowerer<'a> {
             pairs.push(Ebnf::Seq(vec![Ebnf::Alt(key_alts), e_sym(colon), e_sym(v)]));
         }
         // The names no open pattern matches, beside additional properties.
-        let complement_key = match &complement {
+        let complement_key = match &names.complement {
             Some(PatternSplit::Complement(h)) => Some(self.key_nt(h, &excluded, pointer)?),
-            _ if complement_except => {
+            _ if names.complement_except => {
                 let outs: Vec<Hir> = open_patterns
                     .iter()
                     .map(|&i| pattern_hirs[i].0.clone())
@@ -409,19 +499,19 @@ impl<'a> Lowerer<'a> {
             _ => None,
         };
         if let Some(kn) = complement_key {
-            if names_in.is_some() {
+            if names.names_in.is_some() {
                 self.refuse(
                     "propertyNames",
                     pointer,
                     "beside names that no patternProperties pattern matches",
                 )?;
             }
-            let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
+            let v = self.schema(&names.addl, &format!("{pointer}/additionalProperties"))?;
             let pair = self.pair(Symbol::N(kn), v, pointer);
             pairs.push(e_sym(Symbol::N(pair)));
-        } else if !addl_false && open_patterns.is_empty() {
-            let v = self.schema(&addl, &format!("{pointer}/additionalProperties"))?;
-            let key = if let Some((h, _)) = &names_in {
+        } else if !names.addl_false && open_patterns.is_empty() {
+            let v = self.schema(&names.addl, &format!("{pointer}/additionalProperties"))?;
+            let key = if let Some((h, _)) = &names.names_in {
                 Symbol::N(self.key_nt(h, &excluded, pointer)?)
             } else if excluded.is_empty() {
                 self.any_string()
@@ -434,16 +524,28 @@ impl<'a> Lowerer<'a> {
             let pair = self.pair(key, v, pointer);
             pairs.push(e_sym(Symbol::N(pair)));
         }
-        let extra = (!pairs.is_empty()).then_some(Ebnf::Alt(pairs));
-        // Uncounted objects lower left-linearly. The rest of this function lowers counted
-        // ones, whose count is part of every nonterminal: right-recursive (a few stack
-        // entries per member, at most MAX_COUNTED_PROPERTY_STATES nonterminals).
-        if !counted {
-            let optional: Vec<bool> = declared.iter().map(|d| !required.contains(&d.0)).collect();
-            let members = self.members_left_linear(pointer, kvs, &optional, extra, lo > 0);
-            return Ok(Ebnf::Seq(vec![e_sym(lb), members, e_sym(rb)]));
-        }
-        // Extra pairs once the count no longer matters: any number of them, flat.
+        Ok((!pairs.is_empty()).then_some(Ebnf::Alt(pairs)))
+    }
+
+    /// The members of an object whose property count is constrained. The count is part of
+    /// every nonterminal, so they are right-recursive (a few stack entries per member, at
+    /// most MAX_COUNTED_PROPERTY_STATES nonterminals): `body[i][c]` is the members from
+    /// declared property `i` on with `c` properties written (at least `c` when the count
+    /// saturates at `cap`); extra pairs once the count no longer matters are any number
+    /// of them, flat.
+    fn counted_members(
+        &mut self,
+        pointer: &str,
+        kvs: Vec<Ebnf>,
+        required: &[bool],
+        extra: Option<Ebnf>,
+        count: PropertyCount,
+    ) -> Ebnf {
+        let PropertyCount {
+            lo, cap, saturates, ..
+        } = count;
+        let n = kvs.len();
+        let comma = self.f().comma;
         let tail = match &extra {
             Some(x) => {
                 let t = self.nonterminal(format!("{pointer}/extra*"));
@@ -457,18 +559,10 @@ impl<'a> Lowerer<'a> {
             }
             None => None,
         };
-        // body[i][c]: from declared property i on, with c properties written (at least c
-        // when the count saturates at `cap`).
         let body: Vec<Vec<NonterminalId>> = (0..=n)
             .map(|i| {
                 (0..=cap)
-                    .map(|c| {
-                        self.nonterminal(match (counted, c) {
-                            (false, 0) => format!("{pointer}/props{i}"),
-                            (false, _) => format!("{pointer}/props{i},"),
-                            (true, _) => format!("{pointer}/props{i}#{c}"),
-                        })
-                    })
+                    .map(|c| self.nonterminal(format!("{pointer}/props{i}#{c}")))
                     .collect()
             })
             .collect();
@@ -537,7 +631,7 @@ impl<'a> Lowerer<'a> {
                     this.push(after(self, i + 1, c2));
                     alts.push(Ebnf::Seq(this));
                 }
-                if !required.contains(&declared[i].0) {
+                if !required[i] {
                     alts.push(e_sym(Symbol::N(body[i + 1][c as usize])));
                 }
                 self.define(nt, Ebnf::Alt(alts));
@@ -547,7 +641,7 @@ impl<'a> Lowerer<'a> {
         if let (Some(x), Some(c2)) = (&extra, next(0)) {
             start.push(Ebnf::Seq(vec![x.clone(), after(self, 0, c2)]));
         }
-        Ok(Ebnf::Seq(vec![e_sym(lb), Ebnf::Alt(start), e_sym(rb)]))
+        Ebnf::Alt(start)
     }
 
     /// The members of an object whose property count is not constrained, as a left-linear
@@ -676,4 +770,79 @@ impl<'a> Lowerer<'a> {
         self.pairs.insert((key, value), n);
         n
     }
+}
+
+/// The keywords that decide an object's names, read and checked by
+/// [`Lowerer::object_names`].
+struct ObjectNames<'m> {
+    /// `propertyNames`' language, when it is one the lowering compiles and not every name.
+    names_in: Option<(Hir, ValueMatcher)>,
+    /// `propertyNames` admits no name at all.
+    no_names: bool,
+    properties: Option<&'m Map<String, Value>>,
+    required: Vec<String>,
+    /// `additionalProperties` (`false` when no name is admitted).
+    addl: Value,
+    addl_false: bool,
+    /// `patternProperties` in schema order, each with its value language.
+    patterns: Vec<(String, Value)>,
+    pattern_hirs: Vec<(Hir, ValueMatcher)>,
+    /// The names of `^name$` patterns.
+    pattern_names: Vec<String>,
+    /// Indices into `patterns` of the other patterns.
+    open_patterns: Vec<usize>,
+    /// The names no open pattern matches, when written as the complement of the one.
+    complement: Option<PatternSplit>,
+    /// The names no open pattern matches, written as any name minus their languages.
+    complement_except: bool,
+    /// Open patterns with different schemas: one pair per non-empty set of them.
+    regions: bool,
+}
+
+impl ObjectNames<'_> {
+    fn name_ok(&self, k: &str) -> bool {
+        !self.no_names && self.names_in.as_ref().is_none_or(|(_, mm)| mm.is_match(k))
+    }
+
+    /// The conjunction of the patterns a name matches, if any.
+    fn matched(&self, name: &str) -> Option<Value> {
+        let mut schema: Option<Value> = None;
+        for ((_, ps), (_, mm)) in self.patterns.iter().zip(&self.pattern_hirs) {
+            if mm.is_match(name) {
+                schema = Some(match schema {
+                    None => ps.clone(),
+                    Some(s) => conjoin(&s, ps),
+                });
+            }
+        }
+        schema
+    }
+
+    /// The schema of a name that is not in `properties`: every pattern it matches, or
+    /// additionalProperties when none does.
+    fn unlisted(&self, name: &str) -> Value {
+        self.matched(name).unwrap_or_else(|| self.addl.clone())
+    }
+}
+
+/// A declared property: its name, its schema (patterns it matches conjoined) and where
+/// the schema is.
+struct Declared {
+    name: String,
+    schema: Value,
+    pointer: String,
+    required: bool,
+}
+
+/// The property count an object's members track, from [`Lowerer::property_count`].
+#[derive(Clone, Copy)]
+struct PropertyCount {
+    /// The fewest properties.
+    lo: u64,
+    /// The highest count tracked.
+    cap: u64,
+    /// Counts at `cap` stay there (no maximum), rather than ending the object.
+    saturates: bool,
+    /// Whether the count is tracked in the grammar at all.
+    counted: bool,
 }
