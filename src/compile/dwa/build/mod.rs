@@ -929,6 +929,10 @@ pub fn lexer_half(
     })
 }
 
+/// Each trie's position, the trie each start position reads, and the walks
+/// `alike_positions` made (see [`shared_tries`]).
+type SharedTries = (Vec<LexPos>, Vec<usize>, Option<WalkOutcomes>);
+
 /// The tries the start positions `own_trie` need, one per class of positions that read
 /// equal tries: positions alike to the longest token's length (`start_class`) share one,
 /// and so do positions whose entered walks' outcomes agree (`alike_positions`, whose
@@ -944,7 +948,7 @@ fn shared_tries(
     own_trie: &[LexPos],
     canon: impl Fn(LexPos) -> LexPos + Sync,
     limits: &DwaLimits,
-) -> Result<(Vec<LexPos>, Vec<usize>, Option<WalkOutcomes>), GrammarError> {
+) -> Result<SharedTries, GrammarError> {
     let mut class_trie: HashMap<u32, usize> = HashMap::new();
     let mut built: Vec<LexPos> = Vec::new();
     let trie_of: Vec<usize> = own_trie
@@ -1015,7 +1019,7 @@ fn classify_positions(
         let classified: Vec<(Shape, u64, ClassAtoms, u64)> = chunk
             .par_iter()
             .map(|&p| {
-                let c = classify(atoms.trie(lexer, &walks, p));
+                let c = classify(atoms.trie(lexer, walks, p));
                 let table = ClassAtoms::new(&c.tokens);
                 let h = table_interner.hash(&table);
                 let sh = shape_interner.hash(&c.shape);
