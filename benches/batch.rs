@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use stackmask::compile::dwa::build::build_dwa;
+use stackmask::compile::Compiler;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::runtime::{fill_masks, Matcher};
 use stackmask::vocab::Vocab;
@@ -16,7 +16,7 @@ fn bench(c: &mut Criterion) {
     let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).unwrap();
     let tables = Arc::new(build_glr_tables(&g).unwrap());
     let vocab = Vocab::load("builtin:o200k").unwrap();
-    let dwa = Arc::new(build_dwa(&tables, &vocab).unwrap());
+    let dwa = Arc::new(Compiler::new(&vocab).automaton(&tables).unwrap());
     let ids = vocab.encode(&doc).unwrap();
     let mut states = Vec::with_capacity(ids.len());
     let mut m = Matcher::new(tables.clone(), dwa.clone());

@@ -4,7 +4,7 @@
 //! tokenizer-only work (token byte order) already cached in the vocabulary.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use stackmask::compile::dwa::build::build_dwa;
+use stackmask::compile::Compiler;
 use stackmask::compile::frontend::json_schema::{self, SchemaOptions};
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::vocab::Vocab;
@@ -54,12 +54,12 @@ fn bench(c: &mut Criterion) {
         // Caches the token tries: what a server computes once per tokenizer.
         vocab.parts();
         group.bench_function(BenchmarkId::new("automaton", "json_llama3"), |b| {
-            b.iter(|| build_dwa(&tables, &vocab).unwrap())
+            b.iter(|| Compiler::new(&vocab).automaton(&tables).unwrap())
         });
         let tree = json_schema::compile(&data("tree.schema.json"), &SchemaOptions::default());
         let tables = build_glr_tables(&tree.unwrap().grammar).unwrap();
         group.bench_function(BenchmarkId::new("automaton", "schema_tree_llama3"), |b| {
-            b.iter(|| build_dwa(&tables, &vocab).unwrap())
+            b.iter(|| Compiler::new(&vocab).automaton(&tables).unwrap())
         });
     }
     group.finish();

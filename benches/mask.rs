@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use stackmask::compile::dwa::build::build_dwa;
+use stackmask::compile::Compiler;
 use stackmask::compile::frontend::json_schema::{self, SchemaOptions};
 use stackmask::compile::{build_glr_tables, compile_grammar, Grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::runtime::Matcher;
@@ -51,7 +51,7 @@ fn bench(c: &mut Criterion) {
     for (name, g, tok, doc) in &workloads {
         let tables = Arc::new(build_glr_tables(g).unwrap());
         let vocab = Vocab::load(tok).unwrap();
-        let dwa = Arc::new(build_dwa(&tables, &vocab).unwrap());
+        let dwa = Arc::new(Compiler::new(&vocab).automaton(&tables).unwrap());
         let ids = vocab.encode(doc).unwrap();
         // The states along the document, so the loop times masks only.
         let mut states = Vec::with_capacity(ids.len());

@@ -1,8 +1,12 @@
 //! stackmask: grammar-constrained decoding for LLM inference.
 //!
-//! Grammar text is lowered by [`compile`] into one grammar IR and a byte-level lexer DFA
-//! ([`lexer`]); vocabularies ([`vocab`]) give the exact bytes of every token. Later layers
-//! (GLR commit, the mask automaton, the runtime API) build on these.
+//! Data flows one way. [`compile`] turns grammar text (Lark, GBNF, JSON Schema, regex)
+//! and a vocabulary ([`vocab`]: the exact bytes of every token) into frozen tables — a
+//! byte-level lexer DFA ([`lexer`]), an LALR(1) table ([`lr`]) — and the mask automaton
+//! ([`dwa`]). [`glr`] commits bytes on a graph-structured stack over those tables; [`dwa`]
+//! reads that stack once per mask. [`runtime`] is the API a server uses ([`runtime::Matcher`],
+//! [`runtime::CompiledGrammar`] and its artifact bytes). [`reference`] is the independent
+//! oracle every mask is tested against; it shares no parsing code with `glr` or `dwa`.
 
 #[cfg(feature = "mimalloc")]
 pub mod allocator;
@@ -16,4 +20,6 @@ pub mod reference;
 pub mod rng;
 pub mod runtime;
 pub mod termset;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod vocab;

@@ -17,7 +17,7 @@ use cli::check::{CheckArgs, Engine};
 use cli::load::{GrammarArgs, TokenizerArgs};
 use cli::sample::SampleArgs;
 use cli::stdout::Stop;
-use stackmask::compile::{self, lexer::build::build_lexer, lr::build_lr};
+use stackmask::compile::{self, build_lexer, lr::build_lr};
 use stackmask::ids::TokenId;
 use stackmask::lexer::lex;
 use stackmask::vocab::Vocab;
@@ -306,19 +306,13 @@ fn grammar_report(
     if let Some(tok) = tokenizer {
         let vocab = Vocab::load(tok).map_err(|e| e.to_string())?;
         let t0 = std::time::Instant::now();
-        let (_, tries) = stackmask::compile::dwa::terminal_trie::build_all(&lexer, &vocab);
-        let nodes: usize = tries.iter().map(|t| t.nodes.len()).sum();
-        let finals: usize = tries
-            .iter()
-            .flat_map(|t| &t.nodes)
-            .map(|n| n.finals.len())
-            .sum();
+        let tries = compile::dwa::trie_summary(&lexer, &vocab);
         writeln!(
             out,
             "terminal tries: {} start positions, {} nodes, {} token groups, built in {:.1} ms",
-            tries.len(),
-            nodes,
-            finals,
+            tries.start_positions,
+            tries.nodes,
+            tries.token_groups,
             t0.elapsed().as_secs_f64() * 1e3
         )?;
         let compiler = compile::Compiler::new(&vocab);

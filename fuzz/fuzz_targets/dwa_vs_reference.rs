@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use stackmask::compile::dwa::build::{build_dwa_limited, DwaLimits};
-use stackmask::compile::dwa::string_split::SplitMode;
+use stackmask::compile::{Compiler, DwaLimits};
+use stackmask::compile::SplitMode;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
 use stackmask::ids::TokenId;
 use stackmask::reference::Reference;
@@ -106,7 +106,7 @@ fuzz_target!(|data: &[u8]| {
         split,
         ..DwaLimits::default()
     };
-    let Ok(dwa) = build_dwa_limited(&tables, &vocab, limits) else {
+    let Ok(dwa) = Compiler::new(&vocab).with_limits(limits).automaton(&tables) else {
         return;
     };
     let reference = Reference::new(&g, &tables.lexer);

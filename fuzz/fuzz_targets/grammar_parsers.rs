@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use stackmask::compile::frontend::json_schema::{self, SchemaOptions};
-use stackmask::compile::{compile_grammar_bytes, lexer::build::build_lexer, GrammarFormat};
+use stackmask::compile::{compile_grammar_bytes, build_lexer, GrammarFormat};
 use stackmask::lexer::lex;
 
 fuzz_target!(|data: &[u8]| {

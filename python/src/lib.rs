@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use stackmask::compile::dwa::build::DwaLimits;
+use stackmask::compile::DwaLimits;
 use stackmask::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
 use stackmask::compile::{compile_grammar, Compiler, Grammar, GrammarError, GrammarFormat};
 use stackmask::ids::TokenId;

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
-use stackmask::compile::dwa::build::DwaLimits;
+use stackmask::compile::DwaLimits;
 use stackmask::compile::Compiler;
 use stackmask::glr::walk::{self, SortedTokens};
 use stackmask::glr::GlrState;

@@ -16,9 +16,9 @@ mod compiler;
 pub mod dwa;
 pub mod error;
 pub mod frontend;
-pub mod grammar;
+pub(crate) mod grammar;
 mod interner;
-pub mod lexer;
+pub(crate) mod lexer;
 pub mod lr;
 
 pub use compiler::Compiler;
@@ -27,7 +27,7 @@ pub use dwa::string_split::SplitMode;
 pub use error::{GrammarError, Span};
 pub use frontend::json_schema;
 pub use grammar::ir::Grammar;
-pub use lexer::build::LexerOptions;
+pub use lexer::build::{build_lexer, LexerOptions};
 
 /// The grammar syntaxes stackmask reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -96,7 +96,7 @@ impl Matcher {
 mod tests {
     use std::sync::Arc;
 
-    use crate::compile::dwa::build::build_dwa;
+    use crate::compile::Compiler;
     use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat};
     use crate::ids::TokenId;
     use crate::runtime::Matcher;
@@ -110,7 +110,7 @@ mod tests {
         toks.push(Some(b"<eos>".to_vec()));
         let eos = TokenId::new(tokens.len());
         let vocab = Vocab::from_byte_tokens("test", toks, &[eos]).unwrap();
-        let dwa = Arc::new(build_dwa(&tables, &vocab).unwrap());
+        let dwa = Arc::new(Compiler::new(&vocab).automaton(&tables).unwrap());
         (Matcher::new(tables, dwa), vocab)
     }
 

@@ -50,7 +50,7 @@ impl std::fmt::Debug for StartMask {
 mod tests {
     use std::sync::Arc;
 
-    use crate::compile::dwa::build::build_dwa;
+    use crate::compile::Compiler;
     use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
     use crate::ids::TokenId;
     use crate::runtime::{CompiledGrammar, Matcher};
@@ -70,7 +70,7 @@ mod tests {
         .unwrap();
         let grammar = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).unwrap();
         let tables = Arc::new(build_glr_tables(&grammar).unwrap());
-        let dwa = Arc::new(build_dwa(&tables, &vocab).unwrap());
+        let dwa = Arc::new(Compiler::new(&vocab).automaton(&tables).unwrap());
         let g = CompiledGrammar::new(tables.clone(), dwa.clone(), &vocab);
         assert!(g.start.is_filled());
         let loaded = CompiledGrammar::from_bytes(&g.to_bytes()).unwrap();

@@ -51,7 +51,7 @@ pub fn json_gpt2() -> (stackmask::runtime::CompiledGrammar, stackmask::vocab::Vo
     let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).expect("json grammar");
     let tables = Arc::new(build_glr_tables(&g).expect("tables"));
     let dwa =
-        Arc::new(stackmask::compile::dwa::build::build_dwa(&tables, &vocab).expect("automaton"));
+        Arc::new(stackmask::compile::Compiler::new(&vocab).automaton(&tables).expect("automaton"));
     (
         stackmask::runtime::CompiledGrammar::new(tables, dwa, &vocab),
         vocab,

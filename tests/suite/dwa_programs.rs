@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use stackmask::compile::dwa::build::build_dwa;
+use stackmask::compile::Compiler;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
 use stackmask::reference::Reference;
 use stackmask::runtime::Matcher;
@@ -53,7 +53,7 @@ fn dwa_masks_equal_reference_on_programs() {
             None => vocab.encode(std::str::from_utf8(&doc).unwrap()).unwrap(),
         };
         let dwa =
-            Arc::new(build_dwa(&tables, &vocab).unwrap_or_else(|e| panic!("{}: {e}", c.name)));
+            Arc::new(Compiler::new(&vocab).automaton(&tables).unwrap_or_else(|e| panic!("{}: {e}", c.name)));
         let reference = Reference::new(&g, &tables.lexer);
         let mut m = Matcher::new(tables.clone(), dwa);
         let mut p = reference.empty();

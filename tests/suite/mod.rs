@@ -11,5 +11,4 @@ mod json_schema;
 mod lexer;
 mod matcher_api;
 mod regex;
-mod terminal_trie;
 mod vocab;

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use stackmask::compile::dwa::build::DwaLimits;
+use stackmask::compile::DwaLimits;
 use stackmask::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
 use stackmask::compile::{Compiler, GrammarError};
 use stackmask::glr::{GlrState, Tables};

@@ -38,20 +38,56 @@
 //! - **decided**: classes an edge settles (allowed), subtracted from what still waits.
 //! - **exploration**: following the riders from a known stack top, lexeme by lexeme,
 //!   until they are decided or suspend again.
+//! - **walk**: a token's bytes stepped through the lexer from a start position (maximal
+//!   munch), giving its outcome there: the lexemes it closes and the position it leaves.
+//!   `Walks` holds the walks of token blocks, `WalkShare` lets positions alike share
+//!   them, `WalkOutcomes` are walks `alike_positions` made for `atomize` to read. (At
+//!   run time, [`crate::dwa::walk`] is the other walk: the mask's read of the parse
+//!   stack through the automaton.)
+//! - **split lexer** (`string_split`): the lexer the automaton is built over when string
+//!   states are split into each terminal's own states.
 //! - **drain**: exploring every effect reached from the starts, in parallel batches.
 //! - **piece**: one of the sets an exploration's outcome is the union of.
 //! - **band** (class tables): a slice of a set's minhash sketch, used to find a stored
 //!   set close enough to patch.
 
-pub mod build;
+pub(crate) mod build;
 pub(crate) mod class_tables;
 mod dense_words;
 mod determinize;
 pub(crate) mod emission_trie;
-pub mod position_equiv;
+pub(crate) mod position_equiv;
 pub(crate) mod stack_top_equiv;
-pub mod string_split;
-pub mod terminal_trie;
-pub mod token_atoms;
+pub(crate) mod string_split;
+pub(crate) mod terminal_trie;
+pub(crate) mod token_atoms;
 pub(crate) mod token_classes;
 pub(crate) mod weight_table;
+
+/// The sizes of the terminal tries of every start position of a lexer over a vocabulary
+/// (what `stackmask info` reports): each start position's trie of token bytes, grouped
+/// by the lexemes the tokens emit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrieSummary {
+    /// Start positions, one trie each.
+    pub start_positions: usize,
+    /// Nodes of all tries.
+    pub nodes: usize,
+    /// Token groups at trie nodes (tokens that end there in one lexer position).
+    pub token_groups: usize,
+}
+
+/// Builds the terminal tries of every start position of `lexer` over `vocab` (in
+/// parallel) and counts them.
+pub fn trie_summary(lexer: &crate::lexer::LexerDfa, vocab: &crate::vocab::Vocab) -> TrieSummary {
+    let (_, tries) = terminal_trie::build_all(lexer, vocab);
+    TrieSummary {
+        start_positions: tries.len(),
+        nodes: tries.iter().map(|t| t.nodes.len()).sum(),
+        token_groups: tries
+            .iter()
+            .flat_map(|t| &t.nodes)
+            .map(|n| n.finals.len())
+            .sum(),
+    }
+}

@@ -5,7 +5,7 @@
 //! follow set (`LexFollow`), so token *ends* with equal follow sets, emission and
 //! extendability are interchangeable ([`end_reps`]). And a token of at most `D` bytes
 //! sees only `D` bytes of the lexer's future, so two *start* states whose futures agree
-//! on every label for `D` bytes ([`start_classes`], Moore refinement cut at depth `D`)
+//! on every label for `D` bytes ([`classes_at_depths`], Moore refinement cut at depth `D`)
 //! have the same trie once ends are canonical. This is what keeps a counted string
 //! (`maxLength: 1000`, a few lexer states per character) to about `D` × (states per
 //! character) distinct tries instead of that many per character: every position more
@@ -61,17 +61,19 @@ pub fn canonical_end(reps: &[LexStateId], p: LexPos) -> LexPos {
     }
 }
 
-/// A class per lexer state such that two states of one class lex every byte string of
-/// at most `depth` bytes alike: the same deaths, emissions and extendability, and ends
-/// with the same [`end_reps`] representative, at every prefix.
+/// [`classes_at_depths`] at one depth.
+#[cfg(test)]
 pub fn start_classes(lexer: &LexerDfa, reps: &[LexStateId], depth: usize) -> Vec<u32> {
     classes_at_depths(lexer, reps, &[depth])
         .pop()
         .expect("one class vector per depth")
 }
 
-/// [`start_classes`] at each of `depths` (ascending), from one refinement. Classes are
-/// numbered in order of first appearance over the states.
+/// At each of `depths` (ascending), from one refinement: a class per lexer state such
+/// that two states of one class lex every byte string of at most that many bytes alike
+/// (the same deaths, emissions and extendability, and ends with the same [`end_reps`]
+/// representative, at every prefix). Classes are numbered in order of first appearance
+/// over the states.
 ///
 /// Each round recomputes only the states with a successor that changed class in the
 /// round before: a class split in round `r` can only split its predecessors' classes in

@@ -38,7 +38,7 @@ pub enum SplitMode {
 }
 
 /// The lexer a mask automaton is built over, when string states are split.
-pub struct Walker {
+pub struct SplitLexer {
     /// The recognizer's lexer with the single-terminal states inserted.
     pub lexer: LexerDfa,
     /// Its follow sets.
@@ -53,10 +53,10 @@ pub struct Walker {
     unit: Option<UnitDfa>,
 }
 
-/// A [`Walker`] without its follow sets: all of it that needs only the recognizer's
-/// lexer, so that it can be made while the lexer's follow sets are ([`WalkPlan::finish`]
+/// A [`SplitLexer`] without its follow sets: all of it that needs only the recognizer's
+/// lexer, so that it can be made while the lexer's follow sets are ([`SplitPlan::finish`]
 /// adds them).
-pub struct WalkPlan {
+pub struct SplitPlan {
     lexer: LexerDfa,
     positions: Vec<LexPos>,
     split: SplitBuilder,
@@ -70,7 +70,7 @@ pub struct WalkPlan {
 
 /// The automaton's lexer for `lexer` but for its follow sets, or `None` when no string
 /// state is split (no facts, nothing to split, or not worth it under `mode`).
-pub fn plan(lexer: &LexerDfa, mode: SplitMode) -> Option<WalkPlan> {
+pub fn plan(lexer: &LexerDfa, mode: SplitMode) -> Option<SplitPlan> {
     if mode == SplitMode::Never {
         return None;
     }
@@ -175,7 +175,7 @@ pub fn plan(lexer: &LexerDfa, mode: SplitMode) -> Option<WalkPlan> {
         .iter()
         .map(|b| b.map(|(lo, hi)| (lo, hi.unwrap_or(u32::MAX))))
         .collect();
-    Some(WalkPlan {
+    Some(SplitPlan {
         lexer: walk_lexer,
         positions,
         split: builder,
@@ -187,14 +187,14 @@ pub fn plan(lexer: &LexerDfa, mode: SplitMode) -> Option<WalkPlan> {
     })
 }
 
-impl WalkPlan {
+impl SplitPlan {
     /// The walker, with follow sets made from `follow`, the follow sets of the lexer this
     /// plan was made from.
-    pub fn finish(self, follow: &LexFollow) -> Walker {
+    pub fn finish(self, follow: &LexFollow) -> SplitLexer {
         // No single-terminal state is an inhibitor: those that complete cannot grow.
         let boundary = vec![follow.at_boundary(LexerDfa::DEAD).clone(); self.pending.len()];
         let walk_follow = follow.with_extra_states(self.from as usize, self.pending, boundary);
-        Walker {
+        SplitLexer {
             lexer: self.lexer,
             follow: walk_follow,
             positions: self.positions,
@@ -207,7 +207,7 @@ impl WalkPlan {
     }
 }
 
-impl Walker {
+impl SplitLexer {
     /// The split table, with the token values its filters read measured over `vocab`'s
     /// tokens (once per vocabulary and unit automaton: [`Vocab::derived`]).
     pub fn into_split(self, vocab: &Vocab) -> StringSplit {

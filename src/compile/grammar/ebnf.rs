@@ -236,150 +236,169 @@ impl BnfBuilder {
                 }
                 Ok(out)
             }
-            Ebnf::Seq(items) => {
-                let mut parts: Vec<Alts> = Vec::with_capacity(items.len());
-                for it in items {
-                    parts.push(self.alternatives(it, parent, span)?);
-                }
-                // Factor the widest parts out until the product is small enough.
-                loop {
-                    let product = parts
-                        .iter()
-                        .map(|p| p.len())
-                        .try_fold(1usize, |a, b| a.checked_mul(b))
-                        .unwrap_or(usize::MAX);
-                    if product <= MAX_ALTERNATIVES {
-                        break;
-                    }
-                    let (i, _) = parts
-                        .iter()
-                        .enumerate()
-                        .max_by_key(|(_, p)| p.len())
-                        .expect("product > 1 implies a part with alternatives");
-                    let alts = std::mem::take(&mut parts[i]);
-                    let n =
-                        self.helper("group", items[i].clone(), parent, span, |_, _| Ok(alts))?;
-                    parts[i] = vec![vec![Symbol::N(n)]];
-                }
-                let mut out: Alts = vec![Vec::new()];
-                for p in parts {
-                    let mut next = Vec::with_capacity(out.len() * p.len());
-                    for prefix in &out {
-                        for a in &p {
-                            let mut v = prefix.clone();
-                            v.extend_from_slice(a);
-                            if !next.contains(&v) {
-                                next.push(v);
-                            }
-                        }
-                    }
-                    out = next;
-                }
-                Ok(out)
-            }
+            Ebnf::Seq(items) => self.sequence_alternatives(items, parent, span),
             Ebnf::Repeat { inner, min, max } => {
-                let (min, max) = (*min, *max);
-                let too_big = |limit_hit: u32| GrammarError::TooLarge {
-                    span,
-                    what: format!("repetition count {limit_hit}"),
-                    limit: MAX_REPEAT as usize,
-                };
-                if min > MAX_REPEAT {
-                    return Err(too_big(min));
-                }
-                if let Some(m) = max {
-                    if m > MAX_REPEAT {
-                        return Err(too_big(m));
+                self.repeat_alternatives(inner, *min, *max, parent, span)
+            }
+        }
+    }
+
+    /// A sequence's alternatives: the product of its items' alternatives, after factoring
+    /// the widest items into helper rules until the product is at most
+    /// [`MAX_ALTERNATIVES`].
+    fn sequence_alternatives(
+        &mut self,
+        items: &[Ebnf],
+        parent: NonterminalId,
+        span: Span,
+    ) -> Result<Alts, GrammarError> {
+        let mut parts: Vec<Alts> = Vec::with_capacity(items.len());
+        for it in items {
+            parts.push(self.alternatives(it, parent, span)?);
+        }
+        // Factor the widest parts out until the product is small enough.
+        loop {
+            let product = parts
+                .iter()
+                .map(|p| p.len())
+                .try_fold(1usize, |a, b| a.checked_mul(b))
+                .unwrap_or(usize::MAX);
+            if product <= MAX_ALTERNATIVES {
+                break;
+            }
+            let (i, _) = parts
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, p)| p.len())
+                .expect("product > 1 implies a part with alternatives");
+            let alts = std::mem::take(&mut parts[i]);
+            let n = self.helper("group", items[i].clone(), parent, span, |_, _| Ok(alts))?;
+            parts[i] = vec![vec![Symbol::N(n)]];
+        }
+        let mut out: Alts = vec![Vec::new()];
+        for p in parts {
+            let mut next = Vec::with_capacity(out.len() * p.len());
+            for prefix in &out {
+                for a in &p {
+                    let mut v = prefix.clone();
+                    v.extend_from_slice(a);
+                    if !next.contains(&v) {
+                        next.push(v);
                     }
                 }
-                if min == 0 && max == Some(1) {
-                    let mut out = Distinct::default();
-                    out.push(Vec::new());
-                    for a in self.alternatives(inner, parent, span)? {
-                        out.push(a);
-                    }
-                    return Ok(out.0);
-                }
-                // A repeated item that can be empty would make the helper rules cyclic
-                // (P → P x with x ⇒ ε); (x | ε){m,n} is the same language as x{0,n}.
-                let inner_alts = self.alternatives(inner, parent, span)?;
-                let (inner, min): (Ebnf, u32) = if inner_alts.iter().any(|a| a.is_empty()) {
-                    let non_empty: Vec<Ebnf> = inner_alts
-                        .into_iter()
-                        .filter(|a| !a.is_empty())
-                        .map(|a| Ebnf::Seq(a.into_iter().map(Ebnf::Sym).collect()))
-                        .collect();
-                    if non_empty.is_empty() {
-                        return Ok(vec![Vec::new()]);
-                    }
-                    (Ebnf::Alt(non_empty), 0)
+            }
+            out = next;
+        }
+        Ok(out)
+    }
+
+    /// A repetition's alternatives: spelled out when its range is small, else through
+    /// helper rules (`plus` for an unbounded one, `times`/`range` for a long range).
+    fn repeat_alternatives(
+        &mut self,
+        inner: &Ebnf,
+        min: u32,
+        max: Option<u32>,
+        parent: NonterminalId,
+        span: Span,
+    ) -> Result<Alts, GrammarError> {
+        let too_big = |limit_hit: u32| GrammarError::TooLarge {
+            span,
+            what: format!("repetition count {limit_hit}"),
+            limit: MAX_REPEAT as usize,
+        };
+        if min > MAX_REPEAT {
+            return Err(too_big(min));
+        }
+        if let Some(m) = max {
+            if m > MAX_REPEAT {
+                return Err(too_big(m));
+            }
+        }
+        if min == 0 && max == Some(1) {
+            let mut out = Distinct::default();
+            out.push(Vec::new());
+            for a in self.alternatives(inner, parent, span)? {
+                out.push(a);
+            }
+            return Ok(out.0);
+        }
+        // A repeated item that can be empty would make the helper rules cyclic
+        // (P → P x with x ⇒ ε); (x | ε){m,n} is the same language as x{0,n}.
+        let inner_alts = self.alternatives(inner, parent, span)?;
+        let (inner, min): (Ebnf, u32) = if inner_alts.iter().any(|a| a.is_empty()) {
+            let non_empty: Vec<Ebnf> = inner_alts
+                .into_iter()
+                .filter(|a| !a.is_empty())
+                .map(|a| Ebnf::Seq(a.into_iter().map(Ebnf::Sym).collect()))
+                .collect();
+            if non_empty.is_empty() {
+                return Ok(vec![Vec::new()]);
+            }
+            (Ebnf::Alt(non_empty), 0)
+        } else {
+            (inner.clone(), min)
+        };
+        if min == 0 && max == Some(1) {
+            return self.alternatives(&Ebnf::optional(inner), parent, span);
+        }
+        let x = self.as_symbol(&inner, parent, span)?;
+        match max {
+            None => {
+                let plus = self.helper("plus", Ebnf::Sym(x), parent, span, |_, me| {
+                    Ok(vec![vec![x], vec![Symbol::N(me), x]])
+                })?;
+                if min == 0 {
+                    Ok(vec![Vec::new(), vec![Symbol::N(plus)]])
                 } else {
-                    ((**inner).clone(), min)
+                    let mut v = vec![x; (min - 1) as usize];
+                    v.push(Symbol::N(plus));
+                    Ok(vec![v])
+                }
+            }
+            Some(max) if max < min => Err(GrammarError::Syntax {
+                span,
+                message: format!("repetition range {min}..{max} is empty"),
+            }),
+            Some(max) if max - min <= SPELL_OUT => {
+                Ok((min..=max).map(|k| vec![x; k as usize]).collect())
+            }
+            Some(max) => {
+                // Left-recursive counting: T_k → T_{k-1} x holds exactly k copies,
+                // and one helper R → T_min | … | T_max (| ε) picks the count. A
+                // right-nested chain of optionals would instead keep one stack
+                // entry per copy, so every mask after k copies would read k levels
+                // to see past the repetition; here the stack stays flat.
+                let mut exact: Vec<NonterminalId> = Vec::with_capacity(max as usize);
+                for k in 1..=max {
+                    let key = Ebnf::Repeat {
+                        inner: Box::new(Ebnf::Sym(x)),
+                        min: k,
+                        max: Some(k),
+                    };
+                    let prev = exact.last().copied();
+                    let t = self.helper("times", key, parent, span, move |_, _| {
+                        Ok(vec![match prev {
+                            None => vec![x],
+                            Some(p) => vec![Symbol::N(p), x],
+                        }])
+                    })?;
+                    exact.push(t);
+                }
+                let key = Ebnf::Repeat {
+                    inner: Box::new(Ebnf::Sym(x)),
+                    min,
+                    max: Some(max),
                 };
-                if min == 0 && max == Some(1) {
-                    return self.alternatives(&Ebnf::optional(inner), parent, span);
-                }
-                let x = self.as_symbol(&inner, parent, span)?;
-                match max {
-                    None => {
-                        let plus = self.helper("plus", Ebnf::Sym(x), parent, span, |_, me| {
-                            Ok(vec![vec![x], vec![Symbol::N(me), x]])
-                        })?;
-                        if min == 0 {
-                            Ok(vec![Vec::new(), vec![Symbol::N(plus)]])
-                        } else {
-                            let mut v = vec![x; (min - 1) as usize];
-                            v.push(Symbol::N(plus));
-                            Ok(vec![v])
-                        }
+                let range = self.helper("range", key, parent, span, |_, _| {
+                    let mut alts: Alts = Vec::new();
+                    if min == 0 {
+                        alts.push(Vec::new());
                     }
-                    Some(max) if max < min => Err(GrammarError::Syntax {
-                        span,
-                        message: format!("repetition range {min}..{max} is empty"),
-                    }),
-                    Some(max) if max - min <= SPELL_OUT => {
-                        Ok((min..=max).map(|k| vec![x; k as usize]).collect())
-                    }
-                    Some(max) => {
-                        // Left-recursive counting: T_k → T_{k-1} x holds exactly k copies,
-                        // and one helper R → T_min | … | T_max (| ε) picks the count. A
-                        // right-nested chain of optionals would instead keep one stack
-                        // entry per copy, so every mask after k copies would read k levels
-                        // to see past the repetition; here the stack stays flat.
-                        let mut exact: Vec<NonterminalId> = Vec::with_capacity(max as usize);
-                        for k in 1..=max {
-                            let key = Ebnf::Repeat {
-                                inner: Box::new(Ebnf::Sym(x)),
-                                min: k,
-                                max: Some(k),
-                            };
-                            let prev = exact.last().copied();
-                            let t = self.helper("times", key, parent, span, move |_, _| {
-                                Ok(vec![match prev {
-                                    None => vec![x],
-                                    Some(p) => vec![Symbol::N(p), x],
-                                }])
-                            })?;
-                            exact.push(t);
-                        }
-                        let key = Ebnf::Repeat {
-                            inner: Box::new(Ebnf::Sym(x)),
-                            min,
-                            max: Some(max),
-                        };
-                        let range = self.helper("range", key, parent, span, |_, _| {
-                            let mut alts: Alts = Vec::new();
-                            if min == 0 {
-                                alts.push(Vec::new());
-                            }
-                            alts.extend(
-                                (min.max(1)..=max).map(|k| vec![Symbol::N(exact[k as usize - 1])]),
-                            );
-                            Ok(alts)
-                        })?;
-                        Ok(vec![vec![Symbol::N(range)]])
-                    }
-                }
+                    alts.extend((min.max(1)..=max).map(|k| vec![Symbol::N(exact[k as usize - 1])]));
+                    Ok(alts)
+                })?;
+                Ok(vec![vec![Symbol::N(range)]])
             }
         }
     }

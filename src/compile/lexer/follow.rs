@@ -30,63 +30,7 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
     let eof = TerminalId::new(nt);
     let reps = lexer.class_representatives();
     let id = LexStateId::new;
-    // Per state: its live successors (the way out of a run included), deduplicated, and
-    // which byte classes end its lexeme. Read state by state, in parallel a block of
-    // states at a time (the rest of the pass is serial), then laid end to end in order.
-    let blocks: Vec<(Vec<u32>, Vec<u32>, Vec<Dies>)> = (0..n.div_ceil(FOLLOW_BLOCK))
-        .into_par_iter()
-        .map_init(
-            // Per thread: which state last listed each successor. Rows send most bytes to
-            // a few states, and sorting every byte's successor to deduplicate them was
-            // most of this pass on 100K-state lexers.
-            || vec![u32::MAX; n],
-            |listed, k| {
-                let states = k * FOLLOW_BLOCK..((k + 1) * FOLLOW_BLOCK).min(n);
-                let mut lens = Vec::with_capacity(states.len());
-                let mut succ = Vec::new();
-                let mut dies = Vec::with_capacity(states.len());
-                for q in states {
-                    let q0 = id(q);
-                    let mut d: Dies = [0; 4];
-                    let at = succ.len();
-                    // The dead state is in no run.
-                    let exits = lexer.run_exits(q0);
-                    for (i, &byte) in reps.iter().enumerate() {
-                        let q1 = lexer.next_rep(q0, byte);
-                        if lexer.is_dead(q1) {
-                            d[i / 64] |= 1 << (i % 64);
-                        } else if q != 0 && listed[q1.index()] != q as u32 {
-                            listed[q1.index()] = q as u32;
-                            succ.push(q1.as_u32());
-                        }
-                        if let Some(q1) = exits.and_then(|x| x.exit(q1)) {
-                            if !lexer.is_dead(q1) && listed[q1.index()] != q as u32 {
-                                listed[q1.index()] = q as u32;
-                                succ.push(q1.as_u32());
-                            }
-                        }
-                    }
-                    succ[at..].sort_unstable();
-                    dies.push(d);
-                    lens.push((succ.len() - at) as u32);
-                }
-                (lens, succ, dies)
-            },
-        )
-        .collect();
-    let mut succ_at: Vec<u32> = Vec::with_capacity(n + 1);
-    let mut succ: Vec<u32> = Vec::new();
-    let mut dies_of: Vec<Dies> = Vec::with_capacity(n);
-    for (lens, block, dies) in blocks {
-        let mut at = succ.len() as u32;
-        for l in lens {
-            succ_at.push(at);
-            at += l;
-        }
-        succ.extend_from_slice(&block);
-        dies_of.extend(dies);
-    }
-    succ_at.push(succ.len() as u32);
+    let (succ_at, succ, dies_of) = successors(lexer, &reps);
     let succ_of = |q: usize| &succ[succ_at[q] as usize..succ_at[q + 1] as usize];
     // Per state: the non-ignored terminals it emits (fixed), and, when it emits an
     // ignored one, the boundary whose set it adds (the one it inhibits, or the plain one).
@@ -101,29 +45,7 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
             }
         }
     }
-    // A boundary's set depends only on which bytes end the lexeme there: states with the
-    // same dying bytes share it. Per such group, the live states `START` enters on them.
-    let mut group_of: Vec<u32> = Vec::with_capacity(n);
-    let mut groups: HashMap<Dies, u32> = HashMap::new();
-    let mut group_starts: Vec<Vec<u32>> = Vec::new();
-    for dies in dies_of {
-        let next = groups.len() as u32;
-        let g = *groups.entry(dies).or_insert_with_key(|dies| {
-            let mut starts: Vec<u32> = reps
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| dies[i / 64] >> (i % 64) & 1 == 1)
-                .map(|(_, &byte)| lexer.next_rep(LexerDfa::START, byte))
-                .filter(|q1| !lexer.is_dead(*q1))
-                .map(|q1| q1.as_u32())
-                .collect();
-            starts.sort_unstable();
-            starts.dedup();
-            group_starts.push(starts);
-            next
-        });
-        group_of.push(g);
-    }
+    let (group_of, group_starts) = boundary_groups(lexer, &reps, dies_of);
     let mut c = vec![0u64; n * w];
     let mut b = vec![0u64; group_starts.len() * w];
     for g in 0..group_starts.len() {
@@ -186,6 +108,99 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
         .collect();
     // Shapes match the lexer by construction.
     LexFollow::from_parts(boundary, pending, n, nt).expect("follow tables built consistently")
+}
+
+/// Per state, its live successors (the way out of a run included), deduplicated and
+/// sorted, as offsets into one list (`succ_at`, `n + 1` of them, and `succ`), and which
+/// byte classes end its lexeme. Read state by state, in parallel a block of states at a
+/// time, then laid end to end in order.
+fn successors(lexer: &LexerDfa, reps: &[u8]) -> (Vec<u32>, Vec<u32>, Vec<Dies>) {
+    let n = lexer.num_states();
+    let id = LexStateId::new;
+    let blocks: Vec<(Vec<u32>, Vec<u32>, Vec<Dies>)> = (0..n.div_ceil(FOLLOW_BLOCK))
+        .into_par_iter()
+        .map_init(
+            // Per thread: which state last listed each successor. Rows send most bytes to
+            // a few states, and sorting every byte's successor to deduplicate them was
+            // most of this pass on 100K-state lexers.
+            || vec![u32::MAX; n],
+            |listed, k| {
+                let states = k * FOLLOW_BLOCK..((k + 1) * FOLLOW_BLOCK).min(n);
+                let mut lens = Vec::with_capacity(states.len());
+                let mut succ = Vec::new();
+                let mut dies = Vec::with_capacity(states.len());
+                for q in states {
+                    let q0 = id(q);
+                    let mut d: Dies = [0; 4];
+                    let at = succ.len();
+                    // The dead state is in no run.
+                    let exits = lexer.run_exits(q0);
+                    for (i, &byte) in reps.iter().enumerate() {
+                        let q1 = lexer.next_rep(q0, byte);
+                        if lexer.is_dead(q1) {
+                            d[i / 64] |= 1 << (i % 64);
+                        } else if q != 0 && listed[q1.index()] != q as u32 {
+                            listed[q1.index()] = q as u32;
+                            succ.push(q1.as_u32());
+                        }
+                        if let Some(q1) = exits.and_then(|x| x.exit(q1)) {
+                            if !lexer.is_dead(q1) && listed[q1.index()] != q as u32 {
+                                listed[q1.index()] = q as u32;
+                                succ.push(q1.as_u32());
+                            }
+                        }
+                    }
+                    succ[at..].sort_unstable();
+                    dies.push(d);
+                    lens.push((succ.len() - at) as u32);
+                }
+                (lens, succ, dies)
+            },
+        )
+        .collect();
+    let mut succ_at: Vec<u32> = Vec::with_capacity(n + 1);
+    let mut succ: Vec<u32> = Vec::new();
+    let mut dies_of: Vec<Dies> = Vec::with_capacity(n);
+    for (lens, block, dies) in blocks {
+        let mut at = succ.len() as u32;
+        for l in lens {
+            succ_at.push(at);
+            at += l;
+        }
+        succ.extend_from_slice(&block);
+        dies_of.extend(dies);
+    }
+    succ_at.push(succ.len() as u32);
+    (succ_at, succ, dies_of)
+}
+
+/// A boundary's set depends only on which bytes end the lexeme there: states with the
+/// same dying bytes share it. Returns each state's group and, per group, the live states
+/// `START` enters on those bytes.
+fn boundary_groups(lexer: &LexerDfa, reps: &[u8], dies_of: Vec<Dies>) -> (Vec<u32>, Vec<Vec<u32>>) {
+    let n = dies_of.len();
+    let mut group_of: Vec<u32> = Vec::with_capacity(n);
+    let mut groups: HashMap<Dies, u32> = HashMap::new();
+    let mut group_starts: Vec<Vec<u32>> = Vec::new();
+    for dies in dies_of {
+        let next = groups.len() as u32;
+        let g = *groups.entry(dies).or_insert_with_key(|dies| {
+            let mut starts: Vec<u32> = reps
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| dies[i / 64] >> (i % 64) & 1 == 1)
+                .map(|(_, &byte)| lexer.next_rep(LexerDfa::START, byte))
+                .filter(|q1| !lexer.is_dead(*q1))
+                .map(|q1| q1.as_u32())
+                .collect();
+            starts.sort_unstable();
+            starts.dedup();
+            group_starts.push(starts);
+            next
+        });
+        group_of.push(g);
+    }
+    (group_of, group_starts)
 }
 
 /// Which byte classes (by number, at most 256) lead a state to the dead state.

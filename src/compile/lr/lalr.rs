@@ -112,9 +112,29 @@ pub fn reductions(
     // Kernel item 0 of state 0 (S' → ·S) has end of input. Successor lists, then the
     // fixpoint.
     sets[eof.index() / 64] |= 1 << (eof.index() % 64);
-    // Successor lists by a counting sort on the source, each target once (sorting the
-    // edge list was half of this pass on large schemas). The order within a list only
-    // changes the order sets propagate in, not the fixpoint.
+    let (start, succ) = successor_lists(edges, nodes);
+    propagate(&mut sets, nw, &start, &succ);
+    reds.into_iter()
+        .map(|r| {
+            r.into_iter()
+                .map(|(p, node)| {
+                    let w = &sets[node as usize * nw..(node as usize + 1) * nw];
+                    // Words of `first`'s universe, built above.
+                    (
+                        p,
+                        TermSet::from_words(w, width).expect("lookahead words fit"),
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The successors of each of `nodes` nodes from the edge list, each target once, as
+/// offsets (`start`, `nodes + 1` of them) into one list: a counting sort on the source
+/// (sorting the edge list would cost more). The order within a list only changes the
+/// order sets propagate in, not the fixpoint.
+fn successor_lists(edges: Vec<(u32, u32)>, nodes: usize) -> (Vec<u32>, Vec<u32>) {
     let mut start = vec![0u32; nodes + 1];
     for &(a, _) in &edges {
         start[a as usize + 1] += 1;
@@ -145,6 +165,13 @@ pub fn reductions(
     }
     start[nodes] = kept as u32;
     succ.truncate(kept);
+    (start, succ)
+}
+
+/// Propagates each node's set (`nw` words in `sets`) to its successors until nothing
+/// changes (a worklist, in node order first).
+fn propagate(sets: &mut [u64], nw: usize, start: &[u32], succ: &[u32]) {
+    let nodes = start.len() - 1;
     let mut work: Vec<u32> = (0..nodes as u32).rev().collect();
     let mut on_work = vec![true; nodes];
     let mut src = vec![0u64; nw];
@@ -164,20 +191,6 @@ pub fn reductions(
             }
         }
     }
-    reds.into_iter()
-        .map(|r| {
-            r.into_iter()
-                .map(|(p, node)| {
-                    let w = &sets[node as usize * nw..(node as usize + 1) * nw];
-                    // Words of `first`'s universe, built above.
-                    (
-                        p,
-                        TermSet::from_words(w, width).expect("lookahead words fit"),
-                    )
-                })
-                .collect()
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ use crate::compile::dwa::position_equiv::{canonical_end, end_reps};
 use crate::compile::dwa::stack_top_equiv::{
     actionable_terminals, canonical_productions, class_representatives, state_classes,
 };
-use crate::compile::dwa::string_split::{self, SplitMode, WalkPlan, Walker};
+use crate::compile::dwa::string_split::{self, SplitMode, SplitPlan, SplitLexer};
 use crate::compile::dwa::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
 use crate::compile::dwa::token_atoms::{alike_positions, atomize, Atoms, WalkOutcomes};
 use crate::compile::dwa::token_classes::{classify, ClassList, Shape};
@@ -738,12 +738,8 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
     (sets, base, finals)
 }
 
-/// Builds the mask automaton of a grammar's tables for a vocabulary.
-pub fn build_dwa(tables: &Tables, vocab: &Vocab) -> Result<Dwa, GrammarError> {
-    build_dwa_limited(tables, vocab, DwaLimits::default())
-}
-
-/// [`build_dwa`] with explicit limits.
+/// Builds the mask automaton of a grammar's tables for a vocabulary, within `limits`
+/// (the entry point is [`crate::compile::Compiler::automaton`]).
 pub fn build_dwa_limited(
     tables: &Tables,
     vocab: &Vocab,
@@ -789,7 +785,7 @@ fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<
 /// atoms and each position's classes), to be finished by [`finish_dwa`] with the LR table.
 pub struct LexerHalf {
     /// The lexer the automaton is built over when string states are split.
-    walker: Option<Walker>,
+    split_lexer: Option<SplitLexer>,
     emits: EmitTable,
     atoms: Atoms,
     shapes: Vec<Shape>,
@@ -820,7 +816,7 @@ struct StartTries {
 pub fn lexer_half(
     lexer: &LexerDfa,
     follow: &LexFollow,
-    plan: Option<WalkPlan>,
+    plan: Option<SplitPlan>,
     vocab: &Vocab,
     limits: &DwaLimits,
 ) -> Result<LexerHalf, GrammarError> {
@@ -841,13 +837,13 @@ pub fn lexer_half(
     }
     // Split string states, when that pays, and build over the lexer that has their
     // single-terminal states.
-    let walker = plan.map(|p| p.finish(follow));
-    let (lexer, follow) = match &walker {
+    let split_lexer = plan.map(|p| p.finish(follow));
+    let (lexer, follow) = match &split_lexer {
         Some(w) => (&w.lexer, &w.follow),
         None => (lexer, follow),
     };
     let emits = EmitTable::new(lexer);
-    let positions = match &walker {
+    let positions = match &split_lexer {
         Some(w) => w.positions.clone(),
         None => start_positions(lexer),
     };
@@ -913,7 +909,7 @@ pub fn lexer_half(
         classify_positions(lexer, &atoms, &walks, &built);
     let shapes = shapes.into_list();
     Ok(LexerHalf {
-        walker,
+        split_lexer,
         emits,
         atoms,
         shapes,
@@ -1043,14 +1039,14 @@ pub fn finish_dwa(
     limits: &DwaLimits,
 ) -> Result<Dwa, GrammarError> {
     let LexerHalf {
-        walker,
+        split_lexer,
         emits,
         atoms,
         shapes,
         starts,
     } = half;
     // Over the lexer the lexer half was built on.
-    let tables = match &walker {
+    let tables = match &split_lexer {
         Some(w) => TableRefs {
             lexer: &w.lexer,
             follow: &w.follow,
@@ -1118,7 +1114,7 @@ pub fn finish_dwa(
         words,
         vocab_len: vocab.len() as u32,
         eos: vocab.eos().to_vec(),
-        split: walker.map(|w| w.into_split(vocab)),
+        split: split_lexer.map(|w| w.into_split(vocab)),
     };
     dwa.validate()
         .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;

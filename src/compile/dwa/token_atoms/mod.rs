@@ -693,9 +693,11 @@ struct KnownPart {
 
 impl WalkOutcomes {
     /// Whether no walk is known.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.class.is_empty()
     }
+
 }
 
 /// Which walk each of a byte's `num_groups` position groups enters a part with
@@ -790,6 +792,24 @@ struct StateCache<'a> {
 }
 
 impl<'a> StateCache<'a> {
+    /// Sizes the buffers for a part of `nw` walks (over `num_states` lexer states, tokens
+    /// of at most `longest` bytes) and clears what the last part left in them.
+    fn prepare(&mut self, num_states: usize, nw: usize, longest: usize) {
+        if self.leaders.len() < num_states {
+            self.leaders.resize(num_states, (0, 0));
+        }
+        if self.outs.len() < nw {
+            self.outs.resize_with(nw, Runs::default);
+        }
+        for r in &mut self.outs[..nw] {
+            r.clear();
+        }
+        if self.live.len() < longest + 1 {
+            self.live.resize_with(longest + 1, Vec::new);
+        }
+        self.pending.clear();
+    }
+
     /// One empty cache per rayon thread, each to be locked only by its thread (its
     /// per-state slots are allocated on first use).
     fn per_thread(loops: &'a [AtomicU64], reps: &'a ByteReps) -> Vec<std::sync::Mutex<Self>> {
@@ -1135,10 +1155,6 @@ impl Atoms {
         self.first_byte.len()
     }
 
-    /// True when no token is viable anywhere.
-    pub fn is_empty(&self) -> bool {
-        self.first_byte.is_empty()
-    }
 }
 
 #[cfg(test)]

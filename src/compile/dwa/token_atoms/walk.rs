@@ -141,7 +141,8 @@ pub(super) fn walk_part(
     let first_token = tokens.part_tokens(j).start;
     let num_tokens = tokens.part_tokens(j).len();
     let nw = ws.len();
-    // Buffers reused from part to part (allocating them per part was a fifth of this).
+    // Buffers reused from part to part.
+    cache.prepare(lexer.num_states(), nw, tokens.longest());
     let StateCache {
         ends,
         loops,
@@ -152,22 +153,9 @@ pub(super) fn walk_part(
         leaders,
         stamp,
     } = cache;
-    if leaders.len() < lexer.num_states() {
-        leaders.resize(lexer.num_states(), (0, 0));
-    }
-    // outs[k]: the part's tokens' outcomes under its k-th walk.
-    if outs.len() < nw {
-        outs.resize_with(nw, Runs::default);
-    }
-    for r in &mut outs[..nw] {
-        r.clear();
-    }
-    // live[d]: the walks alive at the current path's node of depth d; live[0] enters the
-    // part (its first byte's node, of depth 1, is where each walk starts).
-    if live.len() < tokens.longest() + 1 {
-        live.resize_with(tokens.longest() + 1, Vec::new);
-    }
-    pending.clear();
+    // outs[k]: the part's tokens' outcomes under its k-th walk. live[d]: the walks alive
+    // at the current path's node of depth d; live[0] enters the part (its first byte's
+    // node, of depth 1, is where each walk starts).
     // Callers only hand in parts some position enters (`nw > 0`).
     debug_assert!(nw > 0, "a part no position enters is skipped by the caller");
     live[0].clear();
@@ -219,24 +207,19 @@ pub(super) fn walk_part(
         };
         let class_of = |q: LexStateId| alike.map_or(q.as_u32(), |c| c[q.index()]) as usize;
         if lead {
-            *stamp = stamp.wrapping_add(1);
-            if *stamp == 0 {
-                leaders.fill((0, 0));
-                *stamp = 1;
-            }
-        }
-        let stamp = *stamp;
-        if lead {
+            next_stamp(stamp, leaders);
+            // Walks looping above still lead their class here; looping on whole
+            // characters, a walk is back in `q` after an ASCII byte.
             for &(_, k, q, every) in &looping {
-                // Looping on whole characters, it is back in `q` after an ASCII byte.
                 if every || byte < 0x80 {
                     let slot = &mut leaders[class_of(q)];
-                    if slot.0 != stamp {
-                        *slot = (stamp, k);
+                    if slot.0 != *stamp {
+                        *slot = (*stamp, k);
                     }
                 }
             }
         }
+        let stamp = *stamp;
         for &(k, q, path) in parent.iter() {
             let next = if d == 1 {
                 Some((q, path))
@@ -281,19 +264,7 @@ pub(super) fn walk_part(
                 ending.clone()
             };
             if !ending.is_empty() {
-                let (q, path) = w;
-                // Most tokens end with no lexeme closed, in a few states: their outcome
-                // is looked up by state (entries of this part only, tagged by `j`).
-                let cached = &mut ends[q.index()];
-                let o = if path == 0 && cached.0 == j as u32 {
-                    cached.1
-                } else {
-                    let o = end_outcome(lexer, emits, canon, ids, q, path);
-                    if path == 0 {
-                        *cached = (j as u32, o);
-                    }
-                    o
-                };
+                let o = ending_outcome(lexer, emits, canon, ids, ends, j, w);
                 let from = part_token(ending.start);
                 outs[k as usize].set(from, from + ending.len() as u32, o);
             }
@@ -315,6 +286,39 @@ pub(super) fn walk_part(
             r.finish(num_tokens as u32);
         }
     }
+}
+
+/// Numbers the next node whose leaders are recorded: entries of `leaders` stamped
+/// otherwise are stale. On wrap-around every entry is cleared.
+fn next_stamp(stamp: &mut u32, leaders: &mut [(u32, u32)]) {
+    *stamp = stamp.wrapping_add(1);
+    if *stamp == 0 {
+        leaders.fill((0, 0));
+        *stamp = 1;
+    }
+}
+
+/// The outcome of a token ending in walk state `w` in part `j`. Most tokens end with no
+/// lexeme closed, in a few states: their outcome is looked up by state in `ends`
+/// (entries of this part only, tagged by `j`).
+fn ending_outcome(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    canon: &(impl Fn(LexPos) -> LexPos + Sync),
+    ids: &mut LocalIds,
+    ends: &mut [(u32, Outcome)],
+    j: usize,
+    (q, path): (LexStateId, u32),
+) -> Outcome {
+    let cached = &mut ends[q.index()];
+    if path == 0 && cached.0 == j as u32 {
+        return cached.1;
+    }
+    let o = end_outcome(lexer, emits, canon, ids, q, path);
+    if path == 0 {
+        *cached = (j as u32, o);
+    }
+    o
 }
 
 /// Gives walk `k` its leader's outcomes for tokens `from..to`, once the leader has passed

@@ -248,104 +248,13 @@ impl Parser {
         loop {
             let span = self.span();
             let item = match self.peek() {
-                Some('"') => {
-                    self.bump();
-                    let mut seq = Vec::new();
-                    loop {
-                        match self.peek() {
-                            None | Some('\n') | Some('\r') => {
-                                return Err(GrammarError::Syntax {
-                                    span,
-                                    message: "unterminated string".into(),
-                                })
-                            }
-                            Some('"') => {
-                                self.bump();
-                                break;
-                            }
-                            _ => {
-                                let c = self.char()?;
-                                seq.push(Expr::Chars(vec![(c, c)]));
-                            }
-                        }
-                    }
-                    Expr::Seq(seq)
-                }
-                Some('[') => {
-                    self.bump();
-                    let negated = if self.peek() == Some('^') {
-                        self.bump();
-                        true
-                    } else {
-                        false
-                    };
-                    let mut set = Vec::new();
-                    loop {
-                        match self.peek() {
-                            None | Some('\n') | Some('\r') => {
-                                return Err(GrammarError::Syntax {
-                                    span,
-                                    message: "unterminated character class".into(),
-                                })
-                            }
-                            Some(']') => {
-                                self.bump();
-                                break;
-                            }
-                            _ => {
-                                let a = self.char()?;
-                                if self.peek() == Some('-') && self.peek_at(1) != Some(']') {
-                                    self.bump();
-                                    let b = self.char()?;
-                                    if b < a {
-                                        return Err(GrammarError::Syntax {
-                                            span,
-                                            message: "character range is out of order".into(),
-                                        });
-                                    }
-                                    set.push((a, b));
-                                } else {
-                                    set.push((a, a));
-                                }
-                            }
-                        }
-                    }
-                    let set = remove_surrogates(normalize(set));
-                    let set = if negated { complement(&set) } else { set };
-                    if set.is_empty() {
-                        return Err(GrammarError::Syntax {
-                            span,
-                            message: "character class matches nothing".into(),
-                        });
-                    }
-                    Expr::Chars(set)
-                }
+                Some('"') => self.string_literal(span)?,
+                Some('[') => self.char_class(span)?,
                 Some('.') => {
                     self.bump();
                     Expr::Chars(complement(&Vec::new()))
                 }
-                Some('(') => {
-                    self.bump();
-                    self.depth += 1;
-                    if self.depth > MAX_NESTING {
-                        return Err(GrammarError::TooLarge {
-                            span,
-                            what: "nesting of groups".into(),
-                            limit: MAX_NESTING,
-                        });
-                    }
-                    self.space(true);
-                    let e = self.alternates(true)?;
-                    self.depth -= 1;
-                    if self.peek() != Some(')') {
-                        return Err(GrammarError::Syntax {
-                            span,
-                            message: "unclosed `(`".into(),
-                        });
-                    }
-                    self.bump();
-                    e
-                }
+                Some('(') => self.group(span)?,
                 Some('<') | Some('!') => {
                     return Err(GrammarError::Unsupported {
                         span,
@@ -360,61 +269,7 @@ impl Parser {
                 _ => break,
             };
             self.space(nested);
-            // Postfix operators.
-            let item = match self.peek() {
-                Some('*') | Some('+') | Some('?') => {
-                    // The match arm guarantees a character.
-                    let op = self.bump().expect("peeked");
-                    let (min, max) = match op {
-                        '*' => (0, None),
-                        '+' => (1, None),
-                        _ => (0, Some(1)),
-                    };
-                    self.space(nested);
-                    Expr::Repeat {
-                        inner: Box::new(item),
-                        min,
-                        max,
-                    }
-                }
-                Some('{') => {
-                    self.bump();
-                    self.space(true);
-                    let min = self.count()?;
-                    self.space(true);
-                    let max = if self.peek() == Some(',') {
-                        self.bump();
-                        self.space(true);
-                        if self.peek() == Some('}') {
-                            None
-                        } else {
-                            Some(self.count()?)
-                        }
-                    } else {
-                        Some(min)
-                    };
-                    self.space(true);
-                    if self.peek() != Some('}') {
-                        return self.err("expected `}` after repetition count");
-                    }
-                    self.bump();
-                    if let Some(m) = max {
-                        if m < min {
-                            return Err(GrammarError::Syntax {
-                                span,
-                                message: format!("repetition {{{min},{m}}} is empty"),
-                            });
-                        }
-                    }
-                    self.space(nested);
-                    Expr::Repeat {
-                        inner: Box::new(item),
-                        min,
-                        max,
-                    }
-                }
-                _ => item,
-            };
+            let item = self.postfix(item, nested, span)?;
             if matches!(self.peek(), Some('*' | '+' | '?' | '{')) {
                 return self.err("repetition operator applied twice; use parentheses");
             }
@@ -424,6 +279,165 @@ impl Parser {
             items.pop().expect("one item")
         } else {
             Expr::Seq(items)
+        })
+    }
+
+    /// A `"…"` literal (the opening quote is next), as a sequence of characters.
+    fn string_literal(&mut self, span: Span) -> Result<Expr, GrammarError> {
+        self.bump();
+        let mut seq = Vec::new();
+        loop {
+            match self.peek() {
+                None | Some('\n') | Some('\r') => {
+                    return Err(GrammarError::Syntax {
+                        span,
+                        message: "unterminated string".into(),
+                    })
+                }
+                Some('"') => {
+                    self.bump();
+                    break;
+                }
+                _ => {
+                    let c = self.char()?;
+                    seq.push(Expr::Chars(vec![(c, c)]));
+                }
+            }
+        }
+        Ok(Expr::Seq(seq))
+    }
+
+    /// A `[…]` class (the bracket is next), negated by a leading `^`.
+    fn char_class(&mut self, span: Span) -> Result<Expr, GrammarError> {
+        self.bump();
+        let negated = if self.peek() == Some('^') {
+            self.bump();
+            true
+        } else {
+            false
+        };
+        let mut set = Vec::new();
+        loop {
+            match self.peek() {
+                None | Some('\n') | Some('\r') => {
+                    return Err(GrammarError::Syntax {
+                        span,
+                        message: "unterminated character class".into(),
+                    })
+                }
+                Some(']') => {
+                    self.bump();
+                    break;
+                }
+                _ => {
+                    let a = self.char()?;
+                    if self.peek() == Some('-') && self.peek_at(1) != Some(']') {
+                        self.bump();
+                        let b = self.char()?;
+                        if b < a {
+                            return Err(GrammarError::Syntax {
+                                span,
+                                message: "character range is out of order".into(),
+                            });
+                        }
+                        set.push((a, b));
+                    } else {
+                        set.push((a, a));
+                    }
+                }
+            }
+        }
+        let set = remove_surrogates(normalize(set));
+        let set = if negated { complement(&set) } else { set };
+        if set.is_empty() {
+            return Err(GrammarError::Syntax {
+                span,
+                message: "character class matches nothing".into(),
+            });
+        }
+        Ok(Expr::Chars(set))
+    }
+
+    /// A parenthesised group (the `(` is next), at most [`MAX_NESTING`] deep.
+    fn group(&mut self, span: Span) -> Result<Expr, GrammarError> {
+        self.bump();
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(GrammarError::TooLarge {
+                span,
+                what: "nesting of groups".into(),
+                limit: MAX_NESTING,
+            });
+        }
+        self.space(true);
+        let e = self.alternates(true)?;
+        self.depth -= 1;
+        if self.peek() != Some(')') {
+            return Err(GrammarError::Syntax {
+                span,
+                message: "unclosed `(`".into(),
+            });
+        }
+        self.bump();
+        Ok(e)
+    }
+
+    /// `item` with the repetition operator that follows it, if any (`*`, `+`, `?`,
+    /// `{m}`, `{m,}`, `{m,n}`).
+    fn postfix(&mut self, item: Expr, nested: bool, span: Span) -> Result<Expr, GrammarError> {
+        Ok(match self.peek() {
+            Some('*') | Some('+') | Some('?') => {
+                // The match arm guarantees a character.
+                let op = self.bump().expect("peeked");
+                let (min, max) = match op {
+                    '*' => (0, None),
+                    '+' => (1, None),
+                    _ => (0, Some(1)),
+                };
+                self.space(nested);
+                Expr::Repeat {
+                    inner: Box::new(item),
+                    min,
+                    max,
+                }
+            }
+            Some('{') => {
+                self.bump();
+                self.space(true);
+                let min = self.count()?;
+                self.space(true);
+                let max = if self.peek() == Some(',') {
+                    self.bump();
+                    self.space(true);
+                    if self.peek() == Some('}') {
+                        None
+                    } else {
+                        Some(self.count()?)
+                    }
+                } else {
+                    Some(min)
+                };
+                self.space(true);
+                if self.peek() != Some('}') {
+                    return self.err("expected `}` after repetition count");
+                }
+                self.bump();
+                if let Some(m) = max {
+                    if m < min {
+                        return Err(GrammarError::Syntax {
+                            span,
+                            message: format!("repetition {{{min},{m}}} is empty"),
+                        });
+                    }
+                }
+                self.space(nested);
+                Expr::Repeat {
+                    inner: Box::new(item),
+                    min,
+                    max,
+                }
+            }
+            _ => item,
         })
     }
 

@@ -265,29 +265,10 @@ fn complement_at(
                 if names.is_some() && !f.base.contains_key("patternProperties") =>
             {
                 let declared = f.base.get("properties").and_then(Value::as_object);
-                let undeclared = names
-                    .unwrap_or_default()
-                    .iter()
-                    .filter(|k| !declared.is_some_and(|d| d.contains_key(*k)));
-                let value = match v {
-                    Value::Bool(false) => None,
-                    Value::Object(_) => {
-                        let ap = format!("{pointer}/additionalProperties");
-                        let negated = complement_of(v, &ap, resolver, depth)?;
-                        if negated.is_empty() {
-                            continue;
-                        }
-                        Some(any_of(negated))
-                    }
-                    _ => return None,
-                };
-                for k in undeclared {
-                    let mut o = json!({ "type": "object", "required": [k] });
-                    if let Some(value) = &value {
-                        o["properties"] = json!({ k: value });
-                    }
-                    out.push((o, at.clone()));
-                }
+                let names = names.unwrap_or_default();
+                out.extend(undeclared_complement(
+                    v, declared, names, pointer, resolver, depth, &at,
+                )?);
             }
             // Arrays with an item the schema rejects; with some item at all, for `false`.
             "items" if v == &Value::Bool(false) => {
@@ -309,39 +290,14 @@ fn complement_at(
                     out.push(no_item_matches(c, &cp, resolver, depth, &at)?);
                 }
             }
-            "properties" => {
-                // Objects that have the property with a value its schema rejects (a
-                // missing property satisfies `properties`).
-                for (name, sub) in v.as_object()? {
-                    // Within a branch that cannot have the name, this conjunct holds.
-                    if names.is_some_and(|ns| !ns.contains(name)) {
-                        continue;
-                    }
-                    let with = |value: Option<Value>| {
-                        let mut o = json!({ "type": "object", "required": [name] });
-                        if let Some(value) = value {
-                            o["properties"] = json!({ name: value });
-                        }
-                        (o, at.clone())
-                    };
-                    match sub {
-                        Value::Bool(true) => {}
-                        Value::Bool(false) => out.push(with(None)),
-                        Value::Object(m) if negatable_value(m) => {
-                            out.push(with(Some(json!({ "not": sub }))))
-                        }
-                        Value::Object(_) => {
-                            let sp = format!("{pointer}/properties/{name}");
-                            let negated = complement_of(sub, &sp, resolver, depth)?;
-                            // An empty complement: the schema holds for every value.
-                            if !negated.is_empty() {
-                                out.push(with(Some(any_of(negated))));
-                            }
-                        }
-                        _ => return None,
-                    }
-                }
-            }
+            "properties" => out.extend(properties_complement(
+                v.as_object()?,
+                names,
+                pointer,
+                resolver,
+                depth,
+                &at,
+            )?),
             _ => return None,
         }
     }
@@ -353,6 +309,85 @@ fn complement_at(
             depth,
             &at,
         )?);
+    }
+    Some(out)
+}
+
+/// The objects that break `additionalProperties: v` when the object's names are known
+/// (`names`; those `declared` in `properties` aside): one of the undeclared names present
+/// with a value `v` rejects (any value, for `false`).
+fn undeclared_complement(
+    v: &Value,
+    declared: Option<&Map<String, Value>>,
+    names: &[String],
+    pointer: &str,
+    resolver: &Resolver<'_>,
+    depth: usize,
+    at: &str,
+) -> Option<Vec<(Value, String)>> {
+    let undeclared = names
+        .iter()
+        .filter(|k| !declared.is_some_and(|d| d.contains_key(*k)));
+    let value = match v {
+        Value::Bool(false) => None,
+        Value::Object(_) => {
+            let ap = format!("{pointer}/additionalProperties");
+            let negated = complement_of(v, &ap, resolver, depth)?;
+            if negated.is_empty() {
+                return Some(Vec::new());
+            }
+            Some(any_of(negated))
+        }
+        _ => return None,
+    };
+    let mut out = Vec::new();
+    for k in undeclared {
+        let mut o = json!({ "type": "object", "required": [k] });
+        if let Some(value) = &value {
+            o["properties"] = json!({ k: value });
+        }
+        out.push((o, at.to_string()));
+    }
+    Some(out)
+}
+
+/// The objects that break `properties`: one that has a property with a value its schema
+/// rejects (a missing property satisfies `properties`). Within a branch whose names are
+/// known (`names`), a property it cannot have breaks nothing.
+fn properties_complement(
+    props: &Map<String, Value>,
+    names: Option<&[String]>,
+    pointer: &str,
+    resolver: &Resolver<'_>,
+    depth: usize,
+    at: &str,
+) -> Option<Vec<(Value, String)>> {
+    let mut out = Vec::new();
+    for (name, sub) in props {
+        if names.is_some_and(|ns| !ns.contains(name)) {
+            continue;
+        }
+        let with = |value: Option<Value>| {
+            let mut o = json!({ "type": "object", "required": [name] });
+            if let Some(value) = value {
+                o["properties"] = json!({ name: value });
+            }
+            (o, at.to_string())
+        };
+        match sub {
+            Value::Bool(true) => {}
+            Value::Bool(false) => out.push(with(None)),
+            Value::Object(m) if negatable_value(m) => out.push(with(Some(json!({ "not": sub })))),
+            Value::Object(_) => {
+                let sp = format!("{pointer}/properties/{name}");
+                let negated = complement_of(sub, &sp, resolver, depth)?;
+                // An empty complement: the schema holds for every value.
+                if !negated.is_empty() {
+                    out.push(with(Some(any_of(negated))));
+                }
+            }
+            _ => return None,
+        }
     }
     Some(out)
 }

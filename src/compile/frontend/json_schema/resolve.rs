@@ -738,12 +738,50 @@ fn merge(
     }
     distribute_items(&mut a, &b);
     distribute_items(&mut b, &a);
-    let object_kw = |m: &Map<String, Value>| {
-        m.contains_key("properties")
-            || m.contains_key("additionalProperties")
-            || m.contains_key("patternProperties")
-    };
-    if object_kw(&a) && object_kw(&b) {
+    merge_object_keywords(&mut a, &b, pointer)?;
+    for (k, v) in b {
+        if matches!(k.as_str(), "properties" | "additionalProperties") && has_object_keywords(&a) {
+            if !a.contains_key(&k) {
+                a.insert(k, v);
+            }
+            continue;
+        }
+        let Some(old) = a.get(&k).cloned() else {
+            a.insert(k, v);
+            continue;
+        };
+        if old == v {
+            continue;
+        }
+        match merge_keyword(&k, old, v, pointer)? {
+            Merged::Value(merged) => {
+                a.insert(k, merged);
+            }
+            Merged::Enum(both) => {
+                a.remove(&k);
+                a.insert("enum".into(), Value::Array(both));
+            }
+        }
+    }
+    Ok(a)
+}
+
+/// Whether a keyword map has keywords that describe an object's properties.
+fn has_object_keywords(m: &Map<String, Value>) -> bool {
+    m.contains_key("properties")
+        || m.contains_key("additionalProperties")
+        || m.contains_key("patternProperties")
+}
+
+/// When both maps describe properties, writes their conjunction into `a`: each name's
+/// schemas conjoined (a name one side lacks gets that side's additionalProperties), and
+/// the additionalProperties conjoined.
+fn merge_object_keywords(
+    a: &mut Map<String, Value>,
+    b: &Map<String, Value>,
+    pointer: &str,
+) -> Result<(), SchemaError> {
+    if has_object_keywords(a) && has_object_keywords(b) {
         if a.contains_key("patternProperties") || b.contains_key("patternProperties") {
             return Err(unsupported(
                 "patternProperties",
@@ -751,13 +789,13 @@ fn merge(
                 "patternProperties inside allOf together with other object keywords",
             ));
         }
-        let (pa, pb) = (props_of(&a), props_of(&b));
+        let (pa, pb) = (props_of(a), props_of(b));
         let addl = |m: &Map<String, Value>| {
             m.get("additionalProperties")
                 .cloned()
                 .unwrap_or(Value::Bool(true))
         };
-        let (aa, ab) = (addl(&a), addl(&b));
+        let (aa, ab) = (addl(a), addl(b));
         let mut props = Map::new();
         for k in interleave(&pa, &pb) {
             let v = match (pa.get(&k), pb.get(&k)) {
@@ -776,126 +814,124 @@ fn merge(
             a.insert("additionalProperties".into(), merged);
         }
     }
-    for (k, v) in b {
-        if matches!(k.as_str(), "properties" | "additionalProperties") && object_kw(&a) {
-            if !a.contains_key(&k) {
-                a.insert(k, v);
-            }
-            continue;
+    Ok(())
+}
+
+/// What one keyword that both maps give, with different values, merges to.
+enum Merged {
+    Value(Value),
+    /// `enum`/`const` whose conjunction is not one value: the values both allow, as `enum`.
+    Enum(Vec<Value>),
+}
+
+/// The conjunction of keyword `k`'s two values `old` and `v` (strict: an error where it
+/// is not one value the lowering reads).
+fn merge_keyword(k: &str, old: Value, v: Value, pointer: &str) -> Result<Merged, SchemaError> {
+    Ok(Merged::Value(match k {
+        "type" => {
+            let (x, y) = (
+                type_set(Some(&old)).unwrap_or_default(),
+                type_set(Some(&v)).unwrap_or_default(),
+            );
+            Value::from(intersect_types(&x, &y))
         }
-        let Some(old) = a.get(&k).cloned() else {
-            a.insert(k, v);
-            continue;
-        };
-        if old == v {
-            continue;
-        }
-        let merged = match k.as_str() {
-            "type" => {
-                let (x, y) = (
-                    type_set(Some(&old)).unwrap_or_default(),
-                    type_set(Some(&v)).unwrap_or_default(),
-                );
-                Value::from(intersect_types(&x, &y))
-            }
-            "required" => {
-                let mut r: Vec<Value> = old.as_array().cloned().unwrap_or_default();
-                for x in v.as_array().cloned().unwrap_or_default() {
-                    if !r.contains(&x) {
-                        r.push(x);
-                    }
-                }
-                Value::Array(r)
-            }
-            "enum" | "const" => {
-                let list = |k: &str, v: &Value| match k {
-                    "const" => vec![v.clone()],
-                    _ => v.as_array().cloned().unwrap_or_default(),
-                };
-                let (x, y) = (list(&k, &old), list(&k, &v));
-                let both: Vec<Value> = x
-                    .into_iter()
-                    .filter(|e| y.iter().any(|f| json_equal(e, f)))
-                    .collect();
-                if k == "const" && both.len() == 1 {
-                    both[0].clone()
-                } else {
-                    a.remove(&k);
-                    a.insert("enum".into(), Value::Array(both));
-                    continue;
+        "required" => {
+            let mut r: Vec<Value> = old.as_array().cloned().unwrap_or_default();
+            for x in v.as_array().cloned().unwrap_or_default() {
+                if !r.contains(&x) {
+                    r.push(x);
                 }
             }
-            "minimum" | "minLength" | "minItems" | "minProperties" | "exclusiveMinimum"
-            | "maximum" | "maxLength" | "maxItems" | "maxProperties" | "exclusiveMaximum" => {
-                // The tighter bound: the larger lower bound, the smaller upper bound.
-                let lower = k.starts_with("min") || k == "exclusiveMinimum";
-                match (num(&old), num(&v)) {
-                    (Some(x), Some(y)) if (x >= y) == lower || x == y => old,
-                    (Some(_), Some(_)) => v,
-                    _ => {
+            Value::Array(r)
+        }
+        "enum" | "const" => {
+            let list = |k: &str, v: &Value| match k {
+                "const" => vec![v.clone()],
+                _ => v.as_array().cloned().unwrap_or_default(),
+            };
+            let (x, y) = (list(k, &old), list(k, &v));
+            let both: Vec<Value> = x
+                .into_iter()
+                .filter(|e| y.iter().any(|f| json_equal(e, f)))
+                .collect();
+            if k == "const" && both.len() == 1 {
+                both[0].clone()
+            } else {
+                return Ok(Merged::Enum(both));
+            }
+        }
+        "minimum" | "minLength" | "minItems" | "minProperties" | "exclusiveMinimum" | "maximum"
+        | "maxLength" | "maxItems" | "maxProperties" | "exclusiveMaximum" => {
+            // The tighter bound: the larger lower bound, the smaller upper bound.
+            let lower = k.starts_with("min") || k == "exclusiveMinimum";
+            match (num(&old), num(&v)) {
+                (Some(x), Some(y)) if (x >= y) == lower || x == y => old,
+                (Some(_), Some(_)) => v,
+                _ => {
+                    return Err(unsupported(
+                        k,
+                        pointer,
+                        "bounds of different kinds in allOf",
+                    ))
+                }
+            }
+        }
+        // ¬A ∧ ¬B = ¬(A ∨ B).
+        "not" => disjoin(&old, &v),
+        // Two `contains` may be met by two different items, and two patterns must both
+        // match: not one value but both, kept as a list (a form no schema spells; the
+        // array and string lowerings read it back with `contains_list`).
+        "contains" | "pattern" => {
+            let mut all = contains_list(&old);
+            for c in contains_list(&v) {
+                if !all.contains(&c) {
+                    all.push(c);
+                }
+            }
+            match all.len() {
+                1 => all.pop().expect("one element"),
+                _ => Value::Array(all),
+            }
+        }
+        "items" | "additionalItems" | "propertyNames" => {
+            if old.is_array() || v.is_array() {
+                return Err(unsupported(k, pointer, "two tuple forms in allOf"));
+            }
+            conjoin(&old, &v)
+        }
+        "properties" | "additionalProperties" => conjoin(&old, &v),
+        "uniqueItems" => Value::Bool(old == Value::Bool(true) || v == Value::Bool(true)),
+        // Multiples of two integers are the multiples of their least common multiple
+        // (a multiple of an integer is an integer).
+        "multipleOf" => match (old.as_u64(), v.as_u64()) {
+            (Some(x), Some(y)) if x > 0 && y > 0 => {
+                let (mut a, mut b) = (x, y);
+                while b != 0 {
+                    (a, b) = (b, a % b);
+                }
+                match (x / a).checked_mul(y) {
+                    Some(l) => Value::from(l),
+                    None => {
                         return Err(unsupported(
-                            &k,
+                            k,
                             pointer,
-                            "bounds of different kinds in allOf",
+                            "the multiples' common multiple overflows",
                         ))
                     }
                 }
             }
-            // ¬A ∧ ¬B = ¬(A ∨ B).
-            "not" => disjoin(&old, &v),
-            // Two `contains` may be met by two different items, and two patterns must both
-            // match: not one value but both, kept as a list (a form no schema spells; the
-            // array and string lowerings read it back with `contains_list`).
-            "contains" | "pattern" => {
-                let mut all = contains_list(&old);
-                for c in contains_list(&v) {
-                    if !all.contains(&c) {
-                        all.push(c);
-                    }
-                }
-                match all.len() {
-                    1 => all.pop().expect("one element"),
-                    _ => Value::Array(all),
-                }
-            }
-            "items" | "additionalItems" | "propertyNames" => {
-                if old.is_array() || v.is_array() {
-                    return Err(unsupported(&k, pointer, "two tuple forms in allOf"));
-                }
-                conjoin(&old, &v)
-            }
-            "properties" | "additionalProperties" => conjoin(&old, &v),
-            "uniqueItems" => Value::Bool(old == Value::Bool(true) || v == Value::Bool(true)),
-            // Multiples of two integers are the multiples of their least common multiple
-            // (a multiple of an integer is an integer).
-            "multipleOf" => match (old.as_u64(), v.as_u64()) {
-                (Some(x), Some(y)) if x > 0 && y > 0 => {
-                    let (mut a, mut b) = (x, y);
-                    while b != 0 {
-                        (a, b) = (b, a % b);
-                    }
-                    match (x / a).checked_mul(y) {
-                        Some(l) => Value::from(l),
-                        None => {
-                            return Err(unsupported(&k, pointer, "the multiples' common multiple overflows"))
-                        }
-                    }
-                }
-                _ => {
-                    return Err(unsupported(
-                        &k,
-                        pointer,
-                        "allOf members give it different values, and their conjunction is not one value",
-                    ))
-                }
-            },
             _ => return Err(unsupported(
-                &k,
+                k,
                 pointer,
                 "allOf members give it different values, and their conjunction is not one value",
             )),
-        };
-        a.insert(k, merged);
-    }
-    Ok(a)
+        },
+        _ => {
+            return Err(unsupported(
+                k,
+                pointer,
+                "allOf members give it different values, and their conjunction is not one value",
+            ))
+        }
+    }))
 }

@@ -190,6 +190,68 @@ impl<'a> Lowerer<'a> {
             let fracs = self.number(m, NumberSet::NonIntegers, &[], pointer)?;
             return Ok(Ebnf::Alt(vec![ints, fracs]));
         }
+        let (integer, div, divisible) = self.divisibility(m, set, not_multiples, pointer)?;
+        let (lo, hi) = number_bounds(m, pointer)?;
+        if lo.is_none() && hi.is_none() {
+            let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
+            let name = if integer { "INTEGER" } else { "NUMBER" };
+            return Ok(self.number_terminal(name, re, div, divisible));
+        }
+        let to_bound = |b, upper| integral_bound(b, upper, integer);
+        let fractional = |b: Option<(f64, bool)>| b.is_some_and(|(x, _)| x.fract() != 0.0);
+        if !integer
+            && (fractional(lo) || fractional(hi))
+            && [lo, hi]
+                .iter()
+                .flatten()
+                .all(|(x, _)| x.is_finite() && x.abs() <= BOUND_LIMIT)
+        {
+            return self.decimal_between(lo, hi, div, pointer);
+        }
+        let (Some(lb), Some(ub)) = (to_bound(lo, false), to_bound(hi, true)) else {
+            let kw = if lo.is_some_and(|(x, _)| x.fract() != 0.0 || x.abs() > BOUND_LIMIT) {
+                "minimum"
+            } else {
+                "maximum"
+            };
+            self.refuse(
+                kw,
+                pointer,
+                "a non-integer bound on a number is not compiled",
+            )?;
+            let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
+            return Ok(self.number_terminal("NUMBER", re, div, divisible));
+        };
+        let re = if integer {
+            integer_range(lb, ub)
+        } else {
+            decimal_range(lb, ub)
+        };
+        Ok(match re {
+            None => nothing(),
+            Some(re) => {
+                let name = format!(
+                    "{}[{:?}..{:?}]",
+                    if integer { "INTEGER" } else { "NUMBER" },
+                    lo,
+                    hi
+                );
+                self.number_terminal(&name, &re, div, divisible)
+            }
+        })
+    }
+
+    /// What `multipleOf` and the excluded multiples make of numbers in `set`: whether
+    /// they are integers, the languages every number terminal is intersected with (the
+    /// multiples by powers of ten, the non-integers), and the divisibility conditions
+    /// the lexer runs as remainder automata.
+    fn divisibility(
+        &mut self,
+        m: &Map<String, Value>,
+        set: NumberSet,
+        not_multiples: &[u32],
+        pointer: &str,
+    ) -> Result<(bool, Vec<String>, Vec<Divisibility>), SchemaError> {
         let mut integer = set == NumberSet::Integers;
         // Divisibility conditions the lexer runs as remainder automata.
         let mut divisible: Vec<Divisibility> = Vec::new();
@@ -234,110 +296,7 @@ impl<'a> Lowerer<'a> {
                 _ => return Err(invalid("multipleOf", pointer, "must be a positive number")),
             }
         }
-        // Bounds, as exact rationals limited to integers.
-        let mut lo: Option<(f64, bool)> = None;
-        let mut hi: Option<(f64, bool)> = None;
-        let num = |k: &str| -> Result<Option<f64>, SchemaError> {
-            match m.get(k) {
-                None => Ok(None),
-                Some(Value::Number(n)) => Ok(n.as_f64()),
-                Some(Value::Bool(_)) => Ok(None),
-                Some(_) => Err(invalid(k, pointer, "must be a number")),
-            }
-        };
-        let flag = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
-        if let Some(x) = num("minimum")? {
-            lo = Some((x, flag("exclusiveMinimum")));
-        }
-        if let Some(x) = num("maximum")? {
-            hi = Some((x, flag("exclusiveMaximum")));
-        }
-        if let Some(x) = num("exclusiveMinimum")? {
-            if lo.is_none_or(|(l, _)| x >= l) {
-                lo = Some((x, true));
-            }
-        }
-        if let Some(x) = num("exclusiveMaximum")? {
-            if hi.is_none_or(|(h, _)| x <= h) {
-                hi = Some((x, true));
-            }
-        }
-        if lo.is_none() && hi.is_none() {
-            let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
-            let name = if integer { "INTEGER" } else { "NUMBER" };
-            return Ok(self.number_terminal(name, re, div, divisible));
-        }
-        const LIMIT: f64 = 1e30;
-        let to_bound = |b: Option<(f64, bool)>, upper: bool| -> Option<Option<Bound>> {
-            match b {
-                None => Some(None),
-                Some((x, _)) if !x.is_finite() || x.abs() > LIMIT => None,
-                Some((x, excl)) if integer => {
-                    // Integers in the range: round the bound inward.
-                    let v = if upper {
-                        if excl && x.fract() == 0.0 {
-                            x - 1.0
-                        } else {
-                            x.floor()
-                        }
-                    } else if excl && x.fract() == 0.0 {
-                        x + 1.0
-                    } else {
-                        x.ceil()
-                    };
-                    Some(Some(Bound {
-                        value: v as i128,
-                        exclusive: false,
-                    }))
-                }
-                Some((x, excl)) if x.fract() == 0.0 => Some(Some(Bound {
-                    value: x as i128,
-                    exclusive: excl,
-                })),
-                Some(_) => None,
-            }
-        };
-        let fractional = |b: Option<(f64, bool)>| b.is_some_and(|(x, _)| x.fract() != 0.0);
-        if !integer
-            && (fractional(lo) || fractional(hi))
-            && [lo, hi]
-                .iter()
-                .flatten()
-                .all(|(x, _)| x.is_finite() && x.abs() <= LIMIT)
-        {
-            return self.decimal_between(lo, hi, div, pointer);
-        }
-        let (Some(lb), Some(ub)) = (to_bound(lo, false), to_bound(hi, true)) else {
-            let kw = if lo.is_some_and(|(x, _)| x.fract() != 0.0 || x.abs() > LIMIT) {
-                "minimum"
-            } else {
-                "maximum"
-            };
-            self.refuse(
-                kw,
-                pointer,
-                "a non-integer bound on a number is not compiled",
-            )?;
-            let re = if integer { ANY_INTEGER } else { ANY_NUMBER };
-            return Ok(self.number_terminal("NUMBER", re, div, divisible));
-        };
-        let re = if integer {
-            integer_range(lb, ub)
-        } else {
-            decimal_range(lb, ub)
-        };
-        Ok(match re {
-            None => nothing(),
-            Some(re) => {
-                let name = format!(
-                    "{}[{:?}..{:?}]",
-                    if integer { "INTEGER" } else { "NUMBER" },
-                    lo,
-                    hi
-                );
-                self.number_terminal(&name, &re, div, divisible)
-            }
-        })
+        Ok((integer, div, divisible))
     }
 
     /// A number terminal: `re` intersected with `also` (the multiples, when constrained).
@@ -636,4 +595,79 @@ pub(super) fn quoted_parts(
         .map(|h| quote("not", h))
         .collect::<Result<_, _>>()?;
     Ok((res, not_res))
+}
+
+/// A number schema's bounds, each `(value, exclusive)`: the tighter of `minimum` (with a
+/// draft-4 boolean `exclusiveMinimum`) and a numeric `exclusiveMinimum`, likewise above.
+fn number_bounds(
+    m: &Map<String, Value>,
+    pointer: &str,
+) -> Result<(NumBound, NumBound), SchemaError> {
+    let mut lo: Option<(f64, bool)> = None;
+    let mut hi: Option<(f64, bool)> = None;
+    let num = |k: &str| -> Result<Option<f64>, SchemaError> {
+        match m.get(k) {
+            None => Ok(None),
+            Some(Value::Number(n)) => Ok(n.as_f64()),
+            Some(Value::Bool(_)) => Ok(None),
+            Some(_) => Err(invalid(k, pointer, "must be a number")),
+        }
+    };
+    let flag = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
+    if let Some(x) = num("minimum")? {
+        lo = Some((x, flag("exclusiveMinimum")));
+    }
+    if let Some(x) = num("maximum")? {
+        hi = Some((x, flag("exclusiveMaximum")));
+    }
+    if let Some(x) = num("exclusiveMinimum")? {
+        if lo.is_none_or(|(l, _)| x >= l) {
+            lo = Some((x, true));
+        }
+    }
+    if let Some(x) = num("exclusiveMaximum")? {
+        if hi.is_none_or(|(h, _)| x <= h) {
+            hi = Some((x, true));
+        }
+    }
+    Ok((lo, hi))
+}
+
+/// A bound of a number schema: `(value, exclusive)`.
+type NumBound = Option<(f64, bool)>;
+
+/// Bounds past this magnitude are not compiled.
+const BOUND_LIMIT: f64 = 1e30;
+
+/// `b` as an integral bound (`Some(None)` when absent): for integers rounded inward and
+/// inclusive; `None` when it is not finite, past [`BOUND_LIMIT`], or fractional on a
+/// number.
+fn integral_bound(b: NumBound, upper: bool, integer: bool) -> Option<Option<Bound>> {
+    match b {
+        None => Some(None),
+        Some((x, _)) if !x.is_finite() || x.abs() > BOUND_LIMIT => None,
+        Some((x, excl)) if integer => {
+            // Integers in the range: round the bound inward.
+            let v = if upper {
+                if excl && x.fract() == 0.0 {
+                    x - 1.0
+                } else {
+                    x.floor()
+                }
+            } else if excl && x.fract() == 0.0 {
+                x + 1.0
+            } else {
+                x.ceil()
+            };
+            Some(Some(Bound {
+                value: v as i128,
+                exclusive: false,
+            }))
+        }
+        Some((x, excl)) if x.fract() == 0.0 => Some(Some(Bound {
+            value: x as i128,
+            exclusive: excl,
+        })),
+        Some(_) => None,
+    }
 }

@@ -4,15 +4,15 @@
 
 use std::collections::BTreeSet;
 
-use stackmask::compile::dwa::terminal_trie::{
+use super::{
     build_trie, start_positions, EmitId, EmitTable, TerminalTrie, TrieNode,
 };
-use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
-use stackmask::ids::LexStateId;
-use stackmask::lexer::{lex, LexErrorKind, LexPos, LexerDfa};
-use stackmask::vocab::Vocab;
+use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
+use crate::ids::LexStateId;
+use crate::lexer::{lex, LexErrorKind, LexPos, LexerDfa};
+use crate::vocab::Vocab;
 
-use super::common::shared_dir;
+use crate::test_support::shared_dir;
 
 fn all_outcomes(
     trie: &TerminalTrie,
@@ -250,8 +250,8 @@ fn walk_cases(vocab: &Vocab) -> Vec<WalkCase> {
     ]
     .into_iter()
     .map(|(name, text, format)| {
-        use stackmask::compile::dwa::position_equiv::end_reps;
-        use stackmask::compile::dwa::terminal_trie::WalkShare;
+        use crate::compile::dwa::position_equiv::end_reps;
+        use super::WalkShare;
         let g = compile_grammar(&text, format).unwrap();
         let tables = build_glr_tables(&g).unwrap();
         let emits = EmitTable::new(&tables.lexer);
@@ -271,10 +271,10 @@ fn walk_cases(vocab: &Vocab) -> Vec<WalkCase> {
 /// One grammar of [`walk_cases`], ready to walk.
 struct WalkCase {
     name: &'static str,
-    tables: stackmask::glr::Tables,
+    tables: crate::glr::Tables,
     emits: EmitTable,
     reps: Vec<LexStateId>,
-    share: stackmask::compile::dwa::terminal_trie::WalkShare,
+    share: super::WalkShare,
 }
 
 /// Walks shared between lexer states alike to each length bucket's depth give the same
@@ -282,8 +282,8 @@ struct WalkCase {
 /// [`walk_cases`]).
 #[test]
 fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
-    use stackmask::compile::dwa::position_equiv::canonical_end;
-    use stackmask::compile::dwa::terminal_trie::{build_tries, build_tries_shared};
+    use crate::compile::dwa::position_equiv::canonical_end;
+    use super::{build_tries, build_tries_shared};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
     let tokens = gpt2.parts();
     assert!(tokens.buckets() > 3, "buckets {:?}", tokens.bounds());
@@ -315,7 +315,7 @@ fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
 /// (on [`walk_cases`]).
 #[test]
 fn walk_pairs_are_numbered_byte_by_byte() {
-    use stackmask::compile::dwa::terminal_trie::Walks;
+    use super::Walks;
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
     let tokens = gpt2.parts();
     for c in walk_cases(&gpt2) {
@@ -360,9 +360,9 @@ fn walk_pairs_are_numbered_byte_by_byte() {
 /// atoms, numbered alike; the counted grammar has such walks.
 #[test]
 fn atom_tries_expand_to_the_canonical_token_tries() {
-    use stackmask::compile::dwa::position_equiv::canonical_end;
-    use stackmask::compile::dwa::terminal_trie::{build_tries_shared, Walks};
-    use stackmask::compile::dwa::token_atoms::{alike_positions, atomize, NO_ATOM};
+    use crate::compile::dwa::position_equiv::canonical_end;
+    use super::{build_tries_shared, Walks};
+    use crate::compile::dwa::token_atoms::{alike_positions, atomize, NO_ATOM};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
     let tokens = gpt2.parts();
     let mut read_counted = false;
@@ -436,9 +436,9 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
 /// it merges most of the positions near the count's end that walk sharing kept apart.
 #[test]
 fn alike_positions_have_equal_canonical_tries() {
-    use stackmask::compile::dwa::position_equiv::canonical_end;
-    use stackmask::compile::dwa::terminal_trie::build_tries_shared;
-    use stackmask::compile::dwa::token_atoms::alike_positions;
+    use crate::compile::dwa::position_equiv::canonical_end;
+    use super::build_tries_shared;
+    use crate::compile::dwa::token_atoms::alike_positions;
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
     let tokens = gpt2.parts();
     let mut merged_counted = None;

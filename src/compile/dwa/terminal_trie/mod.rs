@@ -62,6 +62,7 @@ impl EmitTable {
     }
 
     /// The emission with exactly these (sorted) terminals, if some state emits it.
+    #[cfg(test)]
     pub fn id_of(&self, terms: &[TerminalId]) -> Option<EmitId> {
         self.sets
             .iter()
@@ -90,27 +91,40 @@ pub struct TrieNode<S = RoaringBitmap> {
 /// The terminal trie of one start position. Node 0 is the root (no lexeme emitted yet).
 #[derive(Debug, Clone)]
 pub struct TerminalTrie<S = RoaringBitmap> {
-    /// Where the tokens start.
+    /// Where the tokens start (read by the tests' outcome checks).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub start: LexPos,
     /// The nodes.
     pub nodes: Vec<TrieNode<S>>,
 }
 
 impl TerminalTrie {
-    /// The node reached by a sequence of emissions from the root.
-    pub fn walk(&self, path: &[EmitId]) -> Option<usize> {
-        let mut n = 0usize;
-        for e in path {
-            let c = &self.nodes[n].children;
-            let i = c.binary_search_by_key(e, |(x, _)| *x).ok()?;
-            n = c[i].1 as usize;
+    /// Every `(emission path, final position)` outcome of token `t` (linear in the trie
+    /// size).
+    #[cfg(test)]
+    pub fn outcomes_of(&self, t: crate::ids::TokenId) -> Vec<(Vec<EmitId>, LexPos)> {
+        let mut out = Vec::new();
+        let mut stack: Vec<(usize, Vec<EmitId>)> = vec![(0, Vec::new())];
+        while let Some((n, path)) = stack.pop() {
+            for (pos, set) in &self.nodes[n].finals {
+                if set.contains(t.as_u32()) {
+                    out.push((path.clone(), *pos));
+                }
+            }
+            for (e, c) in &self.nodes[n].children {
+                let mut p = path.clone();
+                p.push(*e);
+                stack.push((*c as usize, p));
+            }
         }
-        Some(n)
+        out.sort();
+        out
     }
 
     /// Replaces every final position by `canon(pos)`, merging the token sets of finals
     /// that then coincide at a node (sorted by position, so equal outcomes give equal
     /// nodes whatever the positions were before).
+    #[cfg(test)]
     pub fn canonicalize_finals(&mut self, canon: impl Fn(LexPos) -> LexPos) {
         for n in &mut self.nodes {
             if n.finals.is_empty() {
@@ -129,26 +143,6 @@ impl TerminalTrie {
         }
     }
 
-    /// Every `(emission path, final position)` outcome of token `t` (for tests and
-    /// debugging; linear in the trie size).
-    pub fn outcomes_of(&self, t: TokenId) -> Vec<(Vec<EmitId>, LexPos)> {
-        let mut out = Vec::new();
-        let mut stack: Vec<(usize, Vec<EmitId>)> = vec![(0, Vec::new())];
-        while let Some((n, path)) = stack.pop() {
-            for (pos, set) in &self.nodes[n].finals {
-                if set.contains(t.as_u32()) {
-                    out.push((path.clone(), *pos));
-                }
-            }
-            for (e, c) in &self.nodes[n].children {
-                let mut p = path.clone();
-                p.push(*e);
-                stack.push((*c as usize, p));
-            }
-        }
-        out.sort();
-        out
-    }
 }
 
 /// Where a walk stands after some bytes of a token: the pending lexeme's state and the
@@ -384,6 +378,7 @@ fn after_first_byte(lexer: &LexerDfa, start: LexPos, b: u8) -> Option<LexStateId
 }
 
 /// Builds the terminal trie of tokens starting at `start`.
+#[cfg(test)]
 pub fn build_trie(
     lexer: &LexerDfa,
     emits: &EmitTable,
@@ -739,11 +734,6 @@ impl<'t> Walks<'t> {
         self.starts.len()
     }
 
-    /// True when no position can take any token.
-    pub fn is_empty(&self) -> bool {
-        self.starts.is_empty()
-    }
-
     /// The state walk `w`'s tokens' first byte enters.
     pub fn start(&self, w: usize) -> LexStateId {
         self.starts[w]
@@ -782,3 +772,6 @@ pub fn build_all(lexer: &LexerDfa, vocab: &Vocab) -> (EmitTable, Vec<TerminalTri
     let tries = build_tries(lexer, &emits, vocab.parts(), &start_positions(lexer));
     (emits, tries)
 }
+
+#[cfg(test)]
+mod tests;
