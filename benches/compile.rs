@@ -4,8 +4,8 @@
 //! tokenizer-only work (token byte order) already cached in the vocabulary.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use stackmask::compile::Compiler;
 use stackmask::compile::frontend::json_schema::{self, SchemaOptions};
+use stackmask::compile::Compiler;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::vocab::Vocab;
 

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use stackmask::compile::Compiler;
 use stackmask::compile::frontend::json_schema::{self, SchemaOptions};
+use stackmask::compile::Compiler;
 use stackmask::compile::{build_glr_tables, compile_grammar, Grammar, GrammarFormat, BUILTIN_JSON};
 use stackmask::runtime::Matcher;
 use stackmask::vocab::Vocab;

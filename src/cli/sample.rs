@@ -12,8 +12,8 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
-use stackmask::compile::DwaLimits;
 use stackmask::compile::Compiler;
+use stackmask::compile::DwaLimits;
 use stackmask::glr::walk::{self, SortedTokens};
 use stackmask::glr::GlrState;
 use stackmask::ids::TokenId;

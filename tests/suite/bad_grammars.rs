@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 use stackmask::compile::{
-    compile_grammar, compile_grammar_bytes, build_lexer, GrammarError, GrammarFormat,
+    build_lexer, compile_grammar, compile_grammar_bytes, GrammarError, GrammarFormat,
 };
 
 use super::common::load_toml;

@@ -410,8 +410,8 @@ fn masks_agree_with_reference_at_sampled_steps() {
 /// documents, the matcher's mask is bit-identical to the reference mask, EOS included.
 #[test]
 fn dwa_masks_equal_reference_masks() {
-    use stackmask::compile::{Compiler, DwaLimits};
     use stackmask::compile::SplitMode;
+    use stackmask::compile::{Compiler, DwaLimits};
     use stackmask::dwa::walk_cache::WalkCache;
     use stackmask::runtime::{fill_mask_words_cached, CompiledGrammar, Matcher};
     let words_to_set = |w: &[u32]| -> roaring::RoaringBitmap {
@@ -446,7 +446,9 @@ fn dwa_masks_equal_reference_masks() {
                 ..DwaLimits::default()
             };
             let dwa = Arc::new(
-                Compiler::new(v).with_limits(limits).automaton(&case.tables)
+                Compiler::new(v)
+                    .with_limits(limits)
+                    .automaton(&case.tables)
                     .unwrap_or_else(|e| panic!("{}: {e}", case.name)),
             );
             // Every string state the lexer can split, split (`compile::dwa::string_split`;
@@ -457,7 +459,9 @@ fn dwa_masks_equal_reference_masks() {
                     .into_iter()
                     .map(|(name, split)| {
                         let limits = DwaLimits { split, ..limits };
-                        let d = Compiler::new(v).with_limits(limits).automaton(&case.tables)
+                        let d = Compiler::new(v)
+                            .with_limits(limits)
+                            .automaton(&case.tables)
                             .unwrap_or_else(|e| panic!("{} {name}: {e}", case.name));
                         if d.split().is_some() {
                             split_cases.insert(case.name.clone());
@@ -569,8 +573,8 @@ fn dwa_masks_equal_reference_masks() {
 /// checked against the reference by `dwa_masks_equal_reference_masks`.
 #[test]
 fn split_string_states_mask_as_unsplit_ones_at_every_step() {
-    use stackmask::compile::{Compiler, DwaLimits};
     use stackmask::compile::SplitMode;
+    use stackmask::compile::{Compiler, DwaLimits};
     use stackmask::runtime::Matcher;
     let dir = shared_dir().join("tokenizers");
     let vocabs: Vec<Vocab> = ["gpt2.json", "llama3.json"]
@@ -585,7 +589,12 @@ fn split_string_states_mask_as_unsplit_ones_at_every_step() {
                     split,
                     ..DwaLimits::default()
                 };
-                Arc::new(Compiler::new(v).with_limits(limits).automaton(&case.tables).unwrap())
+                Arc::new(
+                    Compiler::new(v)
+                        .with_limits(limits)
+                        .automaton(&case.tables)
+                        .unwrap(),
+                )
             };
             let split = build(SplitMode::Always);
             if split.split().is_none() {

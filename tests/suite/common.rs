@@ -50,8 +50,11 @@ pub fn json_gpt2() -> (stackmask::runtime::CompiledGrammar, stackmask::vocab::Vo
         stackmask::vocab::Vocab::load(&resolve("shared:tokenizers/gpt2.json")).expect("gpt2 loads");
     let g = compile_grammar(BUILTIN_JSON, GrammarFormat::Lark).expect("json grammar");
     let tables = Arc::new(build_glr_tables(&g).expect("tables"));
-    let dwa =
-        Arc::new(stackmask::compile::Compiler::new(&vocab).automaton(&tables).expect("automaton"));
+    let dwa = Arc::new(
+        stackmask::compile::Compiler::new(&vocab)
+            .automaton(&tables)
+            .expect("automaton"),
+    );
     (
         stackmask::runtime::CompiledGrammar::new(tables, dwa, &vocab),
         vocab,

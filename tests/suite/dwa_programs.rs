@@ -52,8 +52,11 @@ fn dwa_masks_equal_reference_on_programs() {
             Some(seed) => random_segmentation(&vocab, &doc, seed.parse().unwrap()).unwrap(),
             None => vocab.encode(std::str::from_utf8(&doc).unwrap()).unwrap(),
         };
-        let dwa =
-            Arc::new(Compiler::new(&vocab).automaton(&tables).unwrap_or_else(|e| panic!("{}: {e}", c.name)));
+        let dwa = Arc::new(
+            Compiler::new(&vocab)
+                .automaton(&tables)
+                .unwrap_or_else(|e| panic!("{}: {e}", c.name)),
+        );
         let reference = Reference::new(&g, &tables.lexer);
         let mut m = Matcher::new(tables.clone(), dwa);
         let mut p = reference.empty();

@@ -2,7 +2,7 @@
 //! language as expected) or fails with the expected named error.
 
 use serde::Deserialize;
-use stackmask::compile::{compile_grammar, build_lexer, GrammarFormat};
+use stackmask::compile::{build_lexer, compile_grammar, GrammarFormat};
 use stackmask::lexer::lex;
 
 use super::common::{data_dir, load_toml, shared_dir};

@@ -2,7 +2,7 @@
 //! and emitted terminals) or the byte offset of the error.
 
 use serde::Deserialize;
-use stackmask::compile::{compile_grammar, build_lexer, GrammarFormat};
+use stackmask::compile::{build_lexer, compile_grammar, GrammarFormat};
 use stackmask::lexer::{lex, LexErrorKind};
 
 use super::common::data_dir;

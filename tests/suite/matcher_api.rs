@@ -182,7 +182,11 @@ UNIT: "\"celsius\"" | "\"fahrenheit\""
 "#;
     let g = compile_grammar(grammar, GrammarFormat::Lark).unwrap();
     let tables = Arc::new(build_glr_tables(&g).unwrap());
-    let dwa = Arc::new(stackmask::compile::Compiler::new(&vocab).automaton(&tables).unwrap());
+    let dwa = Arc::new(
+        stackmask::compile::Compiler::new(&vocab)
+            .automaton(&tables)
+            .unwrap(),
+    );
     let doc = r#"<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}</tool_call>"#;
     let ids = vocab.encode(doc).unwrap();
     let mut m = Matcher::new(tables, dwa);
@@ -236,7 +240,11 @@ fn is_rejected_marks_viable_prefixes_without_completion() {
         &[TokenId::new(5)],
     )
     .unwrap();
-    let dwa = Arc::new(stackmask::compile::Compiler::new(&vocab).automaton(&tables).unwrap());
+    let dwa = Arc::new(
+        stackmask::compile::Compiler::new(&vocab)
+            .automaton(&tables)
+            .unwrap(),
+    );
     let mut m = Matcher::new(tables, dwa);
     assert!(!m.is_rejected());
     m.commit(&vocab, TokenId::new(0)).unwrap();

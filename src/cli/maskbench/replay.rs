@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use stackmask::compile::DwaLimits;
 use stackmask::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
+use stackmask::compile::DwaLimits;
 use stackmask::compile::{Compiler, GrammarError};
 use stackmask::glr::{GlrState, Tables};
 use stackmask::ids::TokenId;

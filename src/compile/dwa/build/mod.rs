@@ -43,7 +43,7 @@ use crate::compile::dwa::position_equiv::{canonical_end, end_reps};
 use crate::compile::dwa::stack_top_equiv::{
     actionable_terminals, canonical_productions, class_representatives, state_classes,
 };
-use crate::compile::dwa::string_split::{self, SplitMode, SplitPlan, SplitLexer};
+use crate::compile::dwa::string_split::{self, SplitLexer, SplitMode, SplitPlan};
 use crate::compile::dwa::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
 use crate::compile::dwa::token_atoms::{alike_positions, atomize, Atoms, WalkOutcomes};
 use crate::compile::dwa::token_classes::{classify, ClassList, Shape};

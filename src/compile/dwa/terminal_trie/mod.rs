@@ -142,7 +142,6 @@ impl TerminalTrie {
             n.finals = merged;
         }
     }
-
 }
 
 /// Where a walk stands after some bytes of a token: the pending lexeme's state and the

@@ -4,9 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{
-    build_trie, start_positions, EmitId, EmitTable, TerminalTrie, TrieNode,
-};
+use super::{build_trie, start_positions, EmitId, EmitTable, TerminalTrie, TrieNode};
 use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat, BUILTIN_JSON};
 use crate::ids::LexStateId;
 use crate::lexer::{lex, LexErrorKind, LexPos, LexerDfa};
@@ -250,8 +248,8 @@ fn walk_cases(vocab: &Vocab) -> Vec<WalkCase> {
     ]
     .into_iter()
     .map(|(name, text, format)| {
-        use crate::compile::dwa::position_equiv::end_reps;
         use super::WalkShare;
+        use crate::compile::dwa::position_equiv::end_reps;
         let g = compile_grammar(&text, format).unwrap();
         let tables = build_glr_tables(&g).unwrap();
         let emits = EmitTable::new(&tables.lexer);
@@ -282,8 +280,8 @@ struct WalkCase {
 /// [`walk_cases`]).
 #[test]
 fn shared_walks_give_the_canonical_tries_of_unshared_ones() {
-    use crate::compile::dwa::position_equiv::canonical_end;
     use super::{build_tries, build_tries_shared};
+    use crate::compile::dwa::position_equiv::canonical_end;
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
     let tokens = gpt2.parts();
     assert!(tokens.buckets() > 3, "buckets {:?}", tokens.bounds());
@@ -360,8 +358,8 @@ fn walk_pairs_are_numbered_byte_by_byte() {
 /// atoms, numbered alike; the counted grammar has such walks.
 #[test]
 fn atom_tries_expand_to_the_canonical_token_tries() {
-    use crate::compile::dwa::position_equiv::canonical_end;
     use super::{build_tries_shared, Walks};
+    use crate::compile::dwa::position_equiv::canonical_end;
     use crate::compile::dwa::token_atoms::{alike_positions, atomize, NO_ATOM};
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
     let tokens = gpt2.parts();
@@ -436,8 +434,8 @@ fn atom_tries_expand_to_the_canonical_token_tries() {
 /// it merges most of the positions near the count's end that walk sharing kept apart.
 #[test]
 fn alike_positions_have_equal_canonical_tries() {
-    use crate::compile::dwa::position_equiv::canonical_end;
     use super::build_tries_shared;
+    use crate::compile::dwa::position_equiv::canonical_end;
     use crate::compile::dwa::token_atoms::alike_positions;
     let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
     let tokens = gpt2.parts();

@@ -697,7 +697,6 @@ impl WalkOutcomes {
     pub fn is_empty(&self) -> bool {
         self.class.is_empty()
     }
-
 }
 
 /// Which walk each of a byte's `num_groups` position groups enters a part with
@@ -1154,7 +1153,6 @@ impl Atoms {
     pub fn len(&self) -> usize {
         self.first_byte.len()
     }
-
 }
 
 #[cfg(test)]
