@@ -31,6 +31,10 @@ pub struct GrammarArgs {
     /// JSON Schema: no whitespace between tokens.
     #[arg(long)]
     pub compact: bool,
+    /// A droppable terminal (repeatable): shifted where some live parse can shift it,
+    /// skipped where none can. SynCode's Go grammar needs `--droppable EOS`.
+    #[arg(long)]
+    pub droppable: Vec<String>,
 }
 
 /// `--tokenizer` and `--eos`, shared by the commands that load a vocabulary.
@@ -94,6 +98,15 @@ pub fn grammar_text(spec: &str, format: Option<Format>) -> Result<(String, Gramm
 /// Compiles a grammar's text into the IR, honouring the JSON Schema options
 /// (`--lenient` drops are listed on stderr).
 pub fn grammar_ir(args: &GrammarArgs) -> Result<compile::Grammar, String> {
+    let spec = args.grammar.as_str();
+    let mut g = grammar_ir_plain(args)?;
+    g.set_droppable(&args.droppable)
+        .map_err(|e| format!("{spec}: --droppable: {e}"))?;
+    Ok(g)
+}
+
+/// [`grammar_ir`] before the token-stream options (`--droppable`).
+fn grammar_ir_plain(args: &GrammarArgs) -> Result<compile::Grammar, String> {
     let spec = args.grammar.as_str();
     let (text, format) = grammar_text(spec, args.format)?;
     if format != GrammarFormat::JsonSchema {

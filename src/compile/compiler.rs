@@ -35,6 +35,7 @@ pub struct Compiler<'v> {
     lexer: LexerOptions,
     limits: DwaLimits,
     schema: SchemaOptions,
+    droppable: Vec<String>,
 }
 
 impl<'v> Compiler<'v> {
@@ -47,6 +48,7 @@ impl<'v> Compiler<'v> {
             lexer: LexerOptions::for_vocab(vocab),
             limits: DwaLimits::default(),
             schema: SchemaOptions::default(),
+            droppable: Vec::new(),
         }
     }
 
@@ -69,6 +71,17 @@ impl<'v> Compiler<'v> {
         self
     }
 
+    /// With these terminals droppable in grammars from text ([`Self::grammar`],
+    /// [`Self::compile`]): shifted where some live parse can shift them, skipped where
+    /// none can (SynCode's Go grammar: `EOS`). IR passed in directly is taken as it is
+    /// ([`Grammar::set_droppable`]). The mask automaton does not carry droppable
+    /// terminals yet: [`Self::automaton`] refuses them with
+    /// [`GrammarError::Unsupported`], [`Self::tables`] (commit, the reference) takes them.
+    pub fn with_droppable(mut self, names: &[&str]) -> Self {
+        self.droppable = names.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
     /// The vocabulary this compiler compiles for.
     pub fn vocab(&self) -> &'v Vocab {
         self.vocab
@@ -87,12 +100,14 @@ impl<'v> Compiler<'v> {
     /// Grammar text in `format` → the grammar IR (JSON Schemas with this compiler's
     /// schema options).
     pub fn grammar(&self, text: &str, format: GrammarFormat) -> Result<Grammar, GrammarError> {
-        match format {
+        let mut g = match format {
             GrammarFormat::JsonSchema => json_schema::compile(text, &self.schema)
                 .map(|l| l.grammar)
-                .map_err(GrammarError::from),
-            other => super::compile_grammar(text, other),
-        }
+                .map_err(GrammarError::from)?,
+            other => super::compile_grammar(text, other)?,
+        };
+        g.set_droppable(&self.droppable)?;
+        Ok(g)
     }
 
     /// Grammar text in `format` → a compiled grammar for the vocabulary.

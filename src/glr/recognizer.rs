@@ -5,7 +5,9 @@
 //! the lexeme it completes could still grow, the configuration forks (DESIGN.md §1): one
 //! branch emits now and inhibits every byte that would have extended the lexeme, the other
 //! keeps growing, and the next byte kills exactly one of them. Lexically ambiguous lexemes
-//! are shifted as each of their terminals; ignored terminals leave the stacks as they are.
+//! are shifted as each of their terminals; ignored terminals leave the stacks as they are,
+//! and so do droppable ones that no stack of the configuration can shift (its stacks are
+//! every live parse of the lexemes so far: maximal munch lexes a prefix one way).
 //!
 //! A configuration is *viable* when some terminal that can come next lexically (see
 //! [`crate::lexer::LexFollow`]) can be shifted by some of its stacks, or end of input is
@@ -283,7 +285,9 @@ impl GlrState {
         (heads, memo)
     }
 
-    /// The stacks after a lexeme emitted as `terms` (ignored ones keep the stacks).
+    /// The stacks after a lexeme emitted as `terms`: each terminal the stacks can take is
+    /// shifted, and the stacks stay as they are besides when one of the terminals is
+    /// ignored, or droppable and no stack can take it.
     fn emit(&self, heads: &[Arc<Node>], terms: &[TerminalId]) -> Heads {
         let lx = &self.tables.lexer;
         let real: smallvec::SmallVec<[TerminalId; 2]> = terms
@@ -291,12 +295,16 @@ impl GlrState {
             .copied()
             .filter(|&t| !lx.is_ignored(t))
             .collect();
+        let lr = &self.tables.lr;
         let mut out = if real.is_empty() {
             Heads::new()
         } else {
-            step::shift(&self.tables.lr, heads, &real)
+            step::shift(lr, heads, &real)
         };
-        if real.len() < terms.len() {
+        let dropped = real
+            .iter()
+            .any(|&t| lx.is_droppable(t) && !step::can_consume(lr, heads, t));
+        if real.len() < terms.len() || dropped {
             out.extend(heads.iter().cloned());
             out = merge_heads(out);
         }

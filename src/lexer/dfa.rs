@@ -14,6 +14,9 @@ pub struct LexTerminal {
     pub name: String,
     /// Ignored terminals are lexed but never handed to the parser.
     pub ignored: bool,
+    /// Droppable terminals are shifted where some live parse can shift them and skipped
+    /// where none can (never ignored too).
+    pub droppable: bool,
 }
 
 /// Why a set of lexer tables is not a valid [`LexerDfa`].
@@ -286,6 +289,9 @@ impl LexerDfa {
         if self.emit.iter().any(|t| t.index() >= self.terminals.len()) {
             return bad("emitted terminal out of range");
         }
+        if self.terminals.iter().any(|t| t.ignored && t.droppable) {
+            return bad("a terminal both ignored and droppable");
+        }
         if self.extendable.len() != n {
             return bad("extendable table size");
         }
@@ -513,6 +519,16 @@ impl LexerDfa {
     /// Whether a terminal is ignored.
     pub fn is_ignored(&self, t: TerminalId) -> bool {
         self.terminals[t.index()].ignored
+    }
+
+    /// Whether terminal `t` is droppable (see [`LexTerminal::droppable`]).
+    pub fn is_droppable(&self, t: TerminalId) -> bool {
+        self.terminals[t.index()].droppable
+    }
+
+    /// Whether any terminal is droppable.
+    pub fn has_droppable(&self) -> bool {
+        self.terminals.iter().any(|t| t.droppable)
     }
 }
 

@@ -7,7 +7,9 @@
 //! byte, reached possibly through ignored lexemes; end of input is always possible. Inside
 //! a *pending* lexeme that grows by at least one more byte, the next terminal is one the
 //! lexeme can still complete into, or, if it completes into an ignored terminal, whatever
-//! can follow that boundary. End of input is the extra bit `num_terminals`.
+//! can follow that boundary. A droppable terminal counts as itself and, since the parser
+//! may skip it, as transparent as an ignored one. End of input is the extra bit
+//! `num_terminals`.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,8 @@
 //! What can come next lexically, found by plain search over the lexer DFA (a deliberately
 //! different computation from the table the GLR recognizer uses): from a boundary, try
 //! every allowed first byte; from a pending lexeme, explore every byte string; step through
-//! ignored lexemes.
+//! ignored lexemes, and through droppable ones (a parse may skip them) while also
+//! counting them as next terminals.
 //!
 //! The search runs over explicit lexer states: a counted run's iterations all reach what
 //! their template reaches once the run's exits are followed too (`LexerDfa::next_exit`),
@@ -22,10 +23,11 @@ enum Node {
     Lexeme(LexStateId),
 }
 
-/// The next terminals, and whether end of input can come next (after ignored lexemes).
+/// The next terminals, and whether end of input can come next (after ignored or
+/// droppable lexemes).
 #[derive(Debug, Clone, Default)]
 pub struct Next {
-    /// Non-ignored terminals that can be the next one.
+    /// Non-ignored terminals that can be the next one (after droppable lexemes too).
     pub terminals: Vec<TerminalId>,
     /// Whether the input can end before any further terminal.
     pub eof: bool,
@@ -68,10 +70,11 @@ fn search(lexer: &LexerDfa, starts: Vec<Node>) -> Next {
             }
             Node::Lexeme(q) => {
                 for &t in lexer.emits(q) {
-                    if lexer.is_ignored(t) {
+                    if lexer.is_ignored(t) || lexer.is_droppable(t) {
                         let inh = lexer_can_grow(lexer, q).then_some(q);
                         work.push(Node::Boundary(inh));
-                    } else if !out.terminals.contains(&t) {
+                    }
+                    if !lexer.is_ignored(t) && !out.terminals.contains(&t) {
                         out.terminals.push(t);
                     }
                 }

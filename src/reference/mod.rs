@@ -81,14 +81,19 @@ impl Reference {
             .clone()
     }
 
-    /// Reads one closed lexeme (its emitted terminals) into the chart.
+    /// Reads one closed lexeme (its emitted terminals) into the chart. An ignored terminal
+    /// lets the lexeme be skipped; so does a droppable one that no parse expects here
+    /// (one that some parse expects is read, and parses that cannot read it end).
     fn read_lexeme(&self, chart: &mut Chart, terms: &[TerminalId]) -> bool {
         let real: Vec<TerminalId> = terms
             .iter()
             .copied()
             .filter(|&t| !self.lexer.is_ignored(t))
             .collect();
-        let skippable = real.len() < terms.len();
+        let dropped = real
+            .iter()
+            .any(|&t| self.lexer.is_droppable(t) && !self.earley.expects(chart, t));
+        let skippable = real.len() < terms.len() || dropped;
         self.earley.advance(chart, &real, skippable)
     }
 

@@ -16,6 +16,9 @@ pub struct Workload {
     pub grammar: String,
     /// `lark`, `gbnf`, `json-schema` or `regex` (default: from the file name).
     pub format: Option<String>,
+    /// Droppable terminals (`--droppable`).
+    #[serde(default)]
+    pub droppable: Vec<String>,
     /// A tokenizer file or `builtin:o200k`.
     pub tokenizer: String,
     /// The document decoded token by token.

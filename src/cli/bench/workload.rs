@@ -134,6 +134,7 @@ pub fn load_inputs(w: &Workload) -> Result<(Vocab, load::Loaded), String> {
             format: format_of(w)?,
             lenient: false,
             compact: false,
+            droppable: w.droppable.clone(),
         },
         &vocab,
     )?;

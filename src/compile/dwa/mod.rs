@@ -65,7 +65,7 @@ pub(crate) mod token_classes;
 pub(crate) mod weight_table;
 
 /// The sizes of the terminal tries of every start position of a lexer over a vocabulary
-/// (what `stackmask info` reports): each start position's trie of token bytes, grouped
+/// (what `stackmask grammar` reports): each start position's trie of token bytes, grouped
 /// by the lexemes the tokens emit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrieSummary {

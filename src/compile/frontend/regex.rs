@@ -74,6 +74,7 @@ pub fn compile(pattern: &str) -> Result<Grammar, GrammarError> {
             regex: printable(&body).to_string(),
             priority: Priority::default(),
             ignored: false,
+            droppable: false,
             also: Vec::new(),
             except: Vec::new(),
             counted: None,

@@ -5,7 +5,7 @@
 //! and a plain BNF over terminals and nonterminals: EBNF operators have already been
 //! expanded by `crate::compile::grammar::ebnf`. The grammar may be ambiguous; it need not be LR(k).
 
-use crate::compile::error::Span;
+use crate::compile::error::{GrammarError, Span};
 use crate::ids::{NonterminalId, ProductionId, TerminalId};
 
 /// How terminals are ranked when one lexeme matches several of them: `user` first (the
@@ -31,6 +31,9 @@ pub struct Terminal {
     pub priority: Priority,
     /// Ignored terminals are lexed but never handed to the parser.
     pub ignored: bool,
+    /// Droppable terminals are handed to the parser where some live parse can shift them
+    /// and skipped where none can (SynCode's Go `EOS`; DESIGN.md §1). Never ignored too.
+    pub droppable: bool,
     /// Further patterns every lexeme must also match in full: the terminal is the
     /// intersection of `regex` and these (empty for all but JSON Schema's
     /// `pattern` beside a length or a `format`).
@@ -134,6 +137,34 @@ pub struct Grammar {
 }
 
 impl Grammar {
+    /// Marks the terminals named in `names` droppable (see [`Terminal::droppable`]).
+    /// A name no terminal has, or an ignored terminal, is an error, and then nothing
+    /// changes.
+    pub fn set_droppable(&mut self, names: &[String]) -> Result<(), GrammarError> {
+        let mut ids = Vec::with_capacity(names.len());
+        for name in names {
+            let Some(i) = self.terminals.iter().position(|t| &t.name == name) else {
+                return Err(GrammarError::Undefined {
+                    span: Span::default(),
+                    kind: "terminal",
+                    name: name.clone(),
+                });
+            };
+            if self.terminals[i].ignored {
+                return Err(GrammarError::Unsupported {
+                    span: self.terminals[i].span,
+                    construct: format!("droppable terminal `{name}`"),
+                    reason: "it is ignored (%ignore): it never reaches the parser".into(),
+                });
+            }
+            ids.push(i);
+        }
+        for i in ids {
+            self.terminals[i].droppable = true;
+        }
+        Ok(())
+    }
+
     /// The terminal with this id.
     pub fn terminal(&self, t: TerminalId) -> &Terminal {
         &self.terminals[t.index()]

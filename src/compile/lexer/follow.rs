@@ -1,7 +1,8 @@
 //! Pass: lexer DFA → [`LexFollow`] tables, by fixpoint iteration over lexer states.
 //!
 //! With `C(q)` the terminals reachable from state `q` by zero or more bytes (a complete
-//! non-ignored terminal, or `B(q)` after an ignored one) and `B(p)` the terminals that can
+//! non-ignored terminal, or `B(q)` after an ignored one, and after a droppable one too,
+//! which the parser may skip) and `B(p)` the terminals that can
 //! start at a boundary inhibited by `p` (end of input, plus `C(next(START, b))` for every
 //! byte `b` that does not extend `p`), the tables are `B` and `C⁺(q) = ⋃ C(next(q, b))`.
 //!
@@ -33,14 +34,16 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
     let (succ_at, succ, dies_of) = successors(lexer, &reps);
     let succ_of = |q: usize| &succ[succ_at[q] as usize..succ_at[q + 1] as usize];
     // Per state: the non-ignored terminals it emits (fixed), and, when it emits an
-    // ignored one, the boundary whose set it adds (the one it inhibits, or the plain one).
+    // ignored or a droppable one, the boundary whose set it adds (the one it inhibits, or
+    // the plain one): what may follow a lexeme the parser never sees, or may skip.
     let mut base = vec![0u64; n * w];
     let mut ignores: Vec<Option<u32>> = vec![None; n];
     for q in 1..n {
         for &t in lexer.emits(id(q)) {
-            if lexer.is_ignored(t) {
+            if lexer.is_ignored(t) || lexer.is_droppable(t) {
                 ignores[q] = Some(if lexer.can_extend(id(q)) { q as u32 } else { 0 });
-            } else {
+            }
+            if !lexer.is_ignored(t) {
                 base[q * w + t.index() / 64] |= 1 << (t.index() % 64);
             }
         }

@@ -172,6 +172,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
             regex: format!("[\\x{{{a:x}}}-\\x{{{b:x}}}]"),
             priority: Priority::default(),
             ignored: false,
+            droppable: false,
             also: Vec::new(),
             except: Vec::new(),
             counted: None,

@@ -909,6 +909,7 @@ impl SubsetBuilder<'_> {
             .map(|t| LexTerminal {
                 name: t.name.clone(),
                 ignored: t.ignored,
+                droppable: t.droppable,
             })
             .collect();
         let margin = if frozen.is_empty() { 0 } else { margin };

@@ -15,6 +15,7 @@ fn terminal_except(regex: &str, also: &[&str], except: &[&str]) -> Terminal {
         regex: regex.into(),
         priority: Priority::default(),
         ignored: false,
+        droppable: false,
         also: also.iter().map(|s| s.to_string()).collect(),
         except: except.iter().map(|s| s.to_string()).collect(),
         counted: None,

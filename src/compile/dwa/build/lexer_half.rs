@@ -1,0 +1,264 @@
+//! The lexer half of the build: what the automaton needs of the lexer and the vocabulary
+//! alone (start positions, their tries over atoms, each trie's shape and class table),
+//! made while the LR table is built.
+
+use super::*;
+
+/// What the automaton build makes of the lexer and vocabulary alone (start positions,
+/// atoms and each position's classes), to be finished by [`finish_dwa`] with the LR table.
+pub struct LexerHalf {
+    /// The lexer the automaton is built over when string states are split.
+    pub(super) split_lexer: Option<SplitLexer>,
+    pub(super) emits: EmitTable,
+    pub(super) atoms: Atoms,
+    pub(super) shapes: Vec<Shape>,
+    pub(super) starts: StartTries,
+}
+
+/// Start positions and their tries, condensed: which trie each position reads, and each
+/// trie's shape and class → atoms table.
+pub(super) struct StartTries {
+    /// The positions with a trie of their own (pending ones and the plain boundary).
+    pub(super) own_trie: Vec<LexPos>,
+    /// The trie each of `own_trie` reads (positions alike share one).
+    pub(super) trie_of: Vec<usize>,
+    /// The plain boundary's trie, which inhibited boundaries read with filtered tables.
+    pub(super) dead: usize,
+    /// Inhibited boundaries, each with the lexer state whose lexeme inhibits.
+    pub(super) inhibited_positions: Vec<(LexPos, LexStateId)>,
+    /// Each trie's shape, interned in [`LexerHalf::shapes`].
+    pub(super) trie_shape: Vec<u32>,
+    /// Class → atoms tables, interned; `own_local` is each trie's.
+    pub(super) own_tables: Interner<ClassAtoms>,
+    pub(super) own_local: Vec<u32>,
+}
+
+/// The lexer half of [`build_dwa_limited`] (see [`LexerHalf`]). `plan` must be
+/// `string_split::plan(lexer, limits.split)`, which needs no follow sets and so can be
+/// made beside them.
+pub fn lexer_half(
+    lexer: &LexerDfa,
+    follow: &LexFollow,
+    plan: Option<SplitPlan>,
+    vocab: &Vocab,
+    limits: &DwaLimits,
+) -> Result<LexerHalf, GrammarError> {
+    if let Some(t) = lexer.terminals().iter().find(|t| t.droppable) {
+        return Err(GrammarError::Unsupported {
+            span: Default::default(),
+            construct: format!("droppable terminal `{}`", t.name),
+            reason: "the mask automaton does not carry droppable terminals yet: such a \
+                     grammar commits (GLR) and is checked by the reference, but has no \
+                     automaton masks"
+                .into(),
+        });
+    }
+    // A token walked from a counted run's template must not reach the next critical
+    // count, or the template would stand for iterations it differs from.
+    let tokens = vocab.parts();
+    if !lexer.runs().is_empty() && tokens.longest() > lexer.count_margin() as usize {
+        return Err(GrammarError::Unsupported {
+            span: Default::default(),
+            construct: "counted string with a long token".into(),
+            reason: format!(
+                "the lexer counts long strings with a margin of {} bytes, and the vocabulary \
+                 has a {}-byte token",
+                lexer.count_margin(),
+                tokens.longest()
+            ),
+        });
+    }
+    // Split string states, when that pays, and build over the lexer that has their
+    // single-terminal states.
+    let split_lexer = plan.map(|p| p.finish(follow));
+    let (lexer, follow) = match &split_lexer {
+        Some(w) => (&w.lexer, &w.follow),
+        None => (lexer, follow),
+    };
+    let emits = EmitTable::new(lexer);
+    let positions = match &split_lexer {
+        Some(w) => w.positions.clone(),
+        None => start_positions(lexer),
+    };
+    // Inhibited boundaries reuse the plain boundary's trie; only their tables differ.
+    let own_trie: Vec<LexPos> = positions
+        .iter()
+        .copied()
+        .filter(|p| matches!(p, LexPos::Pending(_) | LexPos::Boundary(LexerDfa::DEAD)))
+        .collect();
+    // Token ends only matter through their follow sets, and pending positions whose
+    // futures agree for as many bytes as the longest token have equal tries: one trie
+    // per class of positions (`position_equiv`).
+    let reps = end_reps(lexer, follow);
+    // Walks of token blocks are shared between entered states alike to the tokens'
+    // length; start positions alike to the longest token's length share whole tries.
+    let (share, start_class) = WalkShare::new(lexer, &reps, tokens);
+    let canon = |p: LexPos| canonical_end(&reps, p);
+    let (built, trie_of, known) = shared_tries(
+        lexer,
+        &emits,
+        tokens,
+        &share,
+        &start_class,
+        &own_trie,
+        canon,
+        limits,
+    )?;
+    let dead = built
+        .iter()
+        .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
+        .expect("the plain boundary is always a start position");
+    // Tries are built over atoms (tokens no position tells apart, `token_atoms`), so
+    // a position's trie, classes and table cost its classes, not the vocabulary. The
+    // inhibited boundaries are among the positions atoms are split for, so their tables
+    // can drop atoms by first byte. Each trie is condensed as it is built (its shape and
+    // class → atom table, the base set below), so tens of thousands of positions never
+    // hold their tries at once.
+    let inhibited_positions: Vec<(LexPos, LexStateId)> = positions
+        .iter()
+        .filter_map(|&p| match p {
+            LexPos::Boundary(q) if q != LexerDfa::DEAD => Some((p, q)),
+            _ => None,
+        })
+        .collect();
+    let universe: Vec<LexPos> = built
+        .iter()
+        .copied()
+        .chain(inhibited_positions.iter().map(|&(p, _)| p))
+        .collect();
+    let walks = Walks::new(lexer, tokens, &universe, Some(&share));
+    // The long parts' walks `alike_positions` made are read from it, not walked again.
+    let atoms = atomize(
+        lexer,
+        &emits,
+        &walks,
+        &universe,
+        canon,
+        vocab.len(),
+        known.as_ref(),
+    );
+    drop(known);
+    let (shapes, trie_shape, own_tables, own_local) =
+        classify_positions(lexer, &atoms, &walks, &built);
+    let shapes = shapes.into_list();
+    Ok(LexerHalf {
+        split_lexer,
+        emits,
+        atoms,
+        shapes,
+        starts: StartTries {
+            own_trie,
+            trie_of,
+            dead,
+            inhibited_positions,
+            trie_shape,
+            own_tables,
+            own_local,
+        },
+    })
+}
+
+/// Each trie's position, the trie each start position reads, and the walks
+/// `alike_positions` made (see [`shared_tries`]).
+type SharedTries = (Vec<LexPos>, Vec<usize>, Option<WalkOutcomes>);
+
+/// The tries the start positions `own_trie` need, one per class of positions that read
+/// equal tries: positions alike to the longest token's length (`start_class`) share one,
+/// and so do positions whose entered walks' outcomes agree (`alike_positions`, whose
+/// known walks are returned for `atomize` to read). Returns each trie's position, the
+/// trie each of `own_trie` reads, and those walks.
+#[allow(clippy::too_many_arguments)]
+fn shared_tries(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    tokens: &TokenParts,
+    share: &WalkShare,
+    start_class: &[u32],
+    own_trie: &[LexPos],
+    canon: impl Fn(LexPos) -> LexPos + Sync,
+    limits: &DwaLimits,
+) -> Result<SharedTries, GrammarError> {
+    let mut class_trie: HashMap<u32, usize> = HashMap::new();
+    let mut built: Vec<LexPos> = Vec::new();
+    let trie_of: Vec<usize> = own_trie
+        .iter()
+        .map(|&p| match p {
+            LexPos::Pending(q) => *class_trie.entry(start_class[q.index()]).or_insert_with(|| {
+                built.push(p);
+                built.len() - 1
+            }),
+            _ => {
+                built.push(p);
+                built.len() - 1
+            }
+        })
+        .collect();
+    if built.len() > limits.max_tries {
+        return Err(too_large(
+            "terminal tries (distinct lexer positions)",
+            limits.max_tries,
+        ));
+    }
+    // Positions alike to the longest token can still have equal tries (the few long
+    // tokens tell few of them apart): one trie per class of entered walks' outcomes.
+    Ok(
+        match alike_positions(lexer, emits, tokens, share, &built, canon) {
+            Some((alike, known)) => {
+                let mut rep_of_class = vec![usize::MAX; alike.len()];
+                let mut reps: Vec<LexPos> = Vec::new();
+                let remap: Vec<usize> = alike
+                    .iter()
+                    .zip(&built)
+                    .map(|(&c, &p)| {
+                        let r = &mut rep_of_class[c as usize];
+                        if *r == usize::MAX {
+                            *r = reps.len();
+                            reps.push(p);
+                        }
+                        *r
+                    })
+                    .collect();
+                let trie_of = trie_of.into_iter().map(|i| remap[i]).collect();
+                (reps, trie_of, Some(known))
+            }
+            None => (built, trie_of, None),
+        },
+    )
+}
+
+/// Classifies the trie of every position in `built` over `atoms`: each trie's shape and
+/// class → atoms table, interned, with each position's ids. Positions are classified in
+/// parallel a chunk at a time, and their shapes and tables interned in position order as
+/// each chunk ends: a large schema's positions can each list thousands of atoms, and
+/// holding every table until all were made would cost hundreds of MB. Shapes and tables
+/// are hashed on the classifying threads.
+fn classify_positions(
+    lexer: &LexerDfa,
+    atoms: &Atoms,
+    walks: &Walks<'_>,
+    built: &[LexPos],
+) -> (Interner<Shape>, Vec<u32>, Interner<ClassAtoms>, Vec<u32>) {
+    const CLASSIFY_CHUNK: usize = 512;
+    let mut shapes: Interner<Shape> = Interner::default();
+    let mut trie_shape: Vec<u32> = Vec::with_capacity(built.len());
+    let mut own_tables: Interner<ClassAtoms> = Interner::default();
+    let mut own_local: Vec<u32> = Vec::with_capacity(built.len());
+    for chunk in built.chunks(CLASSIFY_CHUNK) {
+        let (table_interner, shape_interner) = (&own_tables, &shapes);
+        let classified: Vec<(Shape, u64, ClassAtoms, u64)> = chunk
+            .par_iter()
+            .map(|&p| {
+                let c = classify(atoms.trie(lexer, walks, p));
+                let table = ClassAtoms::new(&c.tokens);
+                let h = table_interner.hash(&table);
+                let sh = shape_interner.hash(&c.shape);
+                (c.shape, sh, table, h)
+            })
+            .collect();
+        for (shape, sh, table, h) in classified {
+            trie_shape.push(shapes.intern_hashed(shape, sh));
+            own_local.push(own_tables.intern_hashed(table, h));
+        }
+    }
+    (shapes, trie_shape, own_tables, own_local)
+}
