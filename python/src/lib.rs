@@ -4,7 +4,9 @@
 //! package (`stackmask/`) re-exports these classes and adds the server shims.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use numpy::{PyReadwriteArray2, PyUntypedArrayMethods};
 use pyo3::create_exception;
@@ -12,8 +14,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use stackmask::compile::frontend::json_schema::{SchemaError, SchemaOptions};
 use stackmask::compile::DwaLimits;
-use stackmask::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
 use stackmask::compile::{compile_grammar, Compiler, Grammar, GrammarError, GrammarFormat};
 use stackmask::ids::TokenId;
 use stackmask::runtime::{self, Matcher, VocabFingerprint};
@@ -38,7 +40,8 @@ fn err(e: impl std::fmt::Display) -> PyErr {
 }
 
 /// A `StackmaskError` with the error's class as attributes: `kind` (`unsupported`,
-/// `invalid`, `json`, `unsatisfiable`, `too_large`, `grammar`), and for refusals the
+/// `invalid`, `json`, `unsatisfiable`, `too_large`, `cancelled`, `time_limit`,
+/// `grammar`), and for refusals the
 /// `keyword` and its JSON `pointer` (None otherwise), so callers can count refusals.
 fn schema_err(py: Python<'_>, e: &SchemaError) -> PyErr {
     let pe = StackmaskError::new_err(e.to_string());
@@ -241,12 +244,50 @@ pub struct GrammarCompiler {
     tokenizer: TokenizerInfo,
 }
 
-/// Bounds on compile work for untrusted grammars (`None`: the engine's defaults).
-#[derive(Clone, Copy, Default)]
+/// Bounds on compile work for untrusted grammars (`None`: the engine's defaults), and
+/// what stops a compile early.
+#[derive(Clone, Default)]
 struct Limits {
     max_lexer_states: Option<usize>,
     max_automaton_states: Option<usize>,
     max_tries: Option<usize>,
+    time_limit_ms: Option<u64>,
+    cancel: Option<Arc<AtomicBool>>,
+}
+
+/// Cancels compiles from another thread: pass it as `cancel=` to a `GrammarCompiler`
+/// method (which releases the GIL while it compiles), then call `cancel()`; the compile
+/// raises `StackmaskError` with `kind == "cancelled"` within a few milliseconds. A
+/// compile started while it is set fails at once; `reset()` clears it.
+#[pyclass(frozen, module = "stackmask")]
+pub struct CompileCancel {
+    flag: Arc<AtomicBool>,
+}
+
+#[pymethods]
+impl CompileCancel {
+    #[new]
+    fn py_new() -> Self {
+        Self {
+            flag: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Stops the compiles this token was given to.
+    fn cancel(&self) {
+        self.flag.store(true, Ordering::Relaxed);
+    }
+
+    /// Clears the flag, so that the token can be given to new compiles.
+    fn reset(&self) {
+        self.flag.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether `cancel()` was called (and not reset since).
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
+    }
 }
 
 impl GrammarCompiler {
@@ -256,6 +297,16 @@ impl GrammarCompiler {
         py: Python<'_>,
         grammar: Grammar,
         limits: Limits,
+    ) -> Result<CompiledGrammar, GrammarError> {
+        self.build_with(py, limits, move |c| c.compile_ir(&grammar))
+    }
+
+    /// Runs `compile` on a compiler set up with `limits`, with the GIL released.
+    fn build_with(
+        &self,
+        py: Python<'_>,
+        limits: Limits,
+        compile: impl FnOnce(&Compiler<'_>) -> Result<runtime::CompiledGrammar, GrammarError> + Send,
     ) -> Result<CompiledGrammar, GrammarError> {
         let vocab = self.tokenizer.vocab.clone();
         let inner = py.detach(move || -> Result<runtime::CompiledGrammar, GrammarError> {
@@ -270,7 +321,13 @@ impl GrammarCompiler {
             if let Some(max) = limits.max_lexer_states {
                 compiler = compiler.with_max_lexer_states(max);
             }
-            compiler.compile_ir(&grammar)
+            if let Some(ms) = limits.time_limit_ms {
+                compiler = compiler.with_time_limit(Duration::from_millis(ms));
+            }
+            if let Some(flag) = limits.cancel {
+                compiler = compiler.with_cancel(flag);
+            }
+            compile(&compiler)
         })?;
         Ok(CompiledGrammar {
             inner,
@@ -278,10 +335,26 @@ impl GrammarCompiler {
         })
     }
 
-    fn text(&self, py: Python<'_>, text: &str, format: GrammarFormat) -> PyResult<CompiledGrammar> {
+    fn text(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        format: GrammarFormat,
+        limits: Limits,
+    ) -> PyResult<CompiledGrammar> {
         let g = compile_grammar(text, format).map_err(|e| err(format!("grammar:{e}")))?;
-        self.build(py, g, Limits::default())
-            .map_err(|e| err(format!("grammar:{e}")))
+        self.build(py, g, limits).map_err(|e| {
+            let kind = match e {
+                GrammarError::Cancelled => "cancelled",
+                GrammarError::TimeLimit { .. } => "time_limit",
+                GrammarError::TooLarge { .. } => "too_large",
+                _ => "grammar",
+            };
+            let pe = err(format!("grammar:{e}"));
+            // As in `schema_err`: the message alone describes the error if this fails.
+            let _ = pe.value(py).setattr("kind", kind);
+            pe
+        })
     }
 }
 
@@ -299,8 +372,10 @@ impl GrammarCompiler {
     /// and `pointer`; `kind` classifies every error), unless `lenient` (then they are
     /// dropped). `compact` allows no whitespace between tokens. `max_lexer_states`,
     /// `max_automaton_states` and `max_tries` (distinct lexer positions tokens are walked
-    /// from) bound the compile work for untrusted schemas (`too_large`).
-    #[pyo3(signature = (schema, *, lenient=false, compact=false, max_lexer_states=None, max_automaton_states=None, max_tries=None))]
+    /// from) bound the compile work for untrusted schemas (`too_large`). `time_limit_ms`
+    /// stops a compile that runs longer (`time_limit`; default: no limit), and `cancel`
+    /// (a `CompileCancel`) lets another thread stop it (`cancelled`).
+    #[pyo3(signature = (schema, *, lenient=false, compact=false, max_lexer_states=None, max_automaton_states=None, max_tries=None, time_limit_ms=None, cancel=None))]
     // Each argument is a Python keyword argument: the signature is the Python API.
     #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
@@ -312,37 +387,93 @@ impl GrammarCompiler {
         max_lexer_states: Option<usize>,
         max_automaton_states: Option<usize>,
         max_tries: Option<usize>,
+        time_limit_ms: Option<u64>,
+        cancel: Option<PyRef<'_, CompileCancel>>,
     ) -> PyResult<CompiledGrammar> {
         let opts = SchemaOptions { compact, lenient };
-        let lowered = json_schema::compile(schema, &opts).map_err(|e| schema_err(py, &e))?;
         let limits = Limits {
             max_lexer_states,
             max_automaton_states,
             max_tries,
+            time_limit_ms,
+            cancel: cancel.map(|c| c.flag.clone()),
         };
-        self.build(py, lowered.grammar, limits)
-            .map_err(|e| schema_err(py, &SchemaError::Grammar(Box::new(e))))
+        // Lowering included: it runs without the GIL and under the same limits.
+        let schema = schema.to_string();
+        self.build_with(py, limits, move |c| {
+            c.clone()
+                .with_schema_options(opts)
+                .compile(&schema, GrammarFormat::JsonSchema)
+        })
+        .map_err(|e| match e {
+            GrammarError::Schema(se) => schema_err(py, &se),
+            e => schema_err(py, &SchemaError::Grammar(Box::new(e))),
+        })
     }
 
     /// Compiles any JSON value (the built-in JSON grammar).
     fn compile_builtin_json_grammar(&self, py: Python<'_>) -> PyResult<CompiledGrammar> {
-        self.text(py, stackmask::compile::BUILTIN_JSON, GrammarFormat::Lark)
+        self.text(
+            py,
+            stackmask::compile::BUILTIN_JSON,
+            GrammarFormat::Lark,
+            Limits::default(),
+        )
     }
 
-    /// Compiles a Lark grammar (start rule `start`).
-    fn compile_lark(&self, py: Python<'_>, grammar: &str) -> PyResult<CompiledGrammar> {
-        self.text(py, grammar, GrammarFormat::Lark)
+    /// Compiles a Lark grammar (start rule `start`); `time_limit_ms` and `cancel` as for
+    /// `compile_json_schema`.
+    #[pyo3(signature = (grammar, *, time_limit_ms=None, cancel=None))]
+    fn compile_lark(
+        &self,
+        py: Python<'_>,
+        grammar: &str,
+        time_limit_ms: Option<u64>,
+        cancel: Option<PyRef<'_, CompileCancel>>,
+    ) -> PyResult<CompiledGrammar> {
+        self.text(
+            py,
+            grammar,
+            GrammarFormat::Lark,
+            stops(time_limit_ms, cancel),
+        )
     }
 
-    /// Compiles a GBNF grammar (start rule `root`).
-    fn compile_gbnf(&self, py: Python<'_>, grammar: &str) -> PyResult<CompiledGrammar> {
-        self.text(py, grammar, GrammarFormat::Gbnf)
+    /// Compiles a GBNF grammar (start rule `root`); `time_limit_ms` and `cancel` as for
+    /// `compile_json_schema`.
+    #[pyo3(signature = (grammar, *, time_limit_ms=None, cancel=None))]
+    fn compile_gbnf(
+        &self,
+        py: Python<'_>,
+        grammar: &str,
+        time_limit_ms: Option<u64>,
+        cancel: Option<PyRef<'_, CompileCancel>>,
+    ) -> PyResult<CompiledGrammar> {
+        self.text(
+            py,
+            grammar,
+            GrammarFormat::Gbnf,
+            stops(time_limit_ms, cancel),
+        )
     }
 
     /// Compiles a regular expression the whole output must match (Rust `regex` syntax;
-    /// a leading `^` and trailing `$` are optional).
-    fn compile_regex(&self, py: Python<'_>, pattern: &str) -> PyResult<CompiledGrammar> {
-        self.text(py, pattern, GrammarFormat::Regex)
+    /// a leading `^` and trailing `$` are optional); `time_limit_ms` and `cancel` as for
+    /// `compile_json_schema`.
+    #[pyo3(signature = (pattern, *, time_limit_ms=None, cancel=None))]
+    fn compile_regex(
+        &self,
+        py: Python<'_>,
+        pattern: &str,
+        time_limit_ms: Option<u64>,
+        cancel: Option<PyRef<'_, CompileCancel>>,
+    ) -> PyResult<CompiledGrammar> {
+        self.text(
+            py,
+            pattern,
+            GrammarFormat::Regex,
+            stops(time_limit_ms, cancel),
+        )
     }
 
     /// The tokenizer grammars are compiled for.
@@ -565,12 +696,22 @@ fn _check_bitmask(bitmask: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
+/// The limits that only stop a compile: a time limit and a cancellation token.
+fn stops(time_limit_ms: Option<u64>, cancel: Option<PyRef<'_, CompileCancel>>) -> Limits {
+    Limits {
+        time_limit_ms,
+        cancel: cancel.map(|c| c.flag.clone()),
+        ..Limits::default()
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // SAFETY: at import, before this extension has started any thread of its own.
     unsafe { stackmask::allocator::tune_for_compiles() };
     m.add_class::<TokenizerInfo>()?;
     m.add_class::<GrammarCompiler>()?;
+    m.add_class::<CompileCancel>()?;
     m.add_class::<CompiledGrammar>()?;
     m.add_class::<GrammarMatcher>()?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmask_batch, m)?)?;

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core import (
+    CompileCancel,
     CompiledGrammar,
     GrammarCompiler,
     GrammarMatcher,
@@ -30,6 +31,7 @@ from ._core import (
 )
 
 __all__ = [
+    "CompileCancel",
     "CompiledGrammar",
     "GrammarCompiler",
     "GrammarMatcher",

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use stackmask::compile::Compiler;
 use stackmask::runtime::CompiledGrammar;
 
 use super::load::{self, GrammarArgs, TokenizerArgs};
@@ -14,7 +13,8 @@ pub fn run(grammar: &GrammarArgs, tokenizer: &TokenizerArgs, out: &str) -> Resul
     let vocab = load::vocab(tokenizer)?;
     let loaded = load::grammar(grammar, &vocab)?;
     let t0 = Instant::now();
-    let dwa = Compiler::new(&vocab)
+    let dwa = grammar
+        .compiler(&vocab)
         .automaton(&loaded.tables)
         .map_err(|e| e.to_string())?;
     let dwa_ms = t0.elapsed().as_secs_f64() * 1e3;

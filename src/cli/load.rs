@@ -35,6 +35,21 @@ pub struct GrammarArgs {
     /// skipped where none can. SynCode's Go grammar needs `--droppable EOS`.
     #[arg(long)]
     pub droppable: Vec<String>,
+    /// Stop a compile step (the tables; the automaton) that runs past this many
+    /// milliseconds, with a `time_limit` error (default: no limit).
+    #[arg(long)]
+    pub time_limit_ms: Option<u64>,
+}
+
+impl GrammarArgs {
+    /// A compiler for `vocab` with these arguments' time limit.
+    pub fn compiler<'v>(&self, vocab: &'v Vocab) -> compile::Compiler<'v> {
+        let c = compile::Compiler::new(vocab);
+        match self.time_limit_ms {
+            Some(ms) => c.with_time_limit(std::time::Duration::from_millis(ms)),
+            None => c,
+        }
+    }
 }
 
 /// `--tokenizer` and `--eos`, shared by the commands that load a vocabulary.
@@ -132,7 +147,8 @@ pub fn grammar(args: &GrammarArgs, vocab: &Vocab) -> Result<Loaded, String> {
     let spec = args.grammar.as_str();
     let t0 = Instant::now();
     let grammar = grammar_ir(args)?;
-    let tables = compile::Compiler::new(vocab)
+    let tables = args
+        .compiler(vocab)
         .tables(&grammar)
         .map_err(|e| format!("{spec}:{e}"))?;
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;

@@ -5,7 +5,11 @@
 //! targets) compiles through [`Compiler`], so the lexer's counting margin always matches
 //! the vocabulary and the automaton's limits are set in one place.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
+
+use super::interrupt::Interrupt;
 
 use super::dwa::{self, string_split};
 use super::frontend::json_schema::{self, SchemaOptions};
@@ -36,6 +40,8 @@ pub struct Compiler<'v> {
     limits: DwaLimits,
     schema: SchemaOptions,
     droppable: Vec<String>,
+    cancel: Option<Arc<AtomicBool>>,
+    time_limit: Option<Duration>,
 }
 
 impl<'v> Compiler<'v> {
@@ -49,6 +55,8 @@ impl<'v> Compiler<'v> {
             limits: DwaLimits::default(),
             schema: SchemaOptions::default(),
             droppable: Vec::new(),
+            cancel: None,
+            time_limit: None,
         }
     }
 
@@ -82,6 +90,27 @@ impl<'v> Compiler<'v> {
         self
     }
 
+    /// With a cancellation flag: once another thread sets it, a compile in progress
+    /// stops within a few milliseconds with [`GrammarError::Cancelled`] (and a compile
+    /// started after it fails at once). Clear it to compile again.
+    pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    /// With a time limit on each compile (from the call's start): past it the compile
+    /// stops within a few milliseconds with [`GrammarError::TimeLimit`]. By default there
+    /// is none; the size limits ([`DwaLimits`], [`Self::with_max_lexer_states`]) bound
+    /// the work either way.
+    pub fn with_time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
+        self
+    }
+
+    fn interrupt(&self) -> Interrupt {
+        Interrupt::new(self.cancel.clone(), self.time_limit)
+    }
+
     /// The vocabulary this compiler compiles for.
     pub fn vocab(&self) -> &'v Vocab {
         self.vocab
@@ -100,13 +129,35 @@ impl<'v> Compiler<'v> {
     /// Grammar text in `format` → the grammar IR (JSON Schemas with this compiler's
     /// schema options).
     pub fn grammar(&self, text: &str, format: GrammarFormat) -> Result<Grammar, GrammarError> {
+        self.grammar_until(text, format, &self.interrupt())
+    }
+
+    fn grammar_until(
+        &self,
+        text: &str,
+        format: GrammarFormat,
+        stop: &Interrupt,
+    ) -> Result<Grammar, GrammarError> {
+        stop.check()?;
         let mut g = match format {
-            GrammarFormat::JsonSchema => json_schema::compile(text, &self.schema)
+            GrammarFormat::JsonSchema => json_schema::compile_until(text, &self.schema, stop)
                 .map(|l| l.grammar)
-                .map_err(GrammarError::from)?,
+                .map_err(|e| match e {
+                    // A stopped lowering is a stopped compile, not a schema's fault.
+                    json_schema::SchemaError::Grammar(g)
+                        if matches!(
+                            *g,
+                            GrammarError::Cancelled | GrammarError::TimeLimit { .. }
+                        ) =>
+                    {
+                        *g
+                    }
+                    e => GrammarError::from(e),
+                })?,
             other => super::compile_grammar(text, other)?,
         };
         g.set_droppable(&self.droppable)?;
+        stop.check()?;
         Ok(g)
     }
 
@@ -116,12 +167,22 @@ impl<'v> Compiler<'v> {
         text: &str,
         format: GrammarFormat,
     ) -> Result<CompiledGrammar, GrammarError> {
-        self.compile_ir(&self.grammar(text, format)?)
+        let stop = self.interrupt();
+        let g = self.grammar_until(text, format, &stop)?;
+        self.compile_ir_until(&g, &stop)
     }
 
     /// Grammar IR → a compiled grammar for the vocabulary (its first mask included).
     pub fn compile_ir(&self, g: &Grammar) -> Result<CompiledGrammar, GrammarError> {
-        let (tables, dwa) = self.tables_and_automaton(g)?;
+        self.compile_ir_until(g, &self.interrupt())
+    }
+
+    fn compile_ir_until(
+        &self,
+        g: &Grammar,
+        stop: &Interrupt,
+    ) -> Result<CompiledGrammar, GrammarError> {
+        let (tables, dwa) = self.tables_and_automaton_until(g, stop)?;
         Ok(CompiledGrammar::new(
             Arc::new(tables),
             Arc::new(dwa),
@@ -132,12 +193,12 @@ impl<'v> Compiler<'v> {
     /// Grammar IR → recognizer tables alone (commit without masks, the reference oracle's
     /// lexer), with the lexer options masks over this vocabulary need.
     pub fn tables(&self, g: &Grammar) -> Result<Tables, GrammarError> {
-        super::build_glr_tables_with(g, &self.lexer)
+        super::build_glr_tables_until(g, &self.lexer, &self.interrupt())
     }
 
     /// The mask automaton of recognizer tables for the vocabulary.
     pub fn automaton(&self, tables: &Tables) -> Result<Dwa, GrammarError> {
-        dwa::build::build_dwa_limited(tables, self.vocab, self.limits)
+        dwa::build::build_dwa_until(tables, self.vocab, self.limits, &self.interrupt())
     }
 
     /// Grammar IR → recognizer tables and their mask automaton: the same as
@@ -145,23 +206,31 @@ impl<'v> Compiler<'v> {
     /// while the LR table is (tens of milliseconds on one thread for a large schema).
     /// Errors come in the same order.
     pub fn tables_and_automaton(&self, g: &Grammar) -> Result<(Tables, Dwa), GrammarError> {
+        self.tables_and_automaton_until(g, &self.interrupt())
+    }
+
+    fn tables_and_automaton_until(
+        &self,
+        g: &Grammar,
+        stop: &Interrupt,
+    ) -> Result<(Tables, Dwa), GrammarError> {
         let (opts, limits, vocab) = (&self.lexer, &self.limits, self.vocab);
-        // On one of rayon's threads, as `build_dwa_limited` is: the automaton's parallel
+        // On one of rayon's threads, as `build_dwa_until` is: the automaton's parallel
         // steps then fork and join in place.
         rayon::scope(|_| {
             let (lexed, lr) = rayon::join(
                 || {
-                    let lexer = lexer::build::build_lexer_with(g, opts)?;
+                    let lexer = lexer::build::build_lexer_until(g, opts, stop)?;
                     // The automaton's split lexer needs only the lexer: it is made beside
                     // the follow sets, and both are serial for the most part.
                     let (follow, plan) = rayon::join(
                         || follow::build_follow(&lexer),
                         || string_split::plan(&lexer, limits.split),
                     );
-                    let half = dwa::build::lexer_half(&lexer, &follow, plan, vocab, limits);
+                    let half = dwa::build::lexer_half(&lexer, &follow, plan, vocab, limits, stop);
                     Ok::<_, GrammarError>((lexer, follow, half))
                 },
-                || lr::build_lr(g),
+                || lr::build_lr_until(g, stop),
             );
             let (lexer, follow, half) = lexed?;
             let lr = lr?.table;
@@ -170,7 +239,7 @@ impl<'v> Compiler<'v> {
                 follow: &follow,
                 lr: &lr,
             };
-            let dwa = dwa::build::finish_dwa(half?, refs, vocab, limits)?;
+            let dwa = dwa::build::finish_dwa(half?, refs, vocab, limits, stop)?;
             // The lexer and LR tables come from the same grammar, so they agree on
             // terminals.
             let tables = Tables::from_parts(lexer, follow, lr).expect("tables from one grammar");

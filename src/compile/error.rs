@@ -111,6 +111,17 @@ pub enum GrammarError {
     /// A JSON Schema that could not be lowered (refused keyword, bad value…).
     #[error("{0}")]
     Schema(Box<crate::compile::frontend::json_schema::SchemaError>),
+    /// The compile was cancelled: its cancellation flag was set
+    /// ([`crate::compile::Compiler::with_cancel`]).
+    #[error("compile cancelled")]
+    Cancelled,
+    /// The compile ran past its time limit
+    /// ([`crate::compile::Compiler::with_time_limit`]).
+    #[error("compile stopped at its time limit of {limit_ms} ms")]
+    TimeLimit {
+        /// The limit.
+        limit_ms: u64,
+    },
     /// The grammar text is not valid UTF-8.
     #[error("grammar is not valid UTF-8 (byte {offset})")]
     InvalidUtf8 {
@@ -134,7 +145,9 @@ impl GrammarError {
             GrammarError::NoStart { .. }
             | GrammarError::Schema(_)
             | GrammarError::NoDocument { .. }
-            | GrammarError::InvalidUtf8 { .. } => None,
+            | GrammarError::InvalidUtf8 { .. }
+            | GrammarError::Cancelled
+            | GrammarError::TimeLimit { .. } => None,
         }
     }
 }

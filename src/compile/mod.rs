@@ -18,6 +18,7 @@ pub mod error;
 pub mod frontend;
 pub(crate) mod grammar;
 mod interner;
+mod interrupt;
 pub(crate) mod lexer;
 pub mod lr;
 
@@ -94,19 +95,29 @@ pub fn build_glr_tables_with(
     g: &Grammar,
     opts: &LexerOptions,
 ) -> Result<crate::glr::Tables, GrammarError> {
+    build_glr_tables_until(g, opts, &interrupt::Interrupt::default())
+}
+
+/// [`build_glr_tables_with`], stopping with `stop`'s error once it says so.
+pub(crate) fn build_glr_tables_until(
+    g: &Grammar,
+    opts: &LexerOptions,
+    stop: &interrupt::Interrupt,
+) -> Result<crate::glr::Tables, GrammarError> {
     // The lexer (with its follow sets) and the LR automaton come from the grammar alone:
     // built side by side. A lexer error is reported first, as when built in turn.
     let (lexer, lr) = rayon::join(
         || {
-            lexer::build::build_lexer_with(g, opts).map(|lexer| {
+            lexer::build::build_lexer_until(g, opts, stop).map(|lexer| {
                 let follow = lexer::follow::build_follow(&lexer);
                 (lexer, follow)
             })
         },
-        || lr::build_lr(g),
+        || lr::build_lr_until(g, stop),
     );
     let (lexer, follow) = lexer?;
     let lr = lr?.table;
+    stop.check()?;
     // The lexer and LR tables come from the same grammar, so they agree on terminals.
     Ok(crate::glr::Tables::from_parts(lexer, follow, lr).expect("tables from one grammar"))
 }

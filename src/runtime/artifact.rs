@@ -261,9 +261,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::{encode, ArtifactError, CompiledGrammar, Payload, VocabFingerprint};
-    use crate::compile::dwa::build::{build_dwa_limited, DwaLimits};
     use crate::compile::dwa::string_split::SplitMode;
     use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat};
+    use crate::compile::{Compiler, DwaLimits};
     use crate::ids::LexStateId;
     use crate::lexer::LexPos;
 
@@ -297,7 +297,10 @@ mod tests {
             split: SplitMode::Always,
             ..DwaLimits::default()
         };
-        let dwa = build_dwa_limited(&tables, &vocab, limits).unwrap();
+        let dwa = Compiler::new(&vocab)
+            .with_limits(limits)
+            .automaton(&tables)
+            .unwrap();
         let split = dwa.split().expect("the string states split").clone();
         let nq = tables.lexer.num_states();
         let beyond = split.automaton_lexer_states(nq);

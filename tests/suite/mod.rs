@@ -4,6 +4,7 @@ mod artifact;
 mod bad_grammars;
 mod commit;
 mod common;
+mod compile_stop;
 mod dwa_programs;
 mod glr_state;
 mod grammars;

@@ -135,6 +135,7 @@ pub fn load_inputs(w: &Workload) -> Result<(Vocab, load::Loaded), String> {
             lenient: false,
             compact: false,
             droppable: w.droppable.clone(),
+            time_limit_ms: None,
         },
         &vocab,
     )?;

@@ -14,6 +14,7 @@
 //! those of a serial build whatever the thread count. Only the sets edges and states keep
 //! are interned; intersections along the way stay out of the automaton's weights.
 
+use crate::compile::interrupt::Interrupt;
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 
@@ -621,6 +622,7 @@ pub(super) fn determinize(
     mut nfa: Nfa,
     budget: usize,
     max_states: usize,
+    stop: &Interrupt,
 ) -> Result<Det, GrammarError> {
     let nfa_starts = std::mem::take(&mut nfa.starts);
     let mut b = Builder::new(nfa, budget, max_states);
@@ -672,6 +674,7 @@ pub(super) fn determinize(
     // level, each level's states planned in parallel (reading the states and sets made
     // so far) and then built in queue order, as one at a time would.
     while !b.queue.is_empty() {
+        stop.check()?;
         let level: Vec<DwaStateId> = b.queue.drain(..).collect();
         // Decided per level, so that a plan does not depend on how many states the
         // level's earlier ones made.

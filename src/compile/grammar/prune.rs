@@ -81,9 +81,18 @@ pub fn prune_unreachable(g: Grammar) -> Grammar {
 /// every remaining symbol is productive (then every viable LR prefix extends to a whole
 /// document). Fails if the start symbol itself derives nothing.
 pub fn remove_unproductive(g: Grammar) -> Result<Grammar, crate::compile::GrammarError> {
+    remove_unproductive_until(g, &Default::default())
+}
+
+/// [`remove_unproductive`], checking `stop` at every round of its fixpoint.
+pub(crate) fn remove_unproductive_until(
+    g: Grammar,
+    stop: &crate::compile::interrupt::Interrupt,
+) -> Result<Grammar, crate::compile::GrammarError> {
     let nt = g.nonterminals.len();
     let mut productive = vec![false; nt];
     loop {
+        stop.check()?;
         let mut changed = false;
         for p in &g.productions {
             if !productive[p.lhs.index()]

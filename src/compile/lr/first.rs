@@ -1,7 +1,9 @@
 //! Nullable nonterminals and FIRST sets, the inputs of the LALR lookahead computation
 //! (Aho, Lam, Sethi, Ullman, *Compilers*, 2nd ed., §4.4.2).
 
+use crate::compile::error::GrammarError;
 use crate::compile::grammar::ir::{Grammar, Symbol};
+use crate::compile::interrupt::Interrupt;
 use crate::termset::TermSet;
 
 /// Nullable flags and FIRST sets of every nonterminal, over a terminal universe of
@@ -12,12 +14,17 @@ pub struct First {
 }
 
 impl First {
-    /// Computes both by fixpoint iteration.
-    pub fn compute(g: &Grammar, width: usize) -> Self {
+    /// Computes both by fixpoint iteration (checking `stop` at every round).
+    pub(crate) fn compute(
+        g: &Grammar,
+        width: usize,
+        stop: &Interrupt,
+    ) -> Result<Self, GrammarError> {
         let nt = g.nonterminals.len();
         let mut nullable = vec![false; nt];
         let mut first = vec![TermSet::new(width); nt];
         loop {
+            stop.check()?;
             let mut changed = false;
             for p in &g.productions {
                 let a = p.lhs.index();
@@ -48,7 +55,7 @@ impl First {
                 }
             }
             if !changed {
-                return Self { nullable, first };
+                return Ok(Self { nullable, first });
             }
         }
     }

@@ -13,7 +13,9 @@
 
 use super::first::First;
 use super::lr0::{Item, Lr0, Prods};
+use crate::compile::error::GrammarError;
 use crate::compile::grammar::ir::Symbol;
+use crate::compile::interrupt::Interrupt;
 use crate::ids::TerminalId;
 use crate::termset::TermSet;
 
@@ -26,7 +28,8 @@ pub fn reductions(
     first: &First,
     lr0: &Lr0,
     eof: TerminalId,
-) -> Vec<Vec<(u32, TermSet)>> {
+    stop: &Interrupt,
+) -> Result<Vec<Vec<(u32, TermSet)>>, GrammarError> {
     // `first`'s universe: terminals, end of input and the textbook algorithm's marker
     // (never set here).
     let width = eof.index() + 2;
@@ -50,6 +53,9 @@ pub fn reductions(
     let mut items: Vec<Item> = Vec::new();
     let mut stack: Vec<u32> = Vec::new();
     for s in 0..n {
+        if s % STOP_CHECK_STATES == 0 {
+            stop.check()?;
+        }
         let stamp = s as u32 + 1;
         for &(x, t) in &lr0.transitions[s] {
             target[prods.symbol_index(x)] = (stamp, t);
@@ -113,8 +119,11 @@ pub fn reductions(
     // fixpoint.
     sets[eof.index() / 64] |= 1 << (eof.index() % 64);
     let (start, succ) = successor_lists(edges, nodes);
+    stop.check()?;
     propagate(&mut sets, nw, &start, &succ);
-    reds.into_iter()
+    stop.check()?;
+    Ok(reds
+        .into_iter()
         .map(|r| {
             r.into_iter()
                 .map(|(p, node)| {
@@ -127,8 +136,11 @@ pub fn reductions(
                 })
                 .collect()
         })
-        .collect()
+        .collect())
 }
+
+/// States read between checks of the compile's [`Interrupt`].
+const STOP_CHECK_STATES: usize = 1024;
 
 /// The successors of each of `nodes` nodes from the edge list, each target once, as
 /// offsets (`start`, `nodes + 1` of them) into one list: a counting sort on the source
@@ -338,9 +350,9 @@ mod tests {
     }
 
     fn assert_agrees(name: &str, g: &crate::compile::grammar::ir::Grammar) {
-        let (prods, first, eof) = super::super::prepare(g);
-        let lr0 = super::super::lr0::build(&prods, usize::MAX).unwrap();
-        let got = reductions(&prods, &first, &lr0, eof);
+        let (prods, first, eof) = super::super::prepare(g, &Default::default()).unwrap();
+        let lr0 = super::super::lr0::build(&prods, usize::MAX, &Default::default()).unwrap();
+        let got = reductions(&prods, &first, &lr0, eof, &Default::default()).unwrap();
         let want = oracle(&prods, &first, &lr0, eof);
         assert_eq!(got.len(), want.len());
         for (s, (g, w)) in got.iter().zip(&want).enumerate() {

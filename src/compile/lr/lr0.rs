@@ -1,5 +1,7 @@
 //! The canonical collection of LR(0) item sets (states) and their transitions.
 
+use crate::compile::error::GrammarError;
+use crate::compile::interrupt::Interrupt;
 use hashbrown::HashMap;
 
 use crate::compile::grammar::ir::Symbol;
@@ -122,8 +124,12 @@ impl ClosureScratch {
     }
 }
 
-/// Builds the LR(0) automaton, bounded by `max_states`.
-pub fn build(prods: &Prods, max_states: usize) -> Result<Lr0, usize> {
+/// States built between checks of the compile's [`Interrupt`].
+const STOP_CHECK_STATES: usize = 1024;
+
+/// Builds the LR(0) automaton, bounded by `max_states` ([`GrammarError::TooLarge`] past
+/// it; `stop` is checked every [`STOP_CHECK_STATES`] states).
+pub fn build(prods: &Prods, max_states: usize, stop: &Interrupt) -> Result<Lr0, GrammarError> {
     let start = vec![Item { prod: 0, dot: 0 }];
     let mut index: HashMap<Vec<Item>, u32> = HashMap::new();
     index.insert(start.clone(), 0);
@@ -136,6 +142,9 @@ pub fn build(prods: &Prods, max_states: usize) -> Result<Lr0, usize> {
     let mut by_sym: Vec<(Symbol, Vec<Item>)> = Vec::new();
     let mut s = 0;
     while s < kernels.len() {
+        if s % STOP_CHECK_STATES == 0 {
+            stop.check()?;
+        }
         scratch.close(prods, &kernels[s]);
         let stamp = s as u32 + 1;
         by_sym.clear();
@@ -159,7 +168,11 @@ pub fn build(prods: &Prods, max_states: usize) -> Result<Lr0, usize> {
                 Some(&id) => id,
                 None => {
                     if kernels.len() >= max_states {
-                        return Err(max_states);
+                        return Err(GrammarError::TooLarge {
+                            span: Default::default(),
+                            what: "LR states".into(),
+                            limit: max_states,
+                        });
                     }
                     let id = kernels.len() as u32;
                     index.insert(k.clone(), id);

@@ -16,6 +16,7 @@ use self::first::First;
 use self::lr0::Prods;
 use super::error::GrammarError;
 use crate::compile::grammar::ir::{Grammar, Symbol};
+use crate::compile::interrupt::Interrupt;
 use crate::ids::{LrStateId, NonterminalId, ProductionId, TerminalId};
 use crate::lr::{Action, LrTable};
 
@@ -64,7 +65,7 @@ impl LrBuild {
 }
 
 /// The builder's productions (augmented), FIRST sets and the end-of-input terminal.
-fn prepare(g: &Grammar) -> (Prods, First, TerminalId) {
+fn prepare(g: &Grammar, stop: &Interrupt) -> Result<(Prods, First, TerminalId), GrammarError> {
     let nt = g.nonterminals.len();
     let nterm = g.terminals.len();
     let eof = TerminalId::new(nterm);
@@ -86,21 +87,22 @@ fn prepare(g: &Grammar) -> (Prods, First, TerminalId) {
         prods.by_lhs[p.lhs.index()].push(i as u32 + 1);
     }
     prods.merge_single_terminal_alternatives();
-    let first = First::compute(g, width);
-    (prods, first, eof)
+    let first = First::compute(g, width, stop)?;
+    Ok((prods, first, eof))
 }
 
 /// Builds LALR(1) tables for `g`.
 pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
+    build_lr_until(g, &Interrupt::default())
+}
+
+/// [`build_lr`], stopping with `stop`'s error once it says so.
+pub(crate) fn build_lr_until(g: &Grammar, stop: &Interrupt) -> Result<LrBuild, GrammarError> {
     let nt = g.nonterminals.len();
     let nterm = g.terminals.len();
-    let (prods, first, eof) = prepare(g);
-    let lr0 = lr0::build(&prods, MAX_LR_STATES).map_err(|limit| GrammarError::TooLarge {
-        span: Default::default(),
-        what: "LR states".into(),
-        limit,
-    })?;
-    let reductions = lalr::reductions(&prods, &first, &lr0, eof);
+    let (prods, first, eof) = prepare(g, stop)?;
+    let lr0 = lr0::build(&prods, MAX_LR_STATES, stop)?;
+    let reductions = lalr::reductions(&prods, &first, &lr0, eof, stop)?;
     let n = lr0.kernels.len();
     // Rows are sparse: large schemas have tens of thousands of states and thousands of
     // symbols, of which a state acts on a few.
@@ -125,6 +127,7 @@ pub fn build_lr(g: &Grammar) -> Result<LrBuild, GrammarError> {
             }
         }
     }
+    stop.check()?;
     let prod_lhs = g.productions.iter().map(|p| p.lhs).collect();
     let prod_len = g.productions.iter().map(|p| p.rhs.len() as u32).collect();
     // Built consistently above; validation failing would be a builder bug.

@@ -163,7 +163,7 @@ impl Builder<'_> {
     /// outcomes are then frozen into edges in state order, so the automaton does not
     /// depend on the thread count. A state fed by one before it in its batch is built
     /// again in a later batch; any build order reaches the same riders.
-    pub(super) fn drain(&mut self) -> Result<(), GrammarError> {
+    pub(super) fn drain(&mut self, stop: &Interrupt) -> Result<(), GrammarError> {
         let mut workers: Vec<Mutex<Explorer<'_>>> = (0..rayon::current_num_threads())
             .map(|_| Mutex::new(self.ex.fresh()))
             .collect();
@@ -172,6 +172,7 @@ impl Builder<'_> {
         let mut batch: Vec<(DwaStateId, Effect, WeightId)> = Vec::new();
         let parallel = self.queue.len() >= DRAIN_PARALLEL_STATES;
         while let Some(&(order, _)) = self.queue.first() {
+            stop.check()?;
             // A wave too small to share is built one state at a time, each seeing what the
             // one before it fed (as in id order, with no rebuilds from batching).
             let wide = parallel

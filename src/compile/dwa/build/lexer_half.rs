@@ -33,16 +33,18 @@ pub(super) struct StartTries {
     pub(super) own_local: Vec<u32>,
 }
 
-/// The lexer half of [`build_dwa_limited`] (see [`LexerHalf`]). `plan` must be
+/// The lexer half of [`build_dwa_until`] (see [`LexerHalf`]). `plan` must be
 /// `string_split::plan(lexer, limits.split)`, which needs no follow sets and so can be
 /// made beside them.
-pub fn lexer_half(
+pub(crate) fn lexer_half(
     lexer: &LexerDfa,
     follow: &LexFollow,
     plan: Option<SplitPlan>,
     vocab: &Vocab,
     limits: &DwaLimits,
+    stop: &Interrupt,
 ) -> Result<LexerHalf, GrammarError> {
+    stop.check()?;
     if let Some(t) = lexer.terminals().iter().find(|t| t.droppable) {
         return Err(GrammarError::Unsupported {
             span: Default::default(),
@@ -93,6 +95,7 @@ pub fn lexer_half(
     // Walks of token blocks are shared between entered states alike to the tokens'
     // length; start positions alike to the longest token's length share whole tries.
     let (share, start_class) = WalkShare::new(lexer, &reps, tokens);
+    stop.check()?;
     let canon = |p: LexPos| canonical_end(&reps, p);
     let (built, trie_of, known) = shared_tries(
         lexer,
@@ -104,6 +107,7 @@ pub fn lexer_half(
         canon,
         limits,
     )?;
+    stop.check()?;
     let dead = built
         .iter()
         .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
@@ -127,6 +131,7 @@ pub fn lexer_half(
         .chain(inhibited_positions.iter().map(|&(p, _)| p))
         .collect();
     let walks = Walks::new(lexer, tokens, &universe, Some(&share));
+    stop.check()?;
     // The long parts' walks `alike_positions` made are read from it, not walked again.
     let atoms = atomize(
         lexer,
@@ -138,8 +143,9 @@ pub fn lexer_half(
         known.as_ref(),
     );
     drop(known);
+    stop.check()?;
     let (shapes, trie_shape, own_tables, own_local) =
-        classify_positions(lexer, &atoms, &walks, &built);
+        classify_positions(lexer, &atoms, &walks, &built, stop)?;
     let shapes = shapes.into_list();
     Ok(LexerHalf {
         split_lexer,
@@ -237,13 +243,15 @@ fn classify_positions(
     atoms: &Atoms,
     walks: &Walks<'_>,
     built: &[LexPos],
-) -> (Interner<Shape>, Vec<u32>, Interner<ClassAtoms>, Vec<u32>) {
+    stop: &Interrupt,
+) -> Result<ClassifiedPositions, GrammarError> {
     const CLASSIFY_CHUNK: usize = 512;
     let mut shapes: Interner<Shape> = Interner::default();
     let mut trie_shape: Vec<u32> = Vec::with_capacity(built.len());
     let mut own_tables: Interner<ClassAtoms> = Interner::default();
     let mut own_local: Vec<u32> = Vec::with_capacity(built.len());
     for chunk in built.chunks(CLASSIFY_CHUNK) {
+        stop.check()?;
         let (table_interner, shape_interner) = (&own_tables, &shapes);
         let classified: Vec<(Shape, u64, ClassAtoms, u64)> = chunk
             .par_iter()
@@ -260,5 +268,9 @@ fn classify_positions(
             own_local.push(own_tables.intern_hashed(table, h));
         }
     }
-    (shapes, trie_shape, own_tables, own_local)
+    Ok((shapes, trie_shape, own_tables, own_local))
 }
+
+/// Shapes and class tables, interned, with each position's ids (see
+/// [`classify_positions`]).
+type ClassifiedPositions = (Interner<Shape>, Vec<u32>, Interner<ClassAtoms>, Vec<u32>);

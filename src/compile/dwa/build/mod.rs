@@ -50,6 +50,7 @@ use crate::compile::dwa::token_classes::{classify, ClassList, Shape};
 use crate::compile::dwa::weight_table::WeightTable;
 use crate::compile::error::GrammarError;
 use crate::compile::interner::Interner;
+use crate::compile::interrupt::Interrupt;
 use crate::dwa::word_pool::WordPool;
 use crate::dwa::{ClassTokens, Dwa, StartPos, WeightSpan, NO_EDGE};
 use crate::glr::Tables;
@@ -62,8 +63,9 @@ use crate::vocab::{TokenParts, Vocab};
 mod drain;
 mod explore;
 mod lexer_half;
+pub(crate) use lexer_half::lexer_half;
+pub use lexer_half::LexerHalf;
 use lexer_half::StartTries;
-pub use lexer_half::{lexer_half, LexerHalf};
 
 /// Bounds on the automaton build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -741,18 +743,20 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
     (sets, base, finals)
 }
 
-/// Builds the mask automaton of a grammar's tables for a vocabulary, within `limits`
-/// (the entry point is [`crate::compile::Compiler::automaton`]).
-pub fn build_dwa_limited(
+/// Builds the mask automaton of a grammar's tables for a vocabulary, within `limits`,
+/// stopping with `stop`'s error once it says so (the entry point is
+/// [`crate::compile::Compiler::automaton`]).
+pub(crate) fn build_dwa_until(
     tables: &Tables,
     vocab: &Vocab,
     limits: DwaLimits,
+    stop: &Interrupt,
 ) -> Result<Dwa, GrammarError> {
     // Run on one of rayon's threads (in place when already on one): called from another
     // thread, each of the build's dozen parallel steps would be sent to the pool and
     // waited for across threads, a round trip of two wake-ups each; from a worker, they
-    // fork and join in place. That was 8% of a median schema's compile.
-    rayon::scope(|_| build_on_worker(tables, vocab, limits))
+    // fork and join in place.
+    rayon::scope(|_| build_on_worker(tables, vocab, limits, stop))
 }
 
 /// The recognizer tables the automaton is built from, by reference, so that the half of
@@ -778,20 +782,27 @@ impl<'a> From<&'a Tables> for TableRefs<'a> {
     }
 }
 
-fn build_on_worker(tables: &Tables, vocab: &Vocab, limits: DwaLimits) -> Result<Dwa, GrammarError> {
+fn build_on_worker(
+    tables: &Tables,
+    vocab: &Vocab,
+    limits: DwaLimits,
+    stop: &Interrupt,
+) -> Result<Dwa, GrammarError> {
     let plan = string_split::plan(&tables.lexer, limits.split);
-    let half = lexer_half(&tables.lexer, &tables.follow, plan, vocab, &limits)?;
-    finish_dwa(half, tables.into(), vocab, &limits)
+    let half = lexer_half(&tables.lexer, &tables.follow, plan, vocab, &limits, stop)?;
+    finish_dwa(half, tables.into(), vocab, &limits, stop)
 }
 
-/// The rest of [`build_dwa_limited`], which needs the LR table: the automaton, beside
+/// The rest of [`build_dwa_until`], which needs the LR table: the automaton, beside
 /// the class tables. `tables` must hold the lexer and follow sets `half` was made from.
-pub fn finish_dwa(
+pub(crate) fn finish_dwa(
     half: LexerHalf,
     tables: TableRefs<'_>,
     vocab: &Vocab,
     limits: &DwaLimits,
+    stop: &Interrupt,
 ) -> Result<Dwa, GrammarError> {
+    stop.check()?;
     let LexerHalf {
         split_lexer,
         emits,
@@ -827,6 +838,7 @@ pub fn finish_dwa(
     };
     let (((goto_sources, sets, base, num_classes), atom_words), (actionable, canon, class, rep)) =
         rayon::join(|| rayon::join(automaton_sets, atom_words), lr_facts);
+    stop.check()?;
     let num_lr = lr.num_states();
     // The class tables need only the classified tries, the automaton only their shapes:
     // the two are built side by side (their results do not depend on the thread count).
@@ -842,8 +854,9 @@ pub fn finish_dwa(
         goto_sources,
         (&groups, &unions),
         limits,
+        stop,
     );
-    let automaton = || started.and_then(|b| b.finish(&sets, nshapes, limits));
+    let automaton = || started.and_then(|b| b.finish(&sets, nshapes, limits, stop));
     let class_side = || start_tables(starts, &base, lexer, &atoms, &atom_words);
     let (auto, (start_pos, tables_out, words)) = rayon::join(automaton, class_side);
     let (shape_classes, det) = auto?;
@@ -1077,7 +1090,7 @@ fn weight_words(
     (spans, words)
 }
 
-/// The mask automaton over the classes of `sets` (the side of `build_dwa_limited` that
+/// The mask automaton over the classes of `sets` (the side of `build_dwa_until` that
 /// needs the tries' shapes, not their tokens) with its starts explored: the builder, and
 /// the edge each LR state starts with.
 struct Started<'a> {
@@ -1103,6 +1116,7 @@ fn start_automaton<'a>(
     goto_sources: Vec<Vec<LrStateId>>,
     shared: (&'a MergedGroups, &'a PieceUnions),
     limits: &DwaLimits,
+    stop: &Interrupt,
 ) -> Result<Started<'a>, GrammarError> {
     let lr = tables.lr;
     let num_lr = lr.num_states();
@@ -1178,6 +1192,7 @@ fn start_automaton<'a>(
     let chunks: Vec<&[usize]> = reps.chunks(START_CHUNK).collect();
     let mut explored = chunks.first().map(|c| explore(c));
     for (i, chunk) in chunks.iter().enumerate() {
+        stop.check()?;
         let outs = explored.take().unwrap_or_default();
         let make_edges = |b: &mut Builder<'a>, starts: &mut [u32]| {
             for (&x, (o, looks)) in chunk.iter().zip(outs) {
@@ -1209,10 +1224,11 @@ impl Started<'_> {
         sets: &ClassSets,
         nshapes: usize,
         limits: &DwaLimits,
+        stop: &Interrupt,
     ) -> Result<(Vec<WeightId>, Det), GrammarError> {
         let Started { mut b, starts } = self;
         // After every start, so that shallow states see all their riders before being built.
-        b.drain()?;
+        b.drain(stop)?;
         let shape_classes: Vec<WeightId> = (0..nshapes)
             .map(|i| {
                 let all = sets.shape_all[i].clone();
@@ -1234,7 +1250,7 @@ impl Started<'_> {
             targets: b.targets,
             starts,
         };
-        determinize(nfa, limits.determinize_budget, limits.max_states)
+        determinize(nfa, limits.determinize_budget, limits.max_states, stop)
             .map(|det| (shape_classes, det))
     }
 }

@@ -39,6 +39,7 @@ mod string;
 
 use crate::compile::error::GrammarError;
 use crate::compile::grammar::ir::Grammar;
+use crate::compile::interrupt::Interrupt;
 
 /// How a schema is lowered.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -122,6 +123,8 @@ impl SchemaError {
             SchemaError::Unsatisfiable => "unsatisfiable",
             SchemaError::Grammar(g) => match **g {
                 GrammarError::TooLarge { .. } => "too_large",
+                GrammarError::Cancelled => "cancelled",
+                GrammarError::TimeLimit { .. } => "time_limit",
                 _ => "grammar",
             },
         }
@@ -143,5 +146,19 @@ pub fn compile_value(
     schema: &serde_json::Value,
     opts: &SchemaOptions,
 ) -> Result<LoweredSchema, SchemaError> {
-    lower::lower(schema, opts)
+    lower::lower(schema, opts, &Interrupt::default())
+}
+
+/// [`compile`], stopping with `stop`'s error (as [`SchemaError::Grammar`]) once it says so.
+pub(crate) fn compile_until(
+    text: &str,
+    opts: &SchemaOptions,
+    stop: &Interrupt,
+) -> Result<LoweredSchema, SchemaError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| SchemaError::Json {
+        line: e.line(),
+        col: e.column(),
+        message: e.to_string(),
+    })?;
+    lower::lower(&value, opts, stop)
 }

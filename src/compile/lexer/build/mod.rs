@@ -20,6 +20,7 @@ use regex_automata::{
 
 use crate::compile::error::GrammarError;
 use crate::compile::grammar::ir::{Divisibility, Grammar, Priority, Terminal, MAX_DIVISOR};
+use crate::compile::interrupt::Interrupt;
 use crate::compile::lexer::count::{self, CountPos, CountStep, Counting};
 use crate::ids::TerminalId;
 use crate::lexer::{CountRun, CountRuns, LexTerminal, LexerDfa};
@@ -35,6 +36,9 @@ pub const TERMINAL_DFA_LIMIT: usize = 64 << 20;
 /// bound on the refinement's cost (7 ms at 3,815 states). Every 4th MaskBench schema has
 /// about 30 larger ones (6K–85K states); whether minimizing them would pay is untested.
 const MINIMIZE_UP_TO: usize = 4096;
+
+/// States processed between checks of the compile's [`Interrupt`].
+const STOP_CHECK_STATES: u32 = 1024;
 
 /// `TermDfa::trans` entry for "no transition".
 pub(super) const NONE: u32 = u32::MAX;
@@ -349,7 +353,16 @@ pub fn counted_is_exact(t: &Terminal) -> Result<bool, GrammarError> {
 
 /// [`build_lexer`] with explicit options.
 pub fn build_lexer_with(g: &Grammar, opts: &LexerOptions) -> Result<LexerDfa, GrammarError> {
-    subset_construction(g, opts, true).map(|(lexer, _)| lexer)
+    build_lexer_until(g, opts, &Interrupt::default())
+}
+
+/// [`build_lexer_with`], stopping with `stop`'s error once it says so.
+pub(crate) fn build_lexer_until(
+    g: &Grammar,
+    opts: &LexerOptions,
+    stop: &Interrupt,
+) -> Result<LexerDfa, GrammarError> {
+    subset_construction(g, opts, true, stop).map(|(lexer, _)| lexer)
 }
 
 /// [`build_lexer_with`], with rows shifted between layers (see
@@ -358,6 +371,7 @@ fn subset_construction(
     g: &Grammar,
     opts: &LexerOptions,
     shift: bool,
+    stop: &Interrupt,
 ) -> Result<(LexerDfa, usize), GrammarError> {
     // Terminals' automata are independent, and were four fifths of a median schema's
     // lexer build: made in parallel, and the first error in terminal order reported.
@@ -429,8 +443,12 @@ fn subset_construction(
     let mut prev_layer: Option<(u32, Vec<Combo>)> = None;
     loop {
         while let Some(s) = plain_queue.pop_front() {
+            if s % STOP_CHECK_STATES == 0 {
+                stop.check()?;
+            }
             b.process(s, &mut plain_queue, &mut layers)?;
         }
+        stop.check()?;
         let Some((c, mut work)) = layers.pop_first() else {
             break;
         };

@@ -261,8 +261,8 @@ fn shifted_rows_are_stepped_rows() {
             count_margin: margin,
             ..LexerOptions::default()
         };
-        let (shifted, n) = subset_construction(&g, &opts, true).unwrap();
-        let (stepped, none) = subset_construction(&g, &opts, false).unwrap();
+        let (shifted, n) = subset_construction(&g, &opts, true, &Default::default()).unwrap();
+        let (stepped, none) = subset_construction(&g, &opts, false, &Default::default()).unwrap();
         assert_eq!(shifted, stepped, "margin {margin}");
         assert_eq!(none, 0);
         // A wide margin leaves most layers explicit: most of their rows shift.

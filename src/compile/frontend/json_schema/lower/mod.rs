@@ -10,6 +10,7 @@
 //! are known, by matching the value. "Any key but the declared ones" is then just the
 //! generic string plus the other literals: exact without regex complement.
 
+use crate::compile::interrupt::Interrupt;
 use hashbrown::HashMap;
 use regex_syntax::hir::{Hir, Repetition};
 use serde_json::{Map, Value};
@@ -39,7 +40,7 @@ use crate::compile::grammar::ir::{
     Counted, Divisibility, Grammar, Nonterminal, Priority, Symbol, Terminal, MAX_DIVISOR,
 };
 use crate::compile::grammar::prune::{
-    check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
+    check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive_until,
 };
 use crate::compile::lexer::build::counted_is_exact;
 use crate::ids::{NonterminalId, TerminalId};
@@ -170,6 +171,8 @@ struct Fixed {
 struct Lowerer<'a> {
     resolver: Resolver<'a>,
     opts: SchemaOptions,
+    /// Checked at every schema node.
+    stop: Interrupt,
     terminals: Vec<Terminal>,
     term_ids: HashMap<TermKey, TerminalId>,
     /// Counted string terminals by their count and pattern.
@@ -279,10 +282,11 @@ fn type_allows(types: &Option<Vec<String>>, t: &str) -> bool {
 }
 
 impl<'a> Lowerer<'a> {
-    fn new(root: &'a Value, opts: SchemaOptions) -> Self {
+    fn new(root: &'a Value, opts: SchemaOptions, stop: Interrupt) -> Self {
         let mut l = Lowerer {
             resolver: Resolver::new(root, opts.lenient),
             opts,
+            stop,
             terminals: Vec::new(),
             term_ids: HashMap::new(),
             counted_ids: HashMap::new(),
@@ -492,6 +496,9 @@ impl<'a> Lowerer<'a> {
     /// The symbol for a schema node (memoized; `$ref`-only nodes by target, so that
     /// recursive schemas become recursive rules).
     fn schema(&mut self, node: &Value, pointer: &str) -> Result<Symbol, SchemaError> {
+        self.stop
+            .check()
+            .map_err(|e| SchemaError::Grammar(Box::new(e)))?;
         match node {
             Value::Bool(true) => return Ok(self.any_value()),
             Value::Object(m) if is_trivial(node) => {
@@ -848,6 +855,9 @@ impl<'a> Lowerer<'a> {
 
     /// Fills the string rules now that every literal is known, and builds the grammar.
     fn finish(mut self, root: Symbol) -> Result<LoweredSchema, SchemaError> {
+        self.stop
+            .check()
+            .map_err(|e| SchemaError::Grammar(Box::new(e)))?;
         let string = Symbol::T(self.f().string);
         let rules = std::mem::take(&mut self.string_rules);
         let exclusions: HashMap<NonterminalId, Vec<String>> =
@@ -890,7 +900,11 @@ impl<'a> Lowerer<'a> {
             }
         };
         let mut bnf = BnfBuilder::new(self.nonterminals.clone());
+        let stop = |l: &Interrupt| l.check().map_err(|e| SchemaError::Grammar(Box::new(e)));
         for (i, b) in self.bodies.iter().enumerate() {
+            if i % 1024 == 0 {
+                stop(&self.stop)?;
+            }
             let body = b.clone().unwrap_or_else(nothing);
             bnf.define(NonterminalId::new(i), &body, 0, Span::default())
                 .map_err(|e| SchemaError::Grammar(Box::new(e)))?;
@@ -902,11 +916,14 @@ impl<'a> Lowerer<'a> {
             productions,
             start,
         };
-        let g = remove_unproductive(prune_unreachable(g)).map_err(|e| match e {
-            GrammarError::NoDocument { .. } => SchemaError::Unsatisfiable,
-            e => SchemaError::Grammar(Box::new(e)),
-        })?;
+        stop(&self.stop)?;
+        let g =
+            remove_unproductive_until(prune_unreachable(g), &self.stop).map_err(|e| match e {
+                GrammarError::NoDocument { .. } => SchemaError::Unsatisfiable,
+                e => SchemaError::Grammar(Box::new(e)),
+            })?;
         let g = drop_unused_terminals(g);
+        stop(&self.stop)?;
         check_acyclic(&g).map_err(|e| SchemaError::Grammar(Box::new(e)))?;
         check_no_hidden_left_recursion(&g).map_err(|e| SchemaError::Grammar(Box::new(e)))?;
         debug_assert_eq!(g.validate(), Ok(()));
@@ -1052,10 +1069,14 @@ type Disjunctions = Vec<Disjunction>;
 type Pending<'s> = (&'s Map<String, Value>, &'s [Disjunction]);
 
 /// Lowers a parsed schema.
-pub fn lower(schema: &Value, opts: &SchemaOptions) -> Result<LoweredSchema, SchemaError> {
+pub fn lower(
+    schema: &Value,
+    opts: &SchemaOptions,
+    stop: &Interrupt,
+) -> Result<LoweredSchema, SchemaError> {
     let schema = super::draft::normalize(schema);
     let schema: &Value = &schema;
-    let mut l = Lowerer::new(schema, *opts);
+    let mut l = Lowerer::new(schema, *opts, stop.clone());
     let root = l.schema(schema, "")?;
     l.finish(root)
 }
