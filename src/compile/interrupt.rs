@@ -1,7 +1,8 @@
 //! Stopping a compile early: a cancellation flag another thread may set, and a time
 //! limit counted from the compile's start. Every pass checks it between steps: the JSON
-//! Schema lowering at each schema node and fixpoint round, the lexer's subset
-//! construction and the LR build every 1,024 states, the automaton between its phases,
+//! Schema lowering at each schema node, every 1,024 rule bodies and every 4,096
+//! productions pruned; the lexer's subset construction and the LR build every 1,024
+//! states (FIRST sets every 4,096 propagations); the automaton between its phases,
 //! chunks of start positions and of starts, and each wave of states. A stopped compile
 //! returns [`GrammarError::Cancelled`] or [`GrammarError::TimeLimit`] within the longest
 //! step: tens of milliseconds on large schemas, a few hundred on the very largest.

@@ -84,29 +84,48 @@ pub fn remove_unproductive(g: Grammar) -> Result<Grammar, crate::compile::Gramma
     remove_unproductive_until(g, &Default::default())
 }
 
-/// [`remove_unproductive`], checking `stop` at every round of its fixpoint.
+/// [`remove_unproductive`], checking `stop` as it goes.
 pub(crate) fn remove_unproductive_until(
     g: Grammar,
     stop: &crate::compile::interrupt::Interrupt,
 ) -> Result<Grammar, crate::compile::GrammarError> {
     let nt = g.nonterminals.len();
     let mut productive = vec![false; nt];
-    loop {
-        stop.check()?;
-        let mut changed = false;
-        for p in &g.productions {
-            if !productive[p.lhs.index()]
-                && p.rhs.iter().all(|s| match s {
-                    Symbol::T(_) => true,
-                    Symbol::N(n) => productive[n.index()],
-                })
-            {
-                productive[p.lhs.index()] = true;
-                changed = true;
+    // Worklist: each production counts its nonterminal occurrences not yet known to be
+    // productive; one that reaches zero makes its left-hand side productive, which counts
+    // down every production using it (linear in the grammar's size).
+    let mut missing: Vec<u32> = Vec::with_capacity(g.productions.len());
+    let mut uses: Vec<Vec<u32>> = vec![Vec::new(); nt];
+    let mut ready: Vec<u32> = Vec::new();
+    for (i, p) in g.productions.iter().enumerate() {
+        let mut m = 0;
+        for s in &p.rhs {
+            if let Symbol::N(n) = s {
+                uses[n.index()].push(i as u32);
+                m += 1;
             }
         }
-        if !changed {
-            break;
+        missing.push(m);
+        if m == 0 {
+            ready.push(i as u32);
+        }
+    }
+    let mut done = 0usize;
+    while let Some(i) = ready.pop() {
+        done += 1;
+        if done % 4096 == 0 {
+            stop.check()?;
+        }
+        let a = g.productions[i as usize].lhs.index();
+        if productive[a] {
+            continue;
+        }
+        productive[a] = true;
+        for &u in &uses[a] {
+            missing[u as usize] -= 1;
+            if missing[u as usize] == 0 {
+                ready.push(u);
+            }
         }
     }
     if !productive[g.start.index()] {

@@ -13,51 +13,107 @@ pub struct First {
     pub first: Vec<TermSet>,
 }
 
+/// `v[a]` to write and `v[b]` to read, for `a != b`.
+fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &T) {
+    if a < b {
+        let (lo, hi) = v.split_at_mut(b);
+        (&mut lo[a], &hi[0])
+    } else {
+        let (lo, hi) = v.split_at_mut(a);
+        (&mut hi[0], &lo[b])
+    }
+}
+
 impl First {
-    /// Computes both by fixpoint iteration (checking `stop` at every round).
+    /// Computes both as least fixpoints by worklists (linear in the grammar, apart from
+    /// the set unions), checking `stop` as it goes. Nullable first: a production whose
+    /// nonterminals are all nullable (and which has no terminal) makes its left-hand side
+    /// nullable. Then FIRST: `A → α x …` with `α` nullable puts `x` (a terminal) or
+    /// FIRST(x) into FIRST(A); the latter are edges along which sets propagate.
     pub(crate) fn compute(
         g: &Grammar,
         width: usize,
         stop: &Interrupt,
     ) -> Result<Self, GrammarError> {
         let nt = g.nonterminals.len();
+        // Nullable: per production, its nonterminals not yet known nullable (a terminal
+        // keeps it from ever counting down).
         let mut nullable = vec![false; nt];
-        let mut first = vec![TermSet::new(width); nt];
-        loop {
-            stop.check()?;
-            let mut changed = false;
-            for p in &g.productions {
-                let a = p.lhs.index();
-                let mut all_nullable = true;
-                for s in &p.rhs {
-                    match *s {
-                        Symbol::T(t) => {
-                            changed |= first[a].insert(t);
-                            all_nullable = false;
-                        }
-                        Symbol::N(n) => {
-                            if n.index() != a {
-                                let f = first[n.index()].clone();
-                                changed |= first[a].union_with(&f);
-                            }
-                            if !nullable[n.index()] {
-                                all_nullable = false;
-                            }
+        let mut missing: Vec<u32> = Vec::with_capacity(g.productions.len());
+        let mut uses: Vec<Vec<u32>> = vec![Vec::new(); nt];
+        let mut ready: Vec<u32> = Vec::new();
+        for (i, p) in g.productions.iter().enumerate() {
+            let mut m = 0u32;
+            for s in &p.rhs {
+                match *s {
+                    Symbol::T(_) => m = u32::MAX,
+                    Symbol::N(n) => {
+                        if m != u32::MAX {
+                            uses[n.index()].push(i as u32);
+                            m += 1;
                         }
                     }
-                    if !all_nullable {
-                        break;
-                    }
-                }
-                if all_nullable && !nullable[a] {
-                    nullable[a] = true;
-                    changed = true;
                 }
             }
-            if !changed {
-                return Ok(Self { nullable, first });
+            missing.push(m);
+            if m == 0 {
+                ready.push(i as u32);
             }
         }
+        while let Some(i) = ready.pop() {
+            let a = g.productions[i as usize].lhs.index();
+            if nullable[a] {
+                continue;
+            }
+            nullable[a] = true;
+            for &u in &uses[a] {
+                missing[u as usize] -= 1;
+                if missing[u as usize] == 0 {
+                    ready.push(u);
+                }
+            }
+        }
+        stop.check()?;
+        // FIRST: direct terminals, and edges B → A for FIRST(B) ⊆ FIRST(A).
+        let mut first = vec![TermSet::new(width); nt];
+        let mut into: Vec<Vec<u32>> = vec![Vec::new(); nt];
+        for p in &g.productions {
+            let a = p.lhs.index();
+            for s in &p.rhs {
+                match *s {
+                    Symbol::T(t) => {
+                        first[a].insert(t);
+                        break;
+                    }
+                    Symbol::N(n) => {
+                        if n.index() != a {
+                            into[n.index()].push(a as u32);
+                        }
+                        if !nullable[n.index()] {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let mut work: Vec<u32> = (0..nt as u32).rev().collect();
+        let mut queued = vec![true; nt];
+        let mut done = 0usize;
+        while let Some(b) = work.pop() {
+            done += 1;
+            if done % 4096 == 0 {
+                stop.check()?;
+            }
+            queued[b as usize] = false;
+            for &a in &into[b as usize] {
+                let (to, from) = pair_mut(&mut first, a as usize, b as usize);
+                if to.union_with(from) && !queued[a as usize] {
+                    queued[a as usize] = true;
+                    work.push(a);
+                }
+            }
+        }
+        Ok(Self { nullable, first })
     }
 
     /// Adds FIRST of a symbol string to `words` (a set of this universe's words); returns
