@@ -94,7 +94,7 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
     let (matcher_base, dwa_ms) = match a.engine {
         Engine::Dwa | Engine::Both => {
             let t0 = Instant::now();
-            let m = matcher(a.artifact, &vocab, &loaded)?;
+            let m = matcher(a.artifact, &a.grammar.compiler(&vocab), &loaded)?;
             (Some(m), Some(t0.elapsed().as_secs_f64() * 1e3))
         }
         _ => (None, None),
@@ -240,12 +240,13 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
 }
 
 /// The matcher for the automaton engines: loaded from `artifact`, else with an automaton
-/// built for `loaded`'s tables.
+/// built by `compiler` for `loaded`'s tables.
 fn matcher(
     artifact: Option<&str>,
-    vocab: &Vocab,
+    compiler: &Compiler<'_>,
     loaded: &load::Loaded,
 ) -> Result<Matcher, String> {
+    let vocab = compiler.vocab();
     Ok(match artifact {
         Some(path) => {
             let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
@@ -254,7 +255,7 @@ fn matcher(
             Matcher::from_compiled(&g)
         }
         None => {
-            let dwa = Compiler::new(vocab)
+            let dwa = compiler
                 .automaton(&loaded.tables)
                 .map_err(|e| e.to_string())?;
             Matcher::new(loaded.tables.clone(), Arc::new(dwa))

@@ -12,7 +12,6 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
-use stackmask::compile::Compiler;
 use stackmask::compile::DwaLimits;
 use stackmask::glr::walk::{self, SortedTokens};
 use stackmask::glr::GlrState;
@@ -284,7 +283,9 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
         max_states: 200_000,
         ..DwaLimits::default()
     };
-    let masks = match Compiler::new(&vocab)
+    let masks = match a
+        .grammar
+        .compiler(&vocab)
         .with_limits(limits)
         .automaton(&loaded.tables)
     {
