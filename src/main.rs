@@ -177,6 +177,10 @@ enum Cmd {
         /// (with --json, counts on a line before the summary; `dwa` engine only).
         #[arg(long)]
         round_trip: bool,
+        /// Stop each schema's compile (tables and automaton; the schema is lowered
+        /// first) past this many milliseconds: counted as a `time_limit` compile error.
+        #[arg(long)]
+        time_limit_ms: Option<u64>,
     },
     /// Run the benchmark matrix (benches/data/matrix.toml): compile time, peak RSS,
     /// artifact size, mask and commit latency per workload, then batched masks.
@@ -428,6 +432,7 @@ fn main() -> ExitCode {
             compiles,
             noise,
             round_trip,
+            time_limit_ms,
         } => cli::load::vocab(tokenizer).and_then(|vocab| {
             let engine = match engine {
                 BenchEngine::Reference => cli::maskbench::replay::Engine::Reference,
@@ -452,6 +457,7 @@ fn main() -> ExitCode {
                     compiles: *compiles as usize,
                     noise: *noise,
                     round_trip: *round_trip,
+                    time_limit: time_limit_ms.map(std::time::Duration::from_millis),
                 },
                 &vocab,
             )

@@ -66,6 +66,8 @@ pub struct MaskbenchArgs<'a> {
     /// Take every compiled grammar through its artifact bytes and back, and compare the
     /// loaded grammar's masks with the original's along every instance (automaton only).
     pub round_trip: bool,
+    /// A time limit on each schema's compile (tables and automaton).
+    pub time_limit: Option<std::time::Duration>,
 }
 
 /// Runs the replay and prints the summary; returns it.
@@ -91,6 +93,7 @@ pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
         style,
         compiles: a.compiles,
         round_trip: a.round_trip,
+        time_limit: a.time_limit,
         ..replay::RunOptions::new(&a.schema, a.engine)
     };
     for path in &files {

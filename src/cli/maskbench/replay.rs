@@ -52,20 +52,25 @@ pub enum Compiled {
     Reference(Box<Reference>),
 }
 
-/// Compiles a schema for `engine` (the automaton against `vocab`).
+/// Compiles a schema for `engine` (the automaton against `vocab`), its tables and
+/// automaton within `time_limit` if one is given.
 pub fn compile(
     schema: &Value,
     opts: &SchemaOptions,
     engine: Engine,
     vocab: &Vocab,
+    time_limit: Option<std::time::Duration>,
 ) -> Result<Compiled, SchemaError> {
     let lowered = json_schema::compile_value(schema, opts)?;
     let grammar_err = |e: GrammarError| SchemaError::Grammar(Box::new(e));
-    let compiler = Compiler::new(vocab).with_limits(DwaLimits {
+    let mut compiler = Compiler::new(vocab).with_limits(DwaLimits {
         max_states: MAX_DWA_STATES,
         max_tries: MAX_TRIES,
         ..DwaLimits::default()
     });
+    if let Some(limit) = time_limit {
+        compiler = compiler.with_time_limit(limit);
+    }
     let tables = || compiler.tables(&lowered.grammar).map_err(grammar_err);
     Ok(match engine {
         // Made as a server makes it: the first mask is walked as part of the compile.
@@ -278,6 +283,8 @@ pub struct RunOptions<'a> {
     /// Take the compiled grammar through its artifact bytes and back, and compare masks
     /// along every replayed instance ([`round_trip`]; automaton engine only).
     pub round_trip: bool,
+    /// A time limit on each compile (tables and automaton).
+    pub time_limit: Option<std::time::Duration>,
 }
 
 impl<'a> RunOptions<'a> {
@@ -289,6 +296,7 @@ impl<'a> RunOptions<'a> {
             style: PyJson::default(),
             compiles: 1,
             round_trip: false,
+            time_limit: None,
         }
     }
 }
@@ -308,6 +316,7 @@ pub fn run_file(
     times: &mut TokenTimes,
 ) -> FileOutcome {
     let (opts, engine, style, compiles) = (o.schema, o.engine, o.style, o.compiles);
+    let limit = o.time_limit;
     let (Some(schema), Some(tests)) = (
         file.get("schema"),
         file.get("tests").and_then(Value::as_array),
@@ -315,7 +324,7 @@ pub fn run_file(
         return FileOutcome::BadFile("no `schema` and `tests`".into());
     };
     let t0 = Instant::now();
-    let compiled = match compile(schema, opts, engine, vocab) {
+    let compiled = match compile(schema, opts, engine, vocab, limit) {
         Ok(c) => c,
         Err(e) => return FileOutcome::Error(e),
     };
@@ -376,7 +385,7 @@ pub fn run_file(
         let t0 = Instant::now();
         // The same schema compiled a moment ago: it compiles again (the build is
         // deterministic); the result is dropped outside the timed span.
-        let again = compile(schema, opts, engine, vocab);
+        let again = compile(schema, opts, engine, vocab, limit);
         ttfm_floor_ms = ttfm_floor_ms.min(t0.elapsed().as_secs_f64() * 1e3);
         drop(again);
     }

@@ -217,7 +217,7 @@ fn maskbench_sample_artifacts_load_back_with_equal_masks() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let file: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
         let Ok(maskbench::Compiled::Dwa(g)) =
-            maskbench::compile(&file["schema"], &opts, Engine::Dwa, &vocab)
+            maskbench::compile(&file["schema"], &opts, Engine::Dwa, &vocab, None)
         else {
             continue;
         };
@@ -310,4 +310,31 @@ fn replays_keep_outcomes_and_floor_each_token() {
     // for the first (cold) replay to be the fastest at every one of its dozens of tokens
     // has odds below 3^-20.
     assert!(three.first.iter().zip(&three.floor).any(|(f, m)| m < f));
+}
+
+/// A compile past the run's time limit is a `time_limit` compile error, not a crash or
+/// a silent skip; with a generous limit the same file compiles.
+#[test]
+fn a_time_limit_makes_a_named_compile_error() {
+    let vocab = Vocab::load(&shared_dir().join("tokenizers/gpt2.json").to_string_lossy()).unwrap();
+    let file = serde_json::json!({
+        "schema": {"type": "object", "properties": {"a": {"type": "string"}}},
+        "tests": [{"data": {"a": "x"}, "valid": true}]
+    });
+    let opts = SchemaOptions::default();
+    let run = |limit_ms: u64| {
+        let o = maskbench::RunOptions {
+            time_limit: Some(std::time::Duration::from_millis(limit_ms)),
+            ..maskbench::RunOptions::new(&opts, Engine::Dwa)
+        };
+        maskbench::run_file(&file, &o, &vocab, &mut maskbench::TokenTimes::new(1))
+    };
+    match run(0) {
+        FileOutcome::Error(e) => assert_eq!(e.kind(), "time_limit", "{e}"),
+        other => panic!("{other:?}"),
+    }
+    match run(3_600_000) {
+        FileOutcome::Compiled { instances, .. } => assert!(instances[0].accepted),
+        other => panic!("{other:?}"),
+    }
 }
