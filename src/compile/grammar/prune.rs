@@ -89,45 +89,7 @@ pub(crate) fn remove_unproductive_until(
     g: Grammar,
     stop: &crate::compile::interrupt::Interrupt,
 ) -> Result<Grammar, crate::compile::GrammarError> {
-    let nt = g.nonterminals.len();
-    let mut productive = vec![false; nt];
-    // Worklist: each production counts its nonterminal occurrences not yet known to be
-    // productive; one that reaches zero makes its left-hand side productive, which counts
-    // down every production using it (linear in the grammar's size).
-    let mut missing: Vec<u32> = Vec::with_capacity(g.productions.len());
-    let mut uses: Vec<Vec<u32>> = vec![Vec::new(); nt];
-    let mut ready: Vec<u32> = Vec::new();
-    for (i, p) in g.productions.iter().enumerate() {
-        let mut m = 0;
-        for s in &p.rhs {
-            if let Symbol::N(n) = s {
-                uses[n.index()].push(i as u32);
-                m += 1;
-            }
-        }
-        missing.push(m);
-        if m == 0 {
-            ready.push(i as u32);
-        }
-    }
-    let mut done = 0usize;
-    while let Some(i) = ready.pop() {
-        done += 1;
-        if done % 4096 == 0 {
-            stop.check()?;
-        }
-        let a = g.productions[i as usize].lhs.index();
-        if productive[a] {
-            continue;
-        }
-        productive[a] = true;
-        for &u in &uses[a] {
-            missing[u as usize] -= 1;
-            if missing[u as usize] == 0 {
-                ready.push(u);
-            }
-        }
-    }
+    let productive = deriving(&g, true, stop)?;
     if !productive[g.start.index()] {
         return Err(crate::compile::GrammarError::NoDocument {
             name: g.nonterminals[g.start.index()].name.clone(),
@@ -250,4 +212,59 @@ pub fn check_no_hidden_left_recursion(g: &Grammar) -> Result<(), crate::compile:
         }
     }
     Ok(())
+}
+
+/// The nonterminals that derive a string of terminals (`terminals`: any string, the
+/// productive ones) or the empty string (`!terminals`: the nullable ones): a least
+/// fixpoint by worklist, linear in the grammar. Each production counts its nonterminal
+/// occurrences not yet known to derive one (a terminal, when not allowed, keeps it from
+/// ever reaching zero); one that reaches zero marks its left-hand side, which counts down
+/// every production using it. Checks `stop` as it goes.
+pub(crate) fn deriving(
+    g: &Grammar,
+    terminals: bool,
+    stop: &crate::compile::interrupt::Interrupt,
+) -> Result<Vec<bool>, crate::compile::GrammarError> {
+    let nt = g.nonterminals.len();
+    let mut marked = vec![false; nt];
+    let mut missing: Vec<u32> = Vec::with_capacity(g.productions.len());
+    let mut uses: Vec<Vec<u32>> = vec![Vec::new(); nt];
+    let mut ready: Vec<u32> = Vec::new();
+    for (i, p) in g.productions.iter().enumerate() {
+        if !terminals && p.rhs.iter().any(|s| matches!(s, Symbol::T(_))) {
+            // Never counts down: no use of it is recorded.
+            missing.push(u32::MAX);
+            continue;
+        }
+        let mut m = 0u32;
+        for s in &p.rhs {
+            if let Symbol::N(n) = s {
+                uses[n.index()].push(i as u32);
+                m += 1;
+            }
+        }
+        missing.push(m);
+        if m == 0 {
+            ready.push(i as u32);
+        }
+    }
+    let mut done = 0usize;
+    while let Some(i) = ready.pop() {
+        done += 1;
+        if done % 4096 == 0 {
+            stop.check()?;
+        }
+        let a = g.productions[i as usize].lhs.index();
+        if marked[a] {
+            continue;
+        }
+        marked[a] = true;
+        for &u in &uses[a] {
+            missing[u as usize] -= 1;
+            if missing[u as usize] == 0 {
+                ready.push(u);
+            }
+        }
+    }
+    Ok(marked)
 }

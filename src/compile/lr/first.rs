@@ -26,9 +26,8 @@ fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &T) {
 
 impl First {
     /// Computes both as least fixpoints by worklists (linear in the grammar, apart from
-    /// the set unions), checking `stop` as it goes. Nullable first: a production whose
-    /// nonterminals are all nullable (and which has no terminal) makes its left-hand side
-    /// nullable. Then FIRST: `A → α x …` with `α` nullable puts `x` (a terminal) or
+    /// the set unions), checking `stop` as it goes. Nullable first (`prune::deriving`),
+    /// then FIRST: `A → α x …` with `α` nullable puts `x` (a terminal) or
     /// FIRST(x) into FIRST(A); the latter are edges along which sets propagate.
     pub(crate) fn compute(
         g: &Grammar,
@@ -36,43 +35,7 @@ impl First {
         stop: &Interrupt,
     ) -> Result<Self, GrammarError> {
         let nt = g.nonterminals.len();
-        // Nullable: per production, its nonterminals not yet known nullable (a terminal
-        // keeps it from ever counting down).
-        let mut nullable = vec![false; nt];
-        let mut missing: Vec<u32> = Vec::with_capacity(g.productions.len());
-        let mut uses: Vec<Vec<u32>> = vec![Vec::new(); nt];
-        let mut ready: Vec<u32> = Vec::new();
-        for (i, p) in g.productions.iter().enumerate() {
-            let mut m = 0u32;
-            for s in &p.rhs {
-                match *s {
-                    Symbol::T(_) => m = u32::MAX,
-                    Symbol::N(n) => {
-                        if m != u32::MAX {
-                            uses[n.index()].push(i as u32);
-                            m += 1;
-                        }
-                    }
-                }
-            }
-            missing.push(m);
-            if m == 0 {
-                ready.push(i as u32);
-            }
-        }
-        while let Some(i) = ready.pop() {
-            let a = g.productions[i as usize].lhs.index();
-            if nullable[a] {
-                continue;
-            }
-            nullable[a] = true;
-            for &u in &uses[a] {
-                missing[u as usize] -= 1;
-                if missing[u as usize] == 0 {
-                    ready.push(u);
-                }
-            }
-        }
+        let nullable = crate::compile::grammar::prune::deriving(g, false, stop)?;
         stop.check()?;
         // FIRST: direct terminals, and edges B → A for FIRST(B) ⊆ FIRST(A).
         let mut first = vec![TermSet::new(width); nt];
