@@ -4,7 +4,9 @@
 //! budget so every suspended effect is its own state; with string states split wherever
 //! the lexer allows, or only where that pays). Quoted-string terminals of equal priority
 //! make the split apply. The automaton also goes through its artifact bytes and back: the
-//! loaded grammar loads and masks alike at every step.
+//! loaded grammar loads and masks alike at every step. A third of the grammars have a
+//! droppable terminal `D` (`;`), taken where some parse can take it and skipped elsewhere,
+//! so tokens carry several droppable lexemes.
 #![no_main]
 
 use std::sync::Arc;
@@ -35,14 +37,16 @@ impl Bytes<'_> {
     }
 }
 
-const ALPHA: &[u8] = b"ab-( )\"";
+const ALPHA: &[u8] = b"ab-( )\";";
 
 fn word(b: &mut Bytes, max: u8) -> Vec<u8> {
     let len = 1 + b.below(max);
     (0..len).map(|_| ALPHA[b.below(ALPHA.len() as u8) as usize]).collect()
 }
 
-fn grammar(b: &mut Bytes) -> String {
+/// A grammar, and whether its `D` is droppable.
+fn grammar(b: &mut Bytes) -> (String, bool) {
+    let drop = b.below(3) == 0;
     let nts = 1 + b.below(3);
     let mut out = String::from("start: n0\n");
     for n in 0..nts {
@@ -52,8 +56,9 @@ fn grammar(b: &mut Bytes) -> String {
             let syms = b.below(4);
             let mut s = Vec::new();
             for _ in 0..syms {
-                match b.below(5) {
+                match b.below(if drop { 6 } else { 5 }) {
                     0 => s.push(format!("n{}", b.below(nts))),
+                    5 => s.push("D".to_string()),
                     1 => s.push("W".to_string()),
                     2 => s.push(["Q", "R"][b.below(2) as usize].to_string()),
                     _ => {
@@ -72,18 +77,24 @@ fn grammar(b: &mut Bytes) -> String {
     // Two overlapping quoted strings: inside a string both are alive (a split state).
     out.push_str("Q: /\"[ab -]*\"/\n");
     out.push_str("R: /\"a[ab]*\"/\n");
+    if drop {
+        out.push_str("D: /;/\n");
+    }
     if b.below(2) == 0 {
         out.push_str("%ignore \" \"\n");
     }
-    out
+    (out, drop)
 }
 
 fuzz_target!(|data: &[u8]| {
     let mut b = Bytes(data);
-    let text = grammar(&mut b);
-    let Ok(g) = compile_grammar(&text, GrammarFormat::Lark) else {
+    let (text, drop) = grammar(&mut b);
+    let Ok(mut g) = compile_grammar(&text, GrammarFormat::Lark) else {
         return;
     };
+    if drop && g.set_droppable(&["D".to_string()]).is_err() {
+        return;
+    }
     let Ok(tables) = build_glr_tables(&g) else {
         return;
     };

@@ -340,9 +340,12 @@ impl GrammarCompiler {
         py: Python<'_>,
         text: &str,
         format: GrammarFormat,
+        droppable: &[String],
         limits: Limits,
     ) -> PyResult<CompiledGrammar> {
-        let g = compile_grammar(text, format).map_err(|e| err(format!("grammar:{e}")))?;
+        let mut g = compile_grammar(text, format).map_err(|e| err(format!("grammar:{e}")))?;
+        g.set_droppable(droppable)
+            .map_err(|e| err(format!("grammar:droppable: {e}")))?;
         self.build(py, g, limits).map_err(|e| {
             let kind = match e {
                 GrammarError::Cancelled => "cancelled",
@@ -417,17 +420,21 @@ impl GrammarCompiler {
             py,
             stackmask::compile::BUILTIN_JSON,
             GrammarFormat::Lark,
+            &[],
             Limits::default(),
         )
     }
 
-    /// Compiles a Lark grammar (start rule `start`); `time_limit_ms` and `cancel` as for
+    /// Compiles a Lark grammar (start rule `start`). `droppable` names terminals that
+    /// are shifted where some live parse can shift them and skipped where none can
+    /// (SynCode's Go grammar: `["EOS"]`). `time_limit_ms` and `cancel` as for
     /// `compile_json_schema`.
-    #[pyo3(signature = (grammar, *, time_limit_ms=None, cancel=None))]
+    #[pyo3(signature = (grammar, *, droppable=Vec::new(), time_limit_ms=None, cancel=None))]
     fn compile_lark(
         &self,
         py: Python<'_>,
         grammar: &str,
+        droppable: Vec<String>,
         time_limit_ms: Option<u64>,
         cancel: Option<PyRef<'_, CompileCancel>>,
     ) -> PyResult<CompiledGrammar> {
@@ -435,17 +442,19 @@ impl GrammarCompiler {
             py,
             grammar,
             GrammarFormat::Lark,
+            &droppable,
             stops(time_limit_ms, cancel),
         )
     }
 
-    /// Compiles a GBNF grammar (start rule `root`); `time_limit_ms` and `cancel` as for
-    /// `compile_json_schema`.
-    #[pyo3(signature = (grammar, *, time_limit_ms=None, cancel=None))]
+    /// Compiles a GBNF grammar (start rule `root`); `droppable`, `time_limit_ms` and
+    /// `cancel` as for `compile_lark`.
+    #[pyo3(signature = (grammar, *, droppable=Vec::new(), time_limit_ms=None, cancel=None))]
     fn compile_gbnf(
         &self,
         py: Python<'_>,
         grammar: &str,
+        droppable: Vec<String>,
         time_limit_ms: Option<u64>,
         cancel: Option<PyRef<'_, CompileCancel>>,
     ) -> PyResult<CompiledGrammar> {
@@ -453,6 +462,7 @@ impl GrammarCompiler {
             py,
             grammar,
             GrammarFormat::Gbnf,
+            &droppable,
             stops(time_limit_ms, cancel),
         )
     }
@@ -472,6 +482,7 @@ impl GrammarCompiler {
             py,
             pattern,
             GrammarFormat::Regex,
+            &[],
             stops(time_limit_ms, cancel),
         )
     }

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 
 import numpy as np
 import pytest
 
 import stackmask
-from conftest import CLI, GPT2, INVALID, SCHEMA, VALID, allowed
+from conftest import CLI, GPT2, INVALID, ROOT, SCHEMA, SHARED, VALID, allowed
 
 
 def test_tokenizer_info_from_path_and_text(gpt2):
@@ -242,3 +243,22 @@ def test_is_rejected_on_a_viable_prefix_without_completion(gpt2, compiler):
     assert m.is_rejected() and allowed(m, gpt2.vocab_size) == set()
     m.rollback(1)
     assert m.accept_tokens(gpt2.encode("yab")) and not m.is_rejected()
+
+
+def test_droppable_terminal_runs_syncode_go(gpt2):
+    """SynCode's Go grammar with its parser's rule (`EOS` droppable): a program whose
+    comments stand before the package clause and inside blocks decodes to the end; without
+    the rule its first token is masked out; an unknown name is an error."""
+    grammar = (pathlib.Path(SHARED) / "grammars" / "syncode" / "go.lark").read_text()
+    doc = (ROOT / "tests" / "data" / "docs" / "comments.go").read_text()
+    compiler = stackmask.GrammarCompiler(gpt2)
+    m = stackmask.GrammarMatcher(compiler.compile_lark(grammar, droppable=["EOS"]))
+    ids = gpt2.encode(doc)
+    for t in ids:
+        assert t in allowed(m, gpt2.vocab_size)
+        assert m.accept_token(t)
+    assert m.is_accepting()
+    plain = stackmask.GrammarMatcher(compiler.compile_lark(grammar))
+    assert ids[0] not in allowed(plain, gpt2.vocab_size)
+    with pytest.raises(stackmask.StackmaskError, match="NOPE"):
+        compiler.compile_lark(grammar, droppable=["NOPE"])

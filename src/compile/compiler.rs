@@ -82,9 +82,9 @@ impl<'v> Compiler<'v> {
     /// With these terminals droppable in grammars from text ([`Self::grammar`],
     /// [`Self::compile`]): shifted where some live parse can shift them, skipped where
     /// none can (SynCode's Go grammar: `EOS`). IR passed in directly is taken as it is
-    /// ([`Grammar::set_droppable`]). The mask automaton does not carry droppable
-    /// terminals yet: [`Self::automaton`] refuses them with
-    /// [`GrammarError::Unsupported`], [`Self::tables`] (commit, the reference) takes them.
+    /// ([`Grammar::set_droppable`]). Commit, the reference and the mask automaton all
+    /// follow the rule; the automaton refuses a lexeme that two droppable terminals
+    /// match ([`GrammarError::Unsupported`]).
     pub fn with_droppable(mut self, names: &[&str]) -> Self {
         self.droppable = names.iter().map(|s| s.to_string()).collect();
         self

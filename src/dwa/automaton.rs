@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
+use super::drops::Drops;
 use super::split::StringSplit;
 use super::word_pool::WordPool;
 use crate::ids::{DwaStateId, LrStateId, TokenId, WeightId};
@@ -277,6 +278,9 @@ pub struct Dwa {
     /// How configurations at split string states read the automaton (`None`: the
     /// automaton's lexer is the recognizer's).
     pub(crate) split: Option<StringSplit>,
+    /// Classes with droppable lexemes, decided from virtual classes after the walk, and
+    /// tokens the recognizer decides (empty without droppable terminals).
+    pub(crate) drops: Drops,
 }
 
 /// No edge (a start entry for a stack top that allows nothing).
@@ -391,7 +395,28 @@ impl Dwa {
             s.validate(self.vocab_len as usize, s.num_terminals())
                 .map_err(DwaValidateError)?;
         }
+        // Each shape's class count, from a table of a position that reads it.
+        let mut classes = vec![u32::MAX; nshapes];
+        for p in &self.positions {
+            let n = self.tables[p.table as usize].num_classes() as u32;
+            classes[p.shape as usize] = classes[p.shape as usize].min(n);
+        }
+        self.drops.validate(&classes).map_err(DwaValidateError)?;
+        if self
+            .drops
+            .overflow
+            .iter()
+            .any(|(t, _)| t.as_u32() >= self.vocab_len)
+        {
+            return bad("overflowing token out of range");
+        }
         Ok(())
+    }
+
+    /// Classes with droppable lexemes and the tokens the recognizer decides.
+    #[inline]
+    pub fn drops(&self) -> &Drops {
+        &self.drops
     }
 
     /// The start entry of a configuration at `pos`.

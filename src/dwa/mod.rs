@@ -10,6 +10,7 @@
 //! stack is seen through the [`walk::StackNode`] trait.
 
 mod automaton;
+pub mod drops;
 pub mod split;
 pub mod walk;
 pub mod walk_cache;

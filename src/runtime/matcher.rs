@@ -103,6 +103,16 @@ pub fn fill_mask_words_cached(
         }
     }
     zero_if_fresh(out, &mut fresh);
+    // Tokens with more droppable lexemes than the automaton's trees decide (a few per
+    // vocabulary, such as a run of `;` against Go's `EOS`): committed on a copy.
+    for (t, bytes) in &dwa.drops().overflow {
+        let bit = 1 << (t.as_u32() % 32);
+        if glr.advance(bytes).is_ok_and(|s| s.is_viable()) {
+            out[t.index() / 32] |= bit;
+        } else {
+            out[t.index() / 32] &= !bit;
+        }
+    }
     if glr.is_accepting() {
         for t in dwa.eos() {
             out[t.index() / 32] |= 1 << (t.as_u32() % 32);

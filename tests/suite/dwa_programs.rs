@@ -33,6 +33,9 @@ struct Case {
     /// before the offset.
     #[serde(default)]
     full_masks_around: Vec<usize>,
+    /// Droppable terminals (`--droppable`).
+    #[serde(default)]
+    droppable: Vec<String>,
 }
 
 #[test]
@@ -44,7 +47,8 @@ fn dwa_masks_equal_reference_on_programs() {
             "builtin:json" => stackmask::compile::BUILTIN_JSON.to_string(),
             g => std::fs::read_to_string(resolve(g)).unwrap(),
         };
-        let g = compile_grammar(&text, GrammarFormat::from_path(&c.grammar)).unwrap();
+        let mut g = compile_grammar(&text, GrammarFormat::from_path(&c.grammar)).unwrap();
+        g.set_droppable(&c.droppable).unwrap();
         let tables = Arc::new(build_glr_tables(&g).unwrap());
         let vocab = Vocab::load(&resolve(&c.tokenizer)).unwrap();
         let doc = std::fs::read(resolve(&c.document)).unwrap();

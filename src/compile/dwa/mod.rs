@@ -11,8 +11,9 @@
 //!    positions no token can tell apart, so equal positions share one walk.
 //! 3. [`token_atoms`]: tokens every position treats alike → atoms; tries over atoms.
 //! 4. `token_classes`: per position, atoms with equal outcomes → classes, the alphabet
-//!    of the weights. After it: each position has a shape (its class structure) and a
-//!    class → atom table (`class_tables`).
+//!    of the weights; then `droppable`: classes with droppable lexemes → virtual classes
+//!    and the trees that decide them. After it: each position has a shape (its class
+//!    structure) and a class → atom table (`class_tables`).
 //! 5. `emission_trie`: per shape, classes grouped by their emissions so far.
 //! 6. `stack_top_equiv`: LR states and productions the automaton cannot tell apart.
 //! 7. [`build`]: explores suspended effects from every stack top (the effect automaton,
@@ -36,6 +37,11 @@
 //!   to check.
 //! - **rider**: a class riding on an effect, i.e. tokens whose fate that effect decides.
 //! - **decided**: classes an edge settles (allowed), subtracted from what still waits.
+//! - **virtual class** (`droppable`): a class with no tokens that the walk decides so
+//!   that a class with droppable lexemes can be decided from it after the walk: a
+//!   *variant* (each droppable lexeme taken or skipped) or a *test* (can the droppable
+//!   terminal be consumed here). A class whose lexemes are too many droppable ones for a
+//!   tree *overflows*: its tokens are committed on the recognizer at mask time.
 //! - **exploration**: following the riders from a known stack top, lexeme by lexeme,
 //!   until they are decided or suspend again.
 //! - **walk**: a token's bytes stepped through the lexer from a start position (maximal
@@ -55,6 +61,7 @@ pub(crate) mod build;
 pub(crate) mod class_tables;
 mod dense_words;
 mod determinize;
+pub(crate) mod droppable;
 pub(crate) mod emission_trie;
 pub(crate) mod position_equiv;
 pub(crate) mod stack_top_equiv;

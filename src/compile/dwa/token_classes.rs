@@ -19,6 +19,7 @@ use hashbrown::HashMap;
 use roaring::RoaringBitmap;
 
 use crate::compile::dwa::terminal_trie::{EmitId, TerminalTrie};
+use crate::ids::TerminalId;
 use crate::lexer::{LexPos, LexerDfa};
 
 /// The class structure of one start position (its *shape*) and its class → token map,
@@ -43,6 +44,26 @@ pub struct Shape {
     /// `finals[d]`: each position after the token with the classes that end there after
     /// `d` lexemes.
     pub finals: Vec<Vec<(LexPos, ClassList)>>,
+    /// `consumes[d]`: each terminal with the classes that end after `d` lexemes asking
+    /// only whether it can be consumed there (the tests of droppable lexemes, added by
+    /// `droppable`; empty otherwise).
+    pub consumes: Vec<Vec<(TerminalId, ClassList)>>,
+    /// How classes with droppable lexemes are decided from their virtual classes (see
+    /// `droppable`; empty otherwise).
+    pub drops: DropTrees,
+}
+
+/// The decision trees of one shape's classes with droppable lexemes (see `droppable`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct DropTrees {
+    /// Classes `first_virtual..` are virtual: decided by the walk, holding no tokens.
+    pub first_virtual: u32,
+    /// `(class, levels, start)`: the class is allowed if the tree at `nodes[start..]`
+    /// says so (a class with two outcomes has two trees).
+    pub rules: Vec<(u32, u32, u32)>,
+    /// Trees in heap order, `2^(levels+1) − 1` classes each: inner node `k` is a test
+    /// (set: go to `2k + 1`, else `2k + 2`), the last level the variants.
+    pub nodes: Vec<u32>,
 }
 
 /// A set of classes in a hashable form (sorted, as inclusive ranges).
@@ -51,7 +72,6 @@ pub struct ClassList(pub Vec<(u32, u32)>);
 
 impl ClassList {
     /// The set as a bitmap.
-    #[cfg(test)]
     pub fn to_bitmap(&self) -> RoaringBitmap {
         let mut b = RoaringBitmap::new();
         for &(lo, hi) in &self.0 {
@@ -61,7 +81,7 @@ impl ClassList {
     }
 
     /// The list of sorted, pairwise disjoint inclusive ranges, adjacent ones merged.
-    fn from_disjoint_ranges(ranges: Vec<(u32, u32)>) -> Self {
+    pub fn from_disjoint_ranges(ranges: Vec<(u32, u32)>) -> Self {
         let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
         for (lo, hi) in ranges {
             match out.last_mut() {
@@ -222,6 +242,8 @@ pub fn classify<S: Default + PartialEq + std::fmt::Debug>(
             num_classes: sigs.len() as u32,
             emits: emits.into_iter().map(freeze_e).collect(),
             finals: finals.into_iter().map(freeze_f).collect(),
+            consumes: Vec::new(),
+            drops: DropTrees::default(),
         },
         tokens,
     }

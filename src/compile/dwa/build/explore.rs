@@ -473,7 +473,7 @@ impl<'a> Explorer<'a> {
         next: &mut NextStacks,
         waits: &mut Vec<Effect>,
     ) {
-        if self.tables.lexer.is_ignored(t) {
+        if t == STAY || self.tables.lexer.is_ignored(t) {
             next.others.push((Stack::from_slice(s), tag));
             return;
         }

@@ -12,6 +12,8 @@ pub struct LexerHalf {
     pub(super) emits: EmitTable,
     pub(super) atoms: Atoms,
     pub(super) shapes: Vec<Shape>,
+    /// Atoms of classes left to the runtime (`droppable`'s overflowing classes).
+    pub(super) overflow: RoaringBitmap,
     pub(super) starts: StartTries,
 }
 
@@ -45,16 +47,6 @@ pub(crate) fn lexer_half(
     stop: &Interrupt,
 ) -> Result<LexerHalf, GrammarError> {
     stop.check()?;
-    if let Some(t) = lexer.terminals().iter().find(|t| t.droppable) {
-        return Err(GrammarError::Unsupported {
-            span: Default::default(),
-            construct: format!("droppable terminal `{}`", t.name),
-            reason: "the mask automaton does not carry droppable terminals yet: such a \
-                     grammar commits (GLR) and is checked by the reference, but has no \
-                     automaton masks"
-                .into(),
-        });
-    }
     // A token walked from a counted run's template must not reach the next critical
     // count, or the template would stand for iterations it differs from.
     let tokens = vocab.parts();
@@ -78,6 +70,22 @@ pub(crate) fn lexer_half(
         None => (lexer, follow),
     };
     let emits = EmitTable::new(lexer);
+    if let Some(e) = emits.two_droppable() {
+        return Err(GrammarError::Unsupported {
+            span: Default::default(),
+            construct: format!(
+                "a lexeme of two droppable terminals ({})",
+                emits
+                    .terminals(e)
+                    .iter()
+                    .filter(|&&t| lexer.is_droppable(t))
+                    .map(|&t| format!("`{}`", lexer.terminal_name(t)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            reason: "the mask automaton decides one droppable terminal per lexeme".into(),
+        });
+    }
     let positions = match &split_lexer {
         Some(w) => w.positions.clone(),
         None => start_positions(lexer),
@@ -144,14 +152,15 @@ pub(crate) fn lexer_half(
     );
     drop(known);
     stop.check()?;
-    let (shapes, trie_shape, own_tables, own_local) =
-        classify_positions(lexer, &atoms, &walks, &built, stop)?;
+    let (shapes, trie_shape, own_tables, own_local, overflow) =
+        classify_positions(lexer, &emits, &atoms, &walks, &built, stop)?;
     let shapes = shapes.into_list();
     Ok(LexerHalf {
         split_lexer,
         emits,
         atoms,
         shapes,
+        overflow,
         starts: StartTries {
             own_trie,
             trie_of,
@@ -233,13 +242,15 @@ fn shared_tries(
 }
 
 /// Classifies the trie of every position in `built` over `atoms`: each trie's shape and
-/// class → atoms table, interned, with each position's ids. Positions are classified in
+/// class → atoms table, interned, with each position's ids (droppable lexemes' classes
+/// decided through virtual ones, `droppable`). Positions are classified in
 /// parallel a chunk at a time, and their shapes and tables interned in position order as
 /// each chunk ends: a large schema's positions can each list thousands of atoms, and
 /// holding every table until all were made would cost hundreds of MB. Shapes and tables
 /// are hashed on the classifying threads.
 fn classify_positions(
     lexer: &LexerDfa,
+    emits: &EmitTable,
     atoms: &Atoms,
     walks: &Walks<'_>,
     built: &[LexPos],
@@ -250,27 +261,39 @@ fn classify_positions(
     let mut trie_shape: Vec<u32> = Vec::with_capacity(built.len());
     let mut own_tables: Interner<ClassAtoms> = Interner::default();
     let mut own_local: Vec<u32> = Vec::with_capacity(built.len());
+    let mut overflow = RoaringBitmap::new();
     for chunk in built.chunks(CLASSIFY_CHUNK) {
         stop.check()?;
         let (table_interner, shape_interner) = (&own_tables, &shapes);
-        let classified: Vec<(Shape, u64, ClassAtoms, u64)> = chunk
+        let classified: Vec<(Shape, u64, ClassAtoms, u64, Vec<u32>)> = chunk
             .par_iter()
             .map(|&p| {
-                let c = classify(atoms.trie(lexer, walks, p));
+                let (c, over) = with_drops(classify(atoms.trie(lexer, walks, p)), emits);
+                let over_atoms = over
+                    .iter()
+                    .flat_map(|&k| c.tokens[k as usize].iter().copied())
+                    .collect();
                 let table = ClassAtoms::new(&c.tokens);
                 let h = table_interner.hash(&table);
                 let sh = shape_interner.hash(&c.shape);
-                (c.shape, sh, table, h)
+                (c.shape, sh, table, h, over_atoms)
             })
             .collect();
-        for (shape, sh, table, h) in classified {
+        for (shape, sh, table, h, over_atoms) in classified {
             trie_shape.push(shapes.intern_hashed(shape, sh));
             own_local.push(own_tables.intern_hashed(table, h));
+            overflow.extend(over_atoms);
         }
     }
-    Ok((shapes, trie_shape, own_tables, own_local))
+    Ok((shapes, trie_shape, own_tables, own_local, overflow))
 }
 
-/// Shapes and class tables, interned, with each position's ids (see
-/// [`classify_positions`]).
-type ClassifiedPositions = (Interner<Shape>, Vec<u32>, Interner<ClassAtoms>, Vec<u32>);
+/// Shapes and class tables, interned, with each position's ids, and the atoms of
+/// overflowing classes (see [`classify_positions`]).
+type ClassifiedPositions = (
+    Interner<Shape>,
+    Vec<u32>,
+    Interner<ClassAtoms>,
+    Vec<u32>,
+    RoaringBitmap,
+);

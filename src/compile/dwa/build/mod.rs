@@ -38,23 +38,27 @@ use smallvec::SmallVec;
 use crate::compile::dwa::class_tables::{freeze, AtomWords, ClassAtoms};
 use crate::compile::dwa::dense_words::or_into_words;
 use crate::compile::dwa::determinize::{determinize, Det, Nfa, NfaEdge};
+use crate::compile::dwa::droppable::with_drops;
 use crate::compile::dwa::emission_trie::{EmissionTrie, ROOT};
 use crate::compile::dwa::position_equiv::{canonical_end, end_reps};
 use crate::compile::dwa::stack_top_equiv::{
     actionable_terminals, canonical_productions, class_representatives, state_classes,
 };
 use crate::compile::dwa::string_split::{self, SplitLexer, SplitMode, SplitPlan};
-use crate::compile::dwa::terminal_trie::{start_positions, EmitId, EmitTable, WalkShare, Walks};
+use crate::compile::dwa::terminal_trie::{
+    start_positions, EmitId, EmitTable, WalkShare, Walks, STAY,
+};
 use crate::compile::dwa::token_atoms::{alike_positions, atomize, Atoms, WalkOutcomes};
 use crate::compile::dwa::token_classes::{classify, ClassList, Shape};
 use crate::compile::dwa::weight_table::WeightTable;
 use crate::compile::error::GrammarError;
 use crate::compile::interner::Interner;
 use crate::compile::interrupt::Interrupt;
+use crate::dwa::drops::{DropRule, Drops, ShapeDrops};
 use crate::dwa::word_pool::WordPool;
 use crate::dwa::{ClassTokens, Dwa, StartPos, WeightSpan, NO_EDGE};
 use crate::glr::Tables;
-use crate::ids::{DwaStateId, LexStateId, LrStateId, ProductionId, TerminalId, WeightId};
+use crate::ids::{DwaStateId, LexStateId, LrStateId, ProductionId, TerminalId, TokenId, WeightId};
 use crate::lexer::{LexFollow, LexPos, LexerDfa};
 use crate::lr::{Action, LrTable};
 use crate::termset::TermSet;
@@ -655,8 +659,12 @@ fn too_large(what: &str, limit: usize) -> GrammarError {
 /// by one rather than insert its ranges whole.
 const SHORT_RANGES: u64 = 8;
 
-/// Positions after a token, by depth, with the classes ending there.
-type FinalsAt = Vec<Vec<(LexPos, RoaringBitmap)>>;
+/// Positions after a token, by depth, with the classes ending there; and terminals, by
+/// depth, with the classes asking whether it can be consumed there (`Shape::consumes`).
+type FinalsAt = (
+    Vec<Vec<(LexPos, RoaringBitmap)>>,
+    Vec<Vec<(TerminalId, RoaringBitmap)>>,
+);
 
 /// Lays the shapes side by side in one class space; returns the sets (finals left empty),
 /// each shape's offset, and the classes ending at each position by depth.
@@ -666,7 +674,7 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
     let mut shape_all = Vec::with_capacity(shapes.len());
     let depth = shapes
         .iter()
-        .map(|s| s.emits.len().max(s.finals.len()))
+        .map(|s| s.emits.len().max(s.finals.len()).max(s.consumes.len()))
         .max()
         .unwrap_or(0);
     // Class ranges by emission (finals: by position), per depth, in increasing order:
@@ -675,6 +683,7 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
     type Ranges = Vec<(u32, u32)>;
     let mut em: Vec<HashMap<EmitId, Ranges>> = vec![HashMap::new(); depth];
     let mut fi: Vec<HashMap<LexPos, Ranges>> = vec![HashMap::new(); depth];
+    let mut co: Vec<HashMap<TerminalId, Ranges>> = vec![HashMap::new(); depth];
     // Without run containers, as every set the builder interns (see `WeightTable`).
     let to_set = |ranges: Ranges| -> RoaringBitmap {
         let classes: u64 = ranges.iter().map(|&(lo, hi)| u64::from(hi - lo) + 1).sum();
@@ -713,6 +722,11 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
                 shift(c, next, fi[d].entry(*p).or_default());
             }
         }
+        for (d, fs) in sh.consumes.iter().enumerate() {
+            for (t, c) in fs {
+                shift(c, next, co[d].entry(*t).or_default());
+            }
+        }
         next += sh.num_classes;
     }
     let sets = ClassSets {
@@ -740,7 +754,15 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
             v.into_par_iter().map(|(p, c)| (p, to_set(c))).collect()
         })
         .collect();
-    (sets, base, finals)
+    let consumes = co
+        .into_iter()
+        .map(|m| {
+            let mut v: Vec<(TerminalId, Ranges)> = m.into_iter().collect();
+            v.sort_by_key(|(t, _)| *t);
+            v.into_iter().map(|(t, c)| (t, to_set(c))).collect()
+        })
+        .collect();
+    (sets, base, (finals, consumes))
 }
 
 /// Builds the mask automaton of a grammar's tables for a vocabulary, within `limits`,
@@ -808,6 +830,7 @@ pub(crate) fn finish_dwa(
         emits,
         atoms,
         shapes,
+        overflow,
         starts,
     } = half;
     // Over the lexer the lexer half was built on.
@@ -882,6 +905,7 @@ pub(crate) fn finish_dwa(
         vocab_len: vocab.len() as u32,
         eos: vocab.eos().to_vec(),
         split: split_lexer.map(|w| w.into_split(vocab)),
+        drops: drop_tables(&shape_list, &atoms.of_token(tokens), &overflow, vocab),
     };
     dwa.validate()
         .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;
@@ -894,6 +918,52 @@ pub(crate) fn finish_dwa(
         || drop((groups, unions, shapes, atoms, det.weights)),
     );
     Ok(dwa)
+}
+
+/// The shapes' decision trees for droppable lexemes, side by side, and the tokens of
+/// the overflowing classes' atoms (`atom_of[t]`: token `t`'s atom).
+fn drop_tables(
+    shapes: &[&Shape],
+    atom_of: &[u32],
+    overflow: &RoaringBitmap,
+    vocab: &Vocab,
+) -> Drops {
+    let mut out = Drops::default();
+    if shapes.iter().all(|s| s.drops.rules.is_empty()) && overflow.is_empty() {
+        return out;
+    }
+    for sh in shapes {
+        let t = &sh.drops;
+        let lo = out.rules.len() as u32;
+        let offset = out.nodes.len() as u32;
+        out.rules
+            .extend(t.rules.iter().map(|&(class, levels, start)| DropRule {
+                class,
+                levels,
+                start: offset + start,
+            }));
+        out.nodes.extend_from_slice(&t.nodes);
+        out.shapes.push(ShapeDrops {
+            rules: (lo, out.rules.len() as u32),
+            virtuals: if t.rules.is_empty() {
+                (0, 0)
+            } else {
+                (t.first_virtual, sh.num_classes)
+            },
+        });
+    }
+    out.overflow = atom_of
+        .iter()
+        .enumerate()
+        .filter(|&(_, &a)| overflow.contains(a))
+        .filter_map(|(t, _)| {
+            let t = TokenId::new(t);
+            // Tokens the atoms hold are the vocabulary's own.
+            let bytes = vocab.token_bytes(t).ok()?;
+            Some((t, bytes.to_vec()))
+        })
+        .collect();
+    out
 }
 
 /// The class sets the automaton reads (each emission's and each final position's classes
@@ -912,27 +982,35 @@ fn automaton_class_sets(
             goto_sources[n.index()].push(s);
         }
     }
-    let (mut sets, base, finals_at) = class_sets(shape_list, emits);
+    let (mut sets, base, (finals_at, consumes_at)) = class_sets(shape_list, emits);
     // Terminals plus end of input, as in the follow sets.
     let width = tables.lr.num_terminals() + 1;
+    let mut consumes_at = consumes_at.into_iter();
     sets.finals = finals_at
         .into_iter()
         .map(|fs| {
-            // Merged in order of first appearance (positions are sorted).
+            // Merged in order of first appearance (positions are sorted); a droppable
+            // lexeme's tests ask for their one terminal.
             let mut merged: Vec<(TermSet, RoaringBitmap)> = Vec::new();
             let mut index: HashMap<TermSet, usize> = HashMap::new();
+            let mut add = |follow: &TermSet, c: RoaringBitmap| match index.get(follow) {
+                Some(&i) => merged[i].1 |= c,
+                None => {
+                    index.insert(follow.clone(), merged.len());
+                    merged.push((follow.clone(), c));
+                }
+            };
             for (p, c) in fs {
                 let follow = match p {
                     LexPos::Pending(q) => tables.follow.after_pending(q),
                     LexPos::Boundary(q) => tables.follow.at_boundary(q),
                 };
-                match index.get(follow) {
-                    Some(&i) => merged[i].1 |= c,
-                    None => {
-                        index.insert(follow.clone(), merged.len());
-                        merged.push((follow.clone(), c));
-                    }
-                }
+                add(follow, c);
+            }
+            for (t, c) in consumes_at.next().into_iter().flatten() {
+                let mut only = TermSet::new(width);
+                only.insert(t);
+                add(&only, c);
             }
             merged
         })
@@ -946,7 +1024,7 @@ fn automaton_class_sets(
                     let mut set = TermSet::new(width);
                     let mut ignored = false;
                     for &t in ts {
-                        if tables.lexer.is_ignored(t) {
+                        if t == STAY || tables.lexer.is_ignored(t) {
                             ignored = true;
                         } else {
                             set.insert(t);

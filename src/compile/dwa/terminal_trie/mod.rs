@@ -29,11 +29,31 @@ use crate::vocab::{TokenParts, Vocab};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EmitId(pub u32);
 
+/// A pseudo-terminal in an emission's terminal list: the stacks may also stay as they
+/// are, as an ignored terminal lets them. Only the skipped form of a droppable emission
+/// ([`EmitTable::skipped`]) holds it; no lexer state emits it.
+pub const STAY: TerminalId = TerminalId::from_u32(u32::MAX);
+
+/// How a lexeme emitted with a droppable terminal behaves: the stacks take its terminals
+/// where they can, and also stay as they were when no stack can take `terminal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DropRule {
+    /// The droppable terminal whose consumability decides.
+    pub terminal: TerminalId,
+    /// The emission with [`STAY`] added: what the lexeme does when it is dropped.
+    pub skipped: EmitId,
+}
+
 /// The emissions of a lexer: state → emitted set, interned.
 #[derive(Debug, Clone, Default)]
 pub struct EmitTable {
     sets: Vec<Vec<TerminalId>>,
     by_state: Vec<Option<EmitId>>,
+    /// Per emission, its rule when it holds a droppable terminal and no ignored one (an
+    /// ignored one lets the stacks stay anyway).
+    drops: Vec<Option<DropRule>>,
+    /// An emission with two droppable terminals (the mask automaton refuses it).
+    two_droppable: Option<EmitId>,
 }
 
 impl EmitTable {
@@ -53,7 +73,48 @@ impl EmitTable {
                 }))
             })
             .collect();
-        Self { sets, by_state }
+        // Droppable emissions' skipped forms, interned after the lexer's own emissions.
+        let mut drops = vec![None; sets.len()];
+        let mut two_droppable = None;
+        for i in 0..sets.len() {
+            let terms = &sets[i];
+            if terms.iter().any(|&t| lexer.is_ignored(t)) {
+                continue;
+            }
+            let mut droppable = terms.iter().copied().filter(|&t| lexer.is_droppable(t));
+            let Some(terminal) = droppable.next() else {
+                continue;
+            };
+            if droppable.next().is_some() {
+                two_droppable.get_or_insert(EmitId(i as u32));
+                continue;
+            }
+            let mut skipped = terms.clone();
+            skipped.push(STAY);
+            sets.push(skipped);
+            drops[i] = Some(DropRule {
+                terminal,
+                skipped: EmitId(sets.len() as u32 - 1),
+            });
+        }
+        drops.resize(sets.len(), None);
+        Self {
+            sets,
+            by_state,
+            drops,
+            two_droppable,
+        }
+    }
+
+    /// The rule of emission `e` when it holds a droppable terminal (and no ignored one).
+    #[inline]
+    pub fn drop_rule(&self, e: EmitId) -> Option<DropRule> {
+        self.drops[e.0 as usize]
+    }
+
+    /// Some emission with two droppable terminals, if the lexer has one.
+    pub fn two_droppable(&self) -> Option<EmitId> {
+        self.two_droppable
     }
 
     /// The emission of state `q`, if its lexeme is complete.

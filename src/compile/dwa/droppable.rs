@@ -1,0 +1,310 @@
+//! Pass: token classes with droppable lexemes → virtual classes and decision trees (per
+//! position, after `token_classes`).
+//!
+//! A droppable lexeme (its emission holds a droppable terminal `d`) is taken as any
+//! lexeme, and also skipped when no stack of the configuration can take `d`. That is a
+//! question about all the stacks at once, which a walk of the automaton (one path at a
+//! time, united at the end) cannot ask on a path. So a class whose outcome has `m`
+//! droppable lexemes is decided from *virtual* classes, which the walk decides as any
+//! other, united over the configuration's stacks:
+//! - for each choice δ ∈ {take, skip}^m, the **variant** `V_δ`: the outcome's emissions,
+//!   each skipped lexeme in its skipped form ([`DropRule::skipped`]: its terminals, or the
+//!   stacks stay);
+//! - for each prefix δ<j of a choice, the **test** `C_δ<j`: the emissions before the j-th
+//!   droppable lexeme (in δ<j's forms), then "its `d` can be consumed".
+//!
+//! `C_δ<j` is then exactly "some stack can take `d` after the lexemes before it went
+//! δ<j's way", which is when lexeme j is taken. So the class's bit is read off a tree:
+//! from the root, `m` tests down to one variant ([`DropTrees`]); a class with two
+//! outcomes is allowed when either tree allows it. Virtual classes hold no tokens and
+//! equal ones (same emissions, same end) are one class.
+//!
+//! Trees double with each droppable lexeme: an outcome with more than [`MAX_DROPS`] of
+//! them (a token of sixteen `;` against Go's `EOS`) leaves its class *overflowing*, to be
+//! decided by committing its tokens on the recognizer at mask time (`runtime`).
+
+use hashbrown::HashMap;
+use roaring::RoaringBitmap;
+use smallvec::SmallVec;
+
+use crate::compile::dwa::terminal_trie::{EmitId, EmitTable};
+use crate::compile::dwa::token_classes::{ClassList, ClassedTrie, DropTrees, Shape};
+use crate::ids::TerminalId;
+use crate::lexer::LexPos;
+
+/// Most droppable lexemes in one outcome that the automaton decides (its tree has
+/// `2^(MAX_DROPS+1) − 1` virtual classes at most).
+pub const MAX_DROPS: usize = 6;
+
+/// How a virtual class ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum End {
+    /// At a lexer position, as a real class (a variant).
+    At(LexPos),
+    /// Asking whether the terminal can be consumed (a test).
+    Consumes(TerminalId),
+}
+
+/// A class's emissions and its one or two outcomes (depth, position).
+#[derive(Debug, Default)]
+struct Outcomes {
+    emits: SmallVec<[EmitId; 8]>,
+    ends: SmallVec<[(usize, LexPos); 2]>,
+}
+
+/// Adds the virtual classes and trees that decide `ct`'s classes with droppable lexemes
+/// (those classes are taken off the automaton's sets). Returns the trie and the classes
+/// left overflowing (see the module doc). A trie without droppable lexemes is returned as
+/// it was.
+pub fn with_drops<S: Default>(
+    mut ct: ClassedTrie<S>,
+    emits: &EmitTable,
+) -> (ClassedTrie<S>, Vec<u32>) {
+    let shape = &ct.shape;
+    let mut marked = RoaringBitmap::new();
+    for es in &shape.emits {
+        for (e, cl) in es {
+            if emits.drop_rule(*e).is_some() {
+                marked |= cl.to_bitmap();
+            }
+        }
+    }
+    if marked.is_empty() {
+        return (ct, Vec::new());
+    }
+    let outcomes = outcomes_of(shape, &marked);
+    let n = shape.num_classes;
+    let mut virtuals = Virtuals::default();
+    let mut trees = DropTrees {
+        first_virtual: n,
+        ..DropTrees::default()
+    };
+    let mut overflow = Vec::new();
+    for (c, o) in marked.iter().zip(&outcomes) {
+        let drops_in = |depth: usize| {
+            o.emits[..depth]
+                .iter()
+                .filter(|&&e| emits.drop_rule(e).is_some())
+                .count()
+        };
+        if o.ends.iter().any(|&(depth, _)| drops_in(depth) > MAX_DROPS) {
+            overflow.push(c);
+            continue;
+        }
+        for &(depth, pos) in &o.ends {
+            let start = trees.nodes.len() as u32;
+            let levels = tree(
+                &o.emits[..depth],
+                pos,
+                emits,
+                &mut virtuals,
+                &mut trees.nodes,
+            );
+            trees.rules.push((c, levels, start));
+        }
+    }
+    ct.shape = reshape(&ct.shape, &marked, &virtuals, trees);
+    ct.tokens
+        .extend((0..virtuals.keys.len()).map(|_| S::default()));
+    (ct, overflow)
+}
+
+/// Each marked class's emissions and ends, in class order.
+fn outcomes_of(shape: &Shape, marked: &RoaringBitmap) -> Vec<Outcomes> {
+    let rank = |c: u32| marked.rank(c) as usize - 1;
+    let mut out: Vec<Outcomes> = (0..marked.len()).map(|_| Outcomes::default()).collect();
+    let in_list = |cl: &ClassList| {
+        cl.0.iter()
+            .flat_map(|&(lo, hi)| marked.range(lo..=hi))
+            .collect::<SmallVec<[u32; 16]>>()
+    };
+    for (d, es) in shape.emits.iter().enumerate().skip(1) {
+        for (e, cl) in es {
+            for c in in_list(cl) {
+                let o = &mut out[rank(c)];
+                // Emissions are listed depth by depth, so each class's arrive in order.
+                debug_assert_eq!(o.emits.len(), d - 1);
+                o.emits.push(*e);
+            }
+        }
+    }
+    for (d, fs) in shape.finals.iter().enumerate() {
+        for (p, cl) in fs {
+            for c in in_list(cl) {
+                out[rank(c)].ends.push((d, *p));
+            }
+        }
+    }
+    out
+}
+
+/// Virtual classes by emissions and end, in order of first use.
+#[derive(Default)]
+struct Virtuals {
+    index: HashMap<(SmallVec<[EmitId; 8]>, End), u32>,
+    keys: Vec<(SmallVec<[EmitId; 8]>, End)>,
+}
+
+impl Virtuals {
+    /// The virtual class (its index among the virtual classes) of these emissions and end.
+    fn id(&mut self, emits: &[EmitId], end: End) -> u32 {
+        let key = (SmallVec::from_slice(emits), end);
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let i = self.keys.len() as u32;
+        self.index.insert(key.clone(), i);
+        self.keys.push(key);
+        i
+    }
+}
+
+/// Appends the tree of one outcome (emissions `seq`, ending at `pos`) to `nodes`, its
+/// nodes as indices among the virtual classes; returns its number of levels.
+fn tree(
+    seq: &[EmitId],
+    pos: LexPos,
+    emits: &EmitTable,
+    virtuals: &mut Virtuals,
+    nodes: &mut Vec<u32>,
+) -> u32 {
+    let at: SmallVec<[usize; 8]> = (0..seq.len())
+        .filter(|&i| emits.drop_rule(seq[i]).is_some())
+        .collect();
+    let m = at.len();
+    // Node k's choices: the path from the root, as "skipped" flags, one per level.
+    let choices = |k: usize| -> SmallVec<[bool; 8]> {
+        let mut path = SmallVec::new();
+        let mut k = k;
+        while k > 0 {
+            path.push(k % 2 == 0);
+            k = (k - 1) / 2;
+        }
+        path.reverse();
+        path
+    };
+    // The emissions up to `len` with the droppable lexemes before it as `skipped` says.
+    let forms = |len: usize, skipped: &[bool]| -> SmallVec<[EmitId; 8]> {
+        let mut out: SmallVec<[EmitId; 8]> = SmallVec::from_slice(&seq[..len]);
+        for (&i, &s) in at.iter().zip(skipped) {
+            if s && i < len {
+                // Every index in `at` has a rule.
+                out[i] = emits.drop_rule(seq[i]).map_or(seq[i], |r| r.skipped);
+            }
+        }
+        out
+    };
+    for k in 0..(1usize << (m + 1)) - 1 {
+        let path = choices(k);
+        let level = path.len();
+        let id = if level < m {
+            let rule = emits.drop_rule(seq[at[level]]).expect("a droppable lexeme");
+            virtuals.id(&forms(at[level], &path), End::Consumes(rule.terminal))
+        } else {
+            virtuals.id(&forms(seq.len(), &path), End::At(pos))
+        };
+        nodes.push(id);
+    }
+    m as u32
+}
+
+/// `shape` without the marked classes, with the virtual classes after its own (node
+/// indices in `trees` renumbered into class ids).
+fn reshape(shape: &Shape, marked: &RoaringBitmap, virtuals: &Virtuals, trees: DropTrees) -> Shape {
+    let n = shape.num_classes;
+    let depth = shape.emits.len().max(shape.finals.len());
+    let mut emits: Vec<HashMap<EmitId, Vec<u32>>> = vec![HashMap::new(); depth];
+    let mut finals: Vec<HashMap<LexPos, Vec<u32>>> = vec![HashMap::new(); depth];
+    let mut consumes: Vec<HashMap<TerminalId, Vec<u32>>> = vec![HashMap::new(); depth];
+    for (i, (seq, end)) in virtuals.keys.iter().enumerate() {
+        let c = n + i as u32;
+        for (d, e) in seq.iter().enumerate() {
+            emits[d + 1].entry(*e).or_default().push(c);
+        }
+        match *end {
+            End::At(p) => finals[seq.len()].entry(p).or_default().push(c),
+            End::Consumes(t) => consumes[seq.len()].entry(t).or_default().push(c),
+        }
+    }
+    let merged = |own: &ClassList, extra: Option<&Vec<u32>>| -> ClassList {
+        let mut ranges = without(own, marked);
+        ranges.extend(extra.into_iter().flatten().map(|&c| (c, c)));
+        ClassList::from_disjoint_ranges(ranges)
+    };
+    let emits = shape
+        .emits
+        .iter()
+        .zip(&mut emits)
+        .map(|(own, extra)| {
+            let mut list: Vec<(EmitId, ClassList)> = own
+                .iter()
+                .map(|(e, cl)| (*e, merged(cl, extra.remove(e).as_ref())))
+                .collect();
+            list.extend(
+                extra
+                    .drain()
+                    .map(|(e, cs)| (e, merged(&ClassList::default(), Some(&cs)))),
+            );
+            list.retain(|(_, cl)| !cl.0.is_empty());
+            list.sort();
+            list
+        })
+        .collect();
+    let finals = shape
+        .finals
+        .iter()
+        .chain(std::iter::repeat(&Vec::new()))
+        .zip(&mut finals)
+        .map(|(own, extra)| {
+            let mut list: Vec<(LexPos, ClassList)> = own
+                .iter()
+                .map(|(p, cl)| (*p, merged(cl, extra.remove(p).as_ref())))
+                .collect();
+            list.extend(
+                extra
+                    .drain()
+                    .map(|(p, cs)| (p, merged(&ClassList::default(), Some(&cs)))),
+            );
+            list.retain(|(_, cl)| !cl.0.is_empty());
+            list.sort_by_key(|a| a.0);
+            list
+        })
+        .collect();
+    let consumes = consumes
+        .into_iter()
+        .map(|m| {
+            let mut list: Vec<(TerminalId, ClassList)> = m
+                .into_iter()
+                .map(|(t, cs)| (t, merged(&ClassList::default(), Some(&cs))))
+                .collect();
+            list.sort_by_key(|a| a.0);
+            list
+        })
+        .collect();
+    let nodes = trees.nodes.iter().map(|&i| n + i).collect();
+    Shape {
+        num_classes: n + virtuals.keys.len() as u32,
+        emits,
+        finals,
+        consumes,
+        drops: DropTrees { nodes, ..trees },
+    }
+}
+
+/// The ranges of `list` without the classes in `marked`.
+fn without(list: &ClassList, marked: &RoaringBitmap) -> Vec<(u32, u32)> {
+    let mut out = Vec::with_capacity(list.0.len());
+    for &(lo, hi) in &list.0 {
+        let mut from = lo;
+        for c in marked.range(lo..=hi) {
+            if c > from {
+                out.push((from, c - 1));
+            }
+            from = c + 1;
+        }
+        if from <= hi {
+            out.push((from, hi));
+        }
+    }
+    out
+}
