@@ -29,8 +29,9 @@ use smallvec::SmallVec;
 
 use crate::compile::dwa::terminal_trie::{EmitId, EmitTable};
 use crate::compile::dwa::token_classes::{ClassList, ClassedTrie, DropTrees, Shape};
+use crate::ids::LexStateId;
 use crate::ids::TerminalId;
-use crate::lexer::LexPos;
+use crate::lexer::{LexFollow, LexPos, LexerDfa};
 
 /// Most droppable lexemes in one outcome that the automaton decides (its tree has
 /// `2^(MAX_DROPS+1) − 1` virtual classes at most).
@@ -58,6 +59,8 @@ struct Outcomes {
 /// it was.
 pub fn with_drops<S: Default>(
     mut ct: ClassedTrie<S>,
+    lexer: &LexerDfa,
+    follow: &LexFollow,
     emits: &EmitTable,
 ) -> (ClassedTrie<S>, Vec<u32>) {
     let shape = &ct.shape;
@@ -72,7 +75,51 @@ pub fn with_drops<S: Default>(
     if marked.is_empty() {
         return (ct, Vec::new());
     }
-    let outcomes = outcomes_of(shape, &marked);
+    let drops_in = |o: &Outcomes, depth: usize| {
+        o.emits[..depth]
+            .iter()
+            .filter(|&&e| emits.drop_rule(e).is_some())
+            .count()
+    };
+    // A closed outcome (its last lexeme emitted, at the boundary that lexeme inhibits)
+    // allows nothing its pending partner does not when what the closed one can consume
+    // next (that lexeme's terminals, or after it, dropped or not, the boundary's
+    // terminals) the pending lexeme can still become: `C⁺(q)` holds them. Such outcomes
+    // are left out of the trees; a class whose other outcomes hold no droppable lexeme
+    // is left as it was (its closed outcome, read as a plain emission, then allows
+    // nothing more either). Go's newline-ending tokens are such classes.
+    let subsumed = |o: &Outcomes, d: usize, q: LexStateId| {
+        let after = follow.after_pending(q);
+        let boundary = follow.at_boundary(q);
+        d >= 1
+            && o.ends.contains(&(d - 1, LexPos::Pending(q)))
+            && emits
+                .terminals(o.emits[d - 1])
+                .iter()
+                .all(|&t| lexer.is_ignored(t) || after.contains(t))
+            && boundary
+                .words()
+                .iter()
+                .zip(after.words())
+                .all(|(b, a)| b & !a == 0)
+    };
+    let mut deciding: Vec<(u32, Outcomes)> = Vec::new();
+    for (c, mut o) in marked.iter().zip(outcomes_of(shape, &marked)) {
+        let keep: SmallVec<[bool; 2]> = o
+            .ends
+            .iter()
+            .map(|&(d, p)| !matches!(p, LexPos::Boundary(q) if subsumed(&o, d, q)))
+            .collect();
+        let mut k = keep.iter();
+        o.ends.retain(|_| *k.next().unwrap_or(&true));
+        if o.ends.iter().any(|&(d, _)| drops_in(&o, d) > 0) {
+            deciding.push((c, o));
+        }
+    }
+    let marked: RoaringBitmap = deciding.iter().map(|(c, _)| *c).collect();
+    if marked.is_empty() {
+        return (ct, Vec::new());
+    }
     let n = shape.num_classes;
     let mut virtuals = Virtuals::default();
     let mut trees = DropTrees {
@@ -80,15 +127,12 @@ pub fn with_drops<S: Default>(
         ..DropTrees::default()
     };
     let mut overflow = Vec::new();
-    for (c, o) in marked.iter().zip(&outcomes) {
-        let drops_in = |depth: usize| {
-            o.emits[..depth]
-                .iter()
-                .filter(|&&e| emits.drop_rule(e).is_some())
-                .count()
-        };
-        if o.ends.iter().any(|&(depth, _)| drops_in(depth) > MAX_DROPS) {
-            overflow.push(c);
+    for (c, o) in &deciding {
+        if o.ends
+            .iter()
+            .any(|&(depth, _)| drops_in(o, depth) > MAX_DROPS)
+        {
+            overflow.push(*c);
             continue;
         }
         for &(depth, pos) in &o.ends {
@@ -100,7 +144,7 @@ pub fn with_drops<S: Default>(
                 &mut virtuals,
                 &mut trees.nodes,
             );
-            trees.rules.push((c, levels, start));
+            trees.rules.push((*c, levels, start));
         }
     }
     ct.shape = reshape(&ct.shape, &marked, &virtuals, trees);

@@ -153,7 +153,7 @@ pub(crate) fn lexer_half(
     drop(known);
     stop.check()?;
     let (shapes, trie_shape, own_tables, own_local, overflow) =
-        classify_positions(lexer, &emits, &atoms, &walks, &built, stop)?;
+        classify_positions((lexer, follow), &emits, &atoms, &walks, &built, stop)?;
     let shapes = shapes.into_list();
     Ok(LexerHalf {
         split_lexer,
@@ -249,7 +249,7 @@ fn shared_tries(
 /// holding every table until all were made would cost hundreds of MB. Shapes and tables
 /// are hashed on the classifying threads.
 fn classify_positions(
-    lexer: &LexerDfa,
+    (lexer, follow): (&LexerDfa, &LexFollow),
     emits: &EmitTable,
     atoms: &Atoms,
     walks: &Walks<'_>,
@@ -268,7 +268,8 @@ fn classify_positions(
         let classified: Vec<(Shape, u64, ClassAtoms, u64, Vec<u32>)> = chunk
             .par_iter()
             .map(|&p| {
-                let (c, over) = with_drops(classify(atoms.trie(lexer, walks, p)), emits);
+                let c = classify(atoms.trie(lexer, walks, p));
+                let (c, over) = with_drops(c, lexer, follow, emits);
                 let over_atoms = over
                     .iter()
                     .flat_map(|&k| c.tokens[k as usize].iter().copied())
