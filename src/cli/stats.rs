@@ -2,9 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// p50/p90/p99/p99.9/max of a list of timings (nearest-rank percentiles).
+/// Mean and p50/p90/p99/p99.9/max of a list of timings (nearest-rank percentiles).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Dist {
+    #[serde(default)]
+    pub mean: f64,
     pub p50: f64,
     pub p90: f64,
     pub p99: f64,
@@ -23,7 +25,9 @@ impl Dist {
             let i = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
             samples[i]
         };
+        let mean = samples.iter().sum::<f64>() / samples.len() as f64;
         Some(Dist {
+            mean,
             p50: at(0.5),
             p90: at(0.9),
             p99: at(0.99),
@@ -33,15 +37,16 @@ impl Dist {
     }
 }
 
-/// p50/p90/p99/p99.9/max of a list of microsecond timings, rounded to 0.01, as JSON
-/// (all null when empty).
+/// Mean and p50/p90/p99/p99.9/max of a list of microsecond timings, rounded to 0.01, as
+/// JSON (all null when empty).
 pub fn percentiles(samples: &mut [f64]) -> serde_json::Value {
     let r = |x: f64| (x * 100.0).round() / 100.0;
     match Dist::of(samples) {
         None => {
-            serde_json::json!({"p50": null, "p90": null, "p99": null, "p999": null, "max": null})
+            serde_json::json!({"mean": null, "p50": null, "p90": null, "p99": null, "p999": null, "max": null})
         }
         Some(d) => serde_json::json!({
+            "mean": r(d.mean),
             "p50": r(d.p50),
             "p90": r(d.p90),
             "p99": r(d.p99),
@@ -63,6 +68,7 @@ mod tests {
             (d.p50, d.p90, d.p99, d.p999, d.max),
             (500.0, 900.0, 990.0, 999.0, 1000.0)
         );
+        assert_eq!(d.mean, 500.5);
         assert!(Dist::of(&mut []).is_none());
     }
 }
