@@ -1,5 +1,5 @@
 //! Arbitrary byte strings committed to the GLR recognizer on a few grammars (one with a
-//! droppable terminal): never a
+//! droppable terminal, one behind the indenter): never a
 //! panic, a rejected commit changes nothing, and every accepted chunk agrees with the
 //! reference oracle's viability.
 #![no_main]
@@ -28,6 +28,10 @@ const AMBIG: &str = "start: e\ne: e \"+\" e | e \"*\" e | \"(\" e \")\" | NUM\nN
 /// Statements ended by a droppable `EOS` (newlines or `;`), ambiguous expressions inside.
 const DROP: &str = "start: (s EOS)* s?\ns: \"x\" \"=\" e | \"{\" (s EOS)* \"}\"\ne: e \"+\" e | NUM | \"(\" e \")\"\nEOS: /[\\n;]+/\nNUM: /[0-9]+/\n%ignore \" \"\n";
 
+/// Blocks behind Lark's indenter (`_INDENT` / `_DEDENT` declared), brackets that drop
+/// newlines, comments inside newlines.
+const INDENT: &str = "start: (_NL | s)*\ns: \"x\" \"=\" e _NL | \"if\" e \":\" b\nb: s | _NL _INDENT s+ _DEDENT\ne: e \"+\" e | NUM | \"(\" e \")\" | \"[\" e? \"]\"\nNUM: /[0-9]+/\n_NL: (/\\n[\\t ]*/ | COMMENT)+\nCOMMENT: /#[^\\n]*/\n%ignore \" \"\n%ignore COMMENT\n%declare _INDENT _DEDENT\n";
+
 struct G {
     tables: Arc<Tables>,
     reference: Reference,
@@ -36,7 +40,7 @@ struct G {
 fn grammars() -> &'static Vec<G> {
     static G: OnceLock<Vec<G>> = OnceLock::new();
     G.get_or_init(|| {
-        [BUILTIN_JSON, DASH, AMBIG, DROP]
+        [BUILTIN_JSON, DASH, AMBIG, DROP, INDENT]
             .iter()
             .map(|text| {
                 let mut g: Grammar = compile_grammar(text, GrammarFormat::Lark).unwrap();

@@ -214,6 +214,9 @@ impl<'v> Compiler<'v> {
         g: &Grammar,
         stop: &Interrupt,
     ) -> Result<(Tables, Dwa), GrammarError> {
+        if g.post_lexer()?.is_some() {
+            return Err(super::automaton_refuses_indentation());
+        }
         let (opts, limits, vocab) = (&self.lexer, &self.limits, self.vocab);
         // On one of rayon's threads, as `build_dwa_until` is: the automaton's parallel
         // steps then fork and join in place.

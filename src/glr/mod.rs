@@ -15,7 +15,7 @@ pub mod walk;
 pub use crate::lexer::LexPos;
 pub use recognizer::{CommitError, Config, GlrState, Rejected};
 
-use crate::lexer::{LexFollow, LexerDfa};
+use crate::lexer::{Indenter, LexFollow, LexerDfa};
 use crate::lr::LrTable;
 
 /// Everything the recognizer reads, shared by all states of one grammar.
@@ -27,6 +27,9 @@ pub struct Tables {
     pub follow: LexFollow,
     /// LR tables over the lexer's terminals.
     pub lr: LrTable,
+    /// The indentation post-lexer the grammar runs behind, with what can follow each
+    /// lexer position inside brackets (where it drops newlines).
+    pub indenter: Option<(Indenter, LexFollow)>,
 }
 
 /// Why a set of tables does not belong together.
@@ -48,6 +51,11 @@ impl Tables {
                 lr.num_terminals()
             )));
         }
-        Ok(Self { lexer, follow, lr })
+        Ok(Self {
+            lexer,
+            follow,
+            lr,
+            indenter: None,
+        })
     }
 }

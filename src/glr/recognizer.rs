@@ -22,7 +22,7 @@ use super::gss::{merge_heads, Heads, Node};
 use super::step;
 use super::Tables;
 use crate::ids::TerminalId;
-use crate::lexer::{LexPos, LexerDfa};
+use crate::lexer::{Indenter, LexFollow, LexPos, LexerDfa, Tail};
 use crate::termset::TermSet;
 
 /// One configuration: lexer position and the stacks of the terminals emitted so far.
@@ -36,6 +36,18 @@ pub struct Config {
     pub heads: Arc<[Arc<Node>]>,
     /// What is known about `heads`, shared by every configuration with these very heads.
     memo: Arc<HeadsMemo>,
+    /// Behind an indenter: the open levels and brackets of these stacks.
+    pub indent: Indentation,
+    /// Behind an indenter: the pending lexeme's indentation (default at a boundary).
+    pub tail: Tail,
+}
+
+/// A configuration's indentation behind an indenter: the levels open above level 0, and
+/// how many brackets are open (inside them newlines are dropped).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Indentation {
+    pub levels: SmallVec<[u32; 6]>,
+    pub brackets: u32,
 }
 
 /// Results that depend on a set of GSS heads alone, kept while a lexeme grows on them.
@@ -169,6 +181,8 @@ impl GlrState {
                 pos: LexPos::Boundary(LexerDfa::DEAD),
                 heads: Arc::from([bottom]),
                 memo: Arc::default(),
+                indent: Indentation::default(),
+                tail: Tail::default(),
             }],
         }
     }
@@ -220,48 +234,210 @@ impl GlrState {
 
     fn step_byte(&self, configs: &[Config], b: u8) -> Configs {
         let lx = &self.tables.lexer;
+        let indenter = self.tables.indenter.as_ref().map(|(i, _)| i);
+        let tab_len = indenter.map_or(0, |i| i.tab_len);
         let mut out = Configs::new();
-        let mut add = |pos: LexPos, heads: Arc<[Arc<Node>]>, memo: Arc<HeadsMemo>| {
-            match out.iter_mut().find(|c| c.pos == pos) {
+        let mut add = |pos: LexPos,
+                       heads: Arc<[Arc<Node>]>,
+                       memo: Arc<HeadsMemo>,
+                       indent: &Indentation,
+                       tail: Tail| {
+            match out
+                .iter_mut()
+                .find(|c| c.pos == pos && c.tail == tail && c.indent == *indent)
+            {
                 Some(c) => {
                     let all = c.heads.iter().chain(heads.iter()).cloned();
                     c.heads = Arc::from(merge_heads(all).as_slice());
                     c.memo = Arc::default(); // new heads: nothing known about them
                 }
-                None => out.push(Config { pos, heads, memo }),
+                None => out.push(Config {
+                    pos,
+                    heads,
+                    memo,
+                    indent: indent.clone(),
+                    tail,
+                }),
             }
         };
         for c in configs {
-            let q = match c.pos {
-                LexPos::Pending(q) => q,
+            let (q, tail) = match c.pos {
+                LexPos::Pending(q) => (q, c.tail),
                 LexPos::Boundary(p) => {
                     if !lx.is_dead(lx.next(p, b)) {
                         continue; // inhibited: this byte would have extended the last lexeme
                     }
-                    LexerDfa::START
+                    (LexerDfa::START, Tail::default())
                 }
             };
             let q1 = lx.next(q, b);
             if lx.is_dead(q1) {
                 continue;
             }
+            // The lexeme's indentation, read only behind an indenter.
+            let tail = match indenter {
+                Some(_) => tail.step(b, tab_len),
+                None => tail,
+            };
             if lx.can_extend(q1) {
-                add(LexPos::Pending(q1), c.heads.clone(), c.memo.clone());
+                add(
+                    LexPos::Pending(q1),
+                    c.heads.clone(),
+                    c.memo.clone(),
+                    &c.indent,
+                    tail,
+                );
             }
             let emits = lx.emits(q1);
-            if !emits.is_empty() {
-                let (heads, memo) = self.emit_memo(c, emits);
-                if !heads.is_empty() {
-                    let inhibitor = if lx.can_extend(q1) {
-                        q1
-                    } else {
-                        LexerDfa::DEAD
-                    };
-                    add(LexPos::Boundary(inhibitor), heads, memo);
+            if emits.is_empty() {
+                continue;
+            }
+            let inhibitor = if lx.can_extend(q1) {
+                q1
+            } else {
+                LexerDfa::DEAD
+            };
+            match indenter {
+                None => {
+                    let (heads, memo) = self.emit_memo(c, emits);
+                    if !heads.is_empty() {
+                        add(
+                            LexPos::Boundary(inhibitor),
+                            heads,
+                            memo,
+                            &c.indent,
+                            Tail::default(),
+                        );
+                    }
+                }
+                Some(ind) => {
+                    for (indent, heads) in self.emit_indented(ind, c, emits, tail) {
+                        let heads: Arc<[Arc<Node>]> = Arc::from(heads.as_slice());
+                        add(
+                            LexPos::Boundary(inhibitor),
+                            heads,
+                            Arc::default(),
+                            &indent,
+                            Tail::default(),
+                        );
+                    }
                 }
             }
         }
         out
+    }
+
+    /// The stacks after a lexeme emitted as `terms` behind indenter `ind`, one entry per
+    /// indentation they can leave (see `compile::grammar::ir::IndenterSpec`): a newline
+    /// outside brackets is shifted with its indent or dedents (`tail` is its
+    /// indentation), inside brackets dropped; brackets are counted; the rest as
+    /// [`Self::emit`] does.
+    fn emit_indented(
+        &self,
+        ind: &Indenter,
+        c: &Config,
+        terms: &[TerminalId],
+        tail: Tail,
+    ) -> SmallVec<[(Indentation, Heads); 2]> {
+        let lx = &self.tables.lexer;
+        let lr = &self.tables.lr;
+        let real: SmallVec<[TerminalId; 2]> = terms
+            .iter()
+            .copied()
+            .filter(|&t| !lx.is_ignored(t))
+            .collect();
+        let dropped = real
+            .iter()
+            .any(|&t| lx.is_droppable(t) && !step::can_consume(lr, &c.heads, t));
+        let mut stays = real.len() < terms.len() || dropped;
+        let mut plain: SmallVec<[TerminalId; 2]> = SmallVec::new();
+        let mut out: SmallVec<[(Indentation, Heads); 2]> = SmallVec::new();
+        let mut push = |indent: Indentation, heads: Heads| {
+            if heads.is_empty() {
+                return;
+            }
+            match out.iter_mut().find(|(i, _)| *i == indent) {
+                Some((_, h)) => *h = merge_heads(h.drain(..).chain(heads)),
+                None => out.push((indent, heads)),
+            }
+        };
+        for &t in &real {
+            if t == ind.nl {
+                if c.indent.brackets > 0 {
+                    stays = true;
+                } else if let Some((indent, heads)) = self.newline(ind, c, tail) {
+                    push(indent, heads);
+                }
+            } else if ind.open.contains(&t) {
+                let indent = Indentation {
+                    brackets: c.indent.brackets + 1,
+                    ..c.indent.clone()
+                };
+                push(indent, step::shift(lr, &c.heads, &[t]));
+            } else if ind.close.contains(&t) {
+                // A closing bracket nothing opened is an error to the indenter.
+                if c.indent.brackets > 0 {
+                    let indent = Indentation {
+                        brackets: c.indent.brackets - 1,
+                        ..c.indent.clone()
+                    };
+                    push(indent, step::shift(lr, &c.heads, &[t]));
+                }
+            } else {
+                plain.push(t);
+            }
+        }
+        if !plain.is_empty() || stays {
+            let mut heads = if plain.is_empty() {
+                Heads::new()
+            } else {
+                step::shift(lr, &c.heads, &plain)
+            };
+            if stays {
+                heads.extend(c.heads.iter().cloned());
+                heads = merge_heads(heads);
+            }
+            push(c.indent.clone(), heads);
+        }
+        out
+    }
+
+    /// A newline lexeme outside brackets on `c`'s stacks: the newline, then one indent
+    /// if its line is deeper than the last open level, or one dedent per level it closes
+    /// (landing on an open level). `None` if that fails or the lexeme has no newline.
+    fn newline(&self, ind: &Indenter, c: &Config, tail: Tail) -> Option<(Indentation, Heads)> {
+        let lr = &self.tables.lr;
+        if !tail.newline {
+            return None;
+        }
+        let mut heads = step::shift(lr, &c.heads, &[ind.nl]);
+        let mut indent = c.indent.clone();
+        let top = |i: &Indentation| i.levels.last().copied().unwrap_or(0);
+        if tail.width > top(&indent) {
+            indent.levels.push(tail.width);
+            heads = step::shift(lr, &heads, &[ind.indent]);
+        } else {
+            while tail.width < top(&indent) {
+                indent.levels.pop();
+                heads = step::shift(lr, &heads, &[ind.dedent]);
+            }
+            if tail.width != top(&indent) {
+                return None;
+            }
+        }
+        (!heads.is_empty()).then_some((indent, heads))
+    }
+
+    /// `c`'s stacks with every open level closed (as at the end of input): one dedent
+    /// per level.
+    fn closed(&self, c: &Config) -> Heads {
+        let mut heads: Heads = c.heads.iter().cloned().collect();
+        if let Some((ind, _)) = &self.tables.indenter {
+            for _ in &c.indent.levels {
+                heads = step::shift(&self.tables.lr, &heads, &[ind.dedent]);
+            }
+        }
+        heads
     }
 
     /// [`Self::emit`] on `c`'s heads, reusing an earlier byte's emission of the same
@@ -312,6 +488,9 @@ impl GlrState {
     }
 
     fn config_viable(&self, c: &Config) -> bool {
+        if let Some((ind, inside)) = &self.tables.indenter {
+            return self.config_viable_indented(ind, inside, c);
+        }
         // A counted run's iterations share their template's follow sets.
         let follow = match self.tables.lexer.rep_pos(c.pos) {
             LexPos::Pending(q) => self.tables.follow.after_pending(q),
@@ -347,6 +526,33 @@ impl GlrState {
         })
     }
 
+    /// [`Self::config_viable`] behind an indenter: inside brackets newlines are stepped
+    /// over (`inside`'s follow sets), a closing bracket needs an open one, and the end
+    /// of input comes after every open level is closed. A newline counts as itself (the
+    /// next line's width is free, so its indent or dedents can always be had).
+    fn config_viable_indented(&self, ind: &Indenter, inside: &LexFollow, c: &Config) -> bool {
+        let table = if c.indent.brackets > 0 {
+            inside
+        } else {
+            &self.tables.follow
+        };
+        let follow = match self.tables.lexer.rep_pos(c.pos) {
+            LexPos::Pending(q) => table.after_pending(q),
+            LexPos::Boundary(p) => table.at_boundary(p),
+        };
+        let lr = &self.tables.lr;
+        let eof = lr.eof();
+        follow.iter().any(|t| {
+            if t == eof {
+                step::can_consume(lr, &self.closed(c), eof)
+            } else if ind.close.contains(&t) && c.indent.brackets == 0 {
+                false
+            } else {
+                c.memo.verdict(t, || step::can_consume(lr, &c.heads, t))
+            }
+        })
+    }
+
     /// Commits one vocabulary token. Special tokens (EOS included: end of input is asked
     /// with [`Self::is_accepting`]) and invalid ids are errors; nothing changes on error.
     pub fn commit_token(
@@ -372,7 +578,11 @@ impl GlrState {
         let eof = self.tables.lr.eof();
         self.configs.iter().any(|c| {
             matches!(c.pos, LexPos::Boundary(_))
-                && step::can_consume(&self.tables.lr, &c.heads, eof)
+                && if c.indent.levels.is_empty() {
+                    step::can_consume(&self.tables.lr, &c.heads, eof)
+                } else {
+                    step::can_consume(&self.tables.lr, &self.closed(c), eof)
+                }
         })
     }
 }

@@ -9,6 +9,7 @@
 
 mod dfa;
 mod follow;
+mod indent;
 mod lex;
 mod pos;
 mod run;
@@ -16,6 +17,7 @@ pub mod strings;
 
 pub use dfa::{LexTerminal, LexerDfa, LexerValidateError, RunExits};
 pub use follow::LexFollow;
+pub use indent::{Indenter, Tail};
 pub use lex::{lex, LexError, LexErrorKind, Lexeme};
 pub use pos::LexPos;
 pub use run::{CountRun, CountRuns};

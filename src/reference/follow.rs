@@ -42,7 +42,9 @@ fn successors(lexer: &LexerDfa, q: LexStateId, b: u8) -> impl Iterator<Item = Le
         .filter(|q1| !lexer.is_dead(*q1))
 }
 
-fn search(lexer: &LexerDfa, starts: Vec<Node>) -> Next {
+/// `dropped`: a terminal stepped through as if ignored (an indenter's newline inside
+/// brackets, which the indenter drops).
+fn search(lexer: &LexerDfa, starts: Vec<Node>, dropped: Option<TerminalId>) -> Next {
     let mut seen: HashSet<Node> = HashSet::new();
     let mut work: Vec<Node> = starts
         .into_iter()
@@ -70,11 +72,12 @@ fn search(lexer: &LexerDfa, starts: Vec<Node>) -> Next {
             }
             Node::Lexeme(q) => {
                 for &t in lexer.emits(q) {
-                    if lexer.is_ignored(t) || lexer.is_droppable(t) {
+                    let ignored = lexer.is_ignored(t) || Some(t) == dropped;
+                    if ignored || lexer.is_droppable(t) {
                         let inh = lexer_can_grow(lexer, q).then_some(q);
                         work.push(Node::Boundary(inh));
                     }
-                    if !lexer.is_ignored(t) && !out.terminals.contains(&t) {
+                    if !ignored && !out.terminals.contains(&t) {
                         out.terminals.push(t);
                     }
                 }
@@ -91,19 +94,25 @@ fn lexer_can_grow(lexer: &LexerDfa, q: LexStateId) -> bool {
     (0..=255u8).any(|b| !lexer.is_dead(lexer.next(q, b)))
 }
 
-/// What can come next at a boundary after a lexeme whose final state is `inhibitor`.
-pub fn at_boundary(lexer: &LexerDfa, inhibitor: Option<LexStateId>) -> Next {
-    search(lexer, vec![Node::Boundary(inhibitor)])
+/// What can come next at a boundary after a lexeme whose final state is `inhibitor`
+/// (`dropped`: a terminal stepped through, see [`search`]).
+pub fn at_boundary(
+    lexer: &LexerDfa,
+    inhibitor: Option<LexStateId>,
+    dropped: Option<TerminalId>,
+) -> Next {
+    search(lexer, vec![Node::Boundary(inhibitor)], dropped)
 }
 
-/// What can come next when the pending lexeme in state `q` grows by at least one byte.
-pub fn after_growing(lexer: &LexerDfa, q: LexStateId) -> Next {
+/// What can come next when the pending lexeme in state `q` grows by at least one byte
+/// (`dropped` as for [`at_boundary`]).
+pub fn after_growing(lexer: &LexerDfa, q: LexStateId, dropped: Option<TerminalId>) -> Next {
     let q = lexer.rep(q);
     let starts = (0..=255u8)
         .flat_map(|b| successors(lexer, q, b))
         .map(Node::Lexeme)
         .collect();
-    let mut n = search(lexer, starts);
+    let mut n = search(lexer, starts, dropped);
     // Growing needs a byte, so end of input cannot come before it; `search` only sets
     // `eof` through boundaries reached after an ignored lexeme completes.
     n.terminals.sort();

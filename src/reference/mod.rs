@@ -6,31 +6,42 @@
 //! pending lexeme can either stop here (emitted; then some terminal that may start after
 //! it, or end of input, fits the parse) or grow and complete into a terminal that fits —
 //! one terminal of lookahead past the bytes, exactly as issue 3 defines viability. The mask
-//! tries every token.
+//! tries every token. Behind an indenter ([`indent`]) a newline counts as that terminal
+//! (its indent or dedents are then always possible: the next line's width is free), and
+//! inside brackets, where the indenter drops newlines, lookahead steps over them.
 
 pub mod earley;
 pub mod follow;
+pub mod indent;
 
-use self::earley::{Chart, Earley};
+use self::earley::Earley;
+use self::indent::Thread;
 use crate::compile::grammar::ir::Grammar;
 use crate::ids::{LexStateId, TerminalId, TokenId};
-use crate::lexer::LexerDfa;
+use crate::lexer::{Indenter, LexerDfa, Tail};
 use crate::vocab::Vocab;
 
 /// The oracle for one grammar.
 pub struct Reference {
     lexer: LexerDfa,
     earley: Earley,
-    /// Memo of lexical follow searches, keyed by (is boundary, state).
-    follow_memo: std::sync::Mutex<hashbrown::HashMap<(bool, u32), std::sync::Arc<follow::Next>>>,
+    /// The indentation post-lexer the grammar runs behind, if any.
+    indenter: Option<Indenter>,
+    /// Memo of lexical follow searches, keyed by (is boundary, state, newlines dropped).
+    follow_memo: std::sync::Mutex<hashbrown::HashMap<FollowKey, std::sync::Arc<follow::Next>>>,
 }
+
+type FollowKey = (bool, u32, bool);
 
 /// A prefix after lexing and parsing its closed lexemes.
 #[derive(Clone)]
 pub struct Prefix {
-    chart: Chart,
+    /// The parses so far, one chart per indentation state (one without an indenter).
+    threads: Vec<Thread>,
     /// The state of the pending (last, unclosed) lexeme; `START` only for empty input.
     pending: LexStateId,
+    /// The pending lexeme's indentation (read only behind an indenter).
+    tail: Tail,
     /// False if lexing or parsing already failed.
     alive: bool,
 }
@@ -39,7 +50,9 @@ impl Prefix {
     /// Makes this extension permanent: its parsed part becomes shared with later
     /// extensions (in place when no other prefix shares it).
     pub fn freeze(&mut self) {
-        self.chart.freeze();
+        for t in &mut self.threads {
+            t.chart.freeze();
+        }
     }
 }
 
@@ -49,28 +62,51 @@ impl Reference {
         Self {
             lexer: lexer.clone(),
             earley: Earley::new(grammar),
+            // The oracle is built for grammars the compiler took, whose post-lexer resolved.
+            indenter: grammar.post_lexer().ok().flatten(),
             follow_memo: Default::default(),
         }
     }
 
     // Searches are keyed by explicit state: a counted run's iterations share their
     // template's (see `follow`).
-    fn boundary_next(&self, inhibitor: Option<LexStateId>) -> std::sync::Arc<follow::Next> {
+    // `dropped`: the indenter's newline, stepped over (inside brackets).
+    fn boundary_next(
+        &self,
+        inhibitor: Option<LexStateId>,
+        dropped: Option<TerminalId>,
+    ) -> std::sync::Arc<follow::Next> {
         let inhibitor = inhibitor.map(|q| self.lexer.rep(q));
-        let key = (true, inhibitor.map_or(u32::MAX, |q| q.as_u32()));
-        self.memo(key, || follow::at_boundary(&self.lexer, inhibitor))
+        let key = (
+            true,
+            inhibitor.map_or(u32::MAX, |q| q.as_u32()),
+            dropped.is_some(),
+        );
+        self.memo(key, || follow::at_boundary(&self.lexer, inhibitor, dropped))
     }
 
-    fn growing_next(&self, q: LexStateId) -> std::sync::Arc<follow::Next> {
+    fn growing_next(
+        &self,
+        q: LexStateId,
+        dropped: Option<TerminalId>,
+    ) -> std::sync::Arc<follow::Next> {
         let q = self.lexer.rep(q);
-        self.memo((false, q.as_u32()), || {
-            follow::after_growing(&self.lexer, q)
+        self.memo((false, q.as_u32(), dropped.is_some()), || {
+            follow::after_growing(&self.lexer, q, dropped)
         })
+    }
+
+    /// The terminal lookahead steps over in thread `t`: the newline inside brackets.
+    fn dropped(&self, t: &Thread) -> Option<TerminalId> {
+        self.indenter
+            .as_ref()
+            .filter(|_| t.levels.brackets > 0)
+            .map(|i| i.nl)
     }
 
     fn memo(
         &self,
-        key: (bool, u32),
+        key: FollowKey,
         f: impl FnOnce() -> follow::Next,
     ) -> std::sync::Arc<follow::Next> {
         // A poisoned lock only means another thread panicked mid-insert; the map is still
@@ -81,27 +117,49 @@ impl Reference {
             .clone()
     }
 
-    /// Reads one closed lexeme (its emitted terminals) into the chart. An ignored terminal
-    /// lets the lexeme be skipped; so does a droppable one that no parse expects here
-    /// (one that some parse expects is read, and parses that cannot read it end).
-    fn read_lexeme(&self, chart: &mut Chart, terms: &[TerminalId]) -> bool {
+    /// Reads one closed lexeme (its emitted terminals) into every thread: the threads
+    /// after it. An ignored terminal lets the lexeme be skipped; so does a droppable one
+    /// that no parse of the thread expects here (one that some parse expects is read, and
+    /// parses that cannot read it end). Behind an indenter, see [`indent::read`].
+    fn read_lexeme(&self, threads: &[Thread], terms: &[TerminalId], tail: Tail) -> Vec<Thread> {
         let real: Vec<TerminalId> = terms
             .iter()
             .copied()
             .filter(|&t| !self.lexer.is_ignored(t))
             .collect();
-        let dropped = real
-            .iter()
-            .any(|&t| self.lexer.is_droppable(t) && !self.earley.expects(chart, t));
-        let skippable = real.len() < terms.len() || dropped;
-        self.earley.advance(chart, &real, skippable)
+        let mut out = Vec::new();
+        for th in threads {
+            let dropped = real
+                .iter()
+                .any(|&t| self.lexer.is_droppable(t) && !self.earley.expects(&th.chart, t));
+            let skippable = real.len() < terms.len() || dropped;
+            match &self.indenter {
+                Some(ind) => {
+                    out.extend(indent::read(&self.earley, ind, th, &real, skippable, tail))
+                }
+                None => {
+                    let mut chart = th.chart.clone();
+                    if self.earley.advance(&mut chart, &real, skippable) {
+                        out.push(Thread {
+                            chart,
+                            levels: th.levels.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The empty prefix.
     pub fn empty(&self) -> Prefix {
         Prefix {
-            chart: self.earley.start(),
+            threads: vec![Thread {
+                chart: self.earley.start(),
+                levels: Default::default(),
+            }],
             pending: LexerDfa::START,
+            tail: Tail::default(),
             alive: true,
         }
     }
@@ -115,6 +173,7 @@ impl Reference {
     }
 
     fn extend_in_place(&self, p: &mut Prefix, bytes: &[u8]) {
+        let tab_len = self.indenter.as_ref().map_or(0, |i| i.tab_len);
         for &b in bytes {
             if !p.alive {
                 break;
@@ -122,17 +181,21 @@ impl Reference {
             let n = self.lexer.next(p.pending, b);
             if !self.lexer.is_dead(n) {
                 p.pending = n;
+                p.tail = p.tail.step(b, tab_len);
                 continue;
             }
             let emits = self.lexer.emits(p.pending).to_vec();
-            if p.pending == LexerDfa::START
-                || emits.is_empty()
-                || !self.read_lexeme(&mut p.chart, &emits)
-            {
+            if p.pending == LexerDfa::START || emits.is_empty() {
+                p.alive = false;
+                break;
+            }
+            p.threads = self.read_lexeme(&p.threads, &emits, p.tail);
+            if p.threads.is_empty() {
                 p.alive = false;
                 break;
             }
             p.pending = self.lexer.next(LexerDfa::START, b);
+            p.tail = Tail::default().step(b, tab_len);
             if self.lexer.is_dead(p.pending) {
                 p.alive = false;
             }
@@ -147,36 +210,42 @@ impl Reference {
     /// Extends a prefix for good (shares the parsed part with later extensions).
     pub fn commit(&self, p: &Prefix, bytes: &[u8]) -> Prefix {
         let mut n = self.extend(p, bytes);
-        n.chart.freeze();
+        n.freeze();
         n
     }
 
     /// Extends an owned prefix for good, in place (linear over a whole document).
     pub fn commit_owned(&self, mut p: Prefix, bytes: &[u8]) -> Prefix {
         self.extend_in_place(&mut p, bytes);
-        p.chart.freeze();
+        p.freeze();
         p
     }
 
-    fn fits(&self, chart: &Chart, next: &follow::Next) -> bool {
-        (next.eof && self.earley.accepts(chart))
-            || next
-                .terminals
-                .iter()
-                .any(|&t| self.earley.expects(chart, t))
+    /// Whether the next terminal (or end of input) can come after thread `t`.
+    fn fits(&self, t: &Thread, next: &follow::Next) -> bool {
+        let ind = self.indenter.as_ref();
+        (next.eof && indent::accepts(&self.earley, ind, t))
+            || next.terminals.iter().any(|&term| {
+                // A closing bracket no bracket opened is an error to the indenter.
+                let unopened =
+                    ind.is_some_and(|i| i.close.contains(&term)) && t.levels.brackets == 0;
+                !unopened && self.earley.expects(&t.chart, term)
+            })
     }
 
     /// Whether a lexed prefix is viable.
     pub fn prefix_viable(&self, p: &Prefix) -> bool {
-        if !p.alive {
-            return false;
-        }
+        p.alive && p.threads.iter().any(|t| self.thread_viable(p, t))
+    }
+
+    fn thread_viable(&self, p: &Prefix, t: &Thread) -> bool {
         let q = p.pending;
+        let dropped = self.dropped(t);
         if q == LexerDfa::START {
-            return self.fits(&p.chart, &self.boundary_next(None));
+            return self.fits(t, &self.boundary_next(None, dropped));
         }
         // The pending lexeme grows further …
-        if follow::can_grow(&self.lexer, q) && self.fits(&p.chart, &self.growing_next(q)) {
+        if follow::can_grow(&self.lexer, q) && self.fits(t, &self.growing_next(q, dropped)) {
             return true;
         }
         // … or is emitted now.
@@ -184,12 +253,10 @@ impl Reference {
         if emits.is_empty() {
             return false;
         }
-        let mut chart = p.chart.clone();
-        if !self.read_lexeme(&mut chart, &emits) {
-            return false;
-        }
         let inhibitor = follow::can_grow(&self.lexer, q).then_some(q);
-        self.fits(&chart, &self.boundary_next(inhibitor))
+        self.read_lexeme(std::slice::from_ref(t), &emits, p.tail)
+            .iter()
+            .any(|t2| self.fits(t2, &self.boundary_next(inhibitor, self.dropped(t2))))
     }
 
     /// Whether some continuation of `bytes` is a document (one terminal of lookahead).
@@ -202,15 +269,20 @@ impl Reference {
         if !p.alive {
             return false;
         }
+        let ind = self.indenter.as_ref();
         if p.pending == LexerDfa::START {
-            return self.earley.accepts(&p.chart);
+            return p
+                .threads
+                .iter()
+                .any(|t| indent::accepts(&self.earley, ind, t));
         }
         let emits = self.lexer.emits(p.pending).to_vec();
         if emits.is_empty() {
             return false;
         }
-        let mut chart = p.chart.clone();
-        self.read_lexeme(&mut chart, &emits) && self.earley.accepts(&chart)
+        self.read_lexeme(&p.threads, &emits, p.tail)
+            .iter()
+            .any(|t| indent::accepts(&self.earley, ind, t))
     }
 
     /// Whether `bytes` is a complete document.

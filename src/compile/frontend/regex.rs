@@ -87,6 +87,8 @@ pub fn compile(pattern: &str) -> Result<Grammar, GrammarError> {
         }],
         productions,
         start,
+        indenter: None,
+        declared: Vec::new(),
     };
     // Built above with one terminal and one nonterminal that has a production.
     debug_assert!(g.validate().is_ok());

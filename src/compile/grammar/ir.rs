@@ -7,6 +7,7 @@
 
 use crate::compile::error::{GrammarError, Span};
 use crate::ids::{NonterminalId, ProductionId, TerminalId};
+pub use crate::lexer::Indenter;
 
 /// How terminals are ranked when one lexeme matches several of them: `user` first (the
 /// grammar's declared priority), then a literal string beats a regular expression (so that
@@ -134,7 +135,45 @@ pub struct Grammar {
     pub productions: Vec<Production>,
     /// The start symbol.
     pub start: NonterminalId,
+    /// Lark's indentation post-lexer, when the grammar runs behind one (see
+    /// [`IndenterSpec`]).
+    pub indenter: Option<IndenterSpec>,
+    /// Terminals declared without a pattern (`%declare`): only a post-lexer makes them.
+    /// Each one a rule uses must be the indenter's `_INDENT` or `_DEDENT`
+    /// ([`Grammar::post_lexer`]).
+    pub declared: Vec<(String, Span)>,
 }
+
+/// Lark's `Indenter` post-lexer as SynCode's Python setup configures it, by terminal
+/// names (pruning renumbers terminals; [`Grammar::post_lexer`] resolves them). After a
+/// `nl` lexeme outside brackets, the spaces and tabs after its last newline (a tab counts
+/// `tab_len`) are compared with a stack of levels, starting at 0: deeper pushes one
+/// `indent`, shallower pops one `dedent` per level and must land on a level on the
+/// stack. Inside `open` … `close` brackets an `nl` lexeme is dropped. At the end of input
+/// every open level is closed with a `dedent`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndenterSpec {
+    pub nl: String,
+    pub indent: String,
+    pub dedent: String,
+    pub open: Vec<String>,
+    pub close: Vec<String>,
+    pub tab_len: u32,
+}
+
+/// Lark's default tab width for its `Indenter`.
+pub const DEFAULT_TAB_LEN: u32 = 8;
+
+/// Lark's names of the bracket terminals its `PythonIndenter` counts, with the literal
+/// each one is (stackmask names anonymous literals by their quoted text).
+pub const LARK_BRACKETS: [(&str, &str, bool); 6] = [
+    ("LPAR", "\"(\"", true),
+    ("LSQB", "\"[\"", true),
+    ("LBRACE", "\"{\"", true),
+    ("RPAR", "\")\"", false),
+    ("RSQB", "\"]\"", false),
+    ("RBRACE", "\"}\"", false),
+];
 
 impl Grammar {
     /// Marks the terminals named in `names` droppable (see [`Terminal::droppable`]).
@@ -163,6 +202,64 @@ impl Grammar {
             self.terminals[i].droppable = true;
         }
         Ok(())
+    }
+
+    /// The terminal named `name` (a Lark bracket name such as `LPAR` also finds the
+    /// quoted literal it stands for).
+    pub fn terminal_named(&self, name: &str) -> Option<TerminalId> {
+        let quoted = LARK_BRACKETS
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, q, _)| *q);
+        self.terminals
+            .iter()
+            .position(|t| t.name == name || Some(t.name.as_str()) == quoted)
+            .map(TerminalId::new)
+    }
+
+    /// The post-lexer this grammar runs behind, with terminal ids: `None` without one.
+    /// A declared terminal the indenter does not make, or an indenter naming a terminal
+    /// the grammar lacks, is an error.
+    pub fn post_lexer(&self) -> Result<Option<Indenter>, GrammarError> {
+        let undefined = |name: &str| GrammarError::Undefined {
+            span: Span::default(),
+            kind: "terminal (indenter)",
+            name: name.to_string(),
+        };
+        let ind = match &self.indenter {
+            None => None,
+            Some(spec) => {
+                let id = |n: &str| self.terminal_named(n).ok_or_else(|| undefined(n));
+                // Brackets the grammar does not use are not counted.
+                let ids =
+                    |ns: &[String]| ns.iter().filter_map(|n| self.terminal_named(n)).collect();
+                Some(Indenter {
+                    nl: id(&spec.nl)?,
+                    indent: id(&spec.indent)?,
+                    dedent: id(&spec.dedent)?,
+                    open: ids(&spec.open),
+                    close: ids(&spec.close),
+                    tab_len: spec.tab_len,
+                })
+            }
+        };
+        for (name, span) in &self.declared {
+            let made = self
+                .indenter
+                .as_ref()
+                .is_some_and(|s| &s.indent == name || &s.dedent == name);
+            if !made && self.terminals.iter().any(|t| &t.name == name) {
+                return Err(GrammarError::Unsupported {
+                    span: *span,
+                    construct: format!("%declare {name}"),
+                    reason: format!(
+                        "terminal `{name}` has no pattern: only a post-lexer could make it, and \
+                         the one stackmask runs (an indenter) makes `_INDENT` and `_DEDENT`"
+                    ),
+                });
+            }
+        }
+        Ok(ind)
     }
 
     /// The terminal with this id.

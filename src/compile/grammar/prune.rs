@@ -74,6 +74,8 @@ pub fn prune_unreachable(g: Grammar) -> Grammar {
         nonterminals,
         productions,
         start: nmap[g.start.index()].expect("start is reachable"),
+        indenter: g.indenter,
+        declared: g.declared,
     }
 }
 

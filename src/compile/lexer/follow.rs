@@ -24,6 +24,12 @@ use crate::termset::TermSet;
 /// states (string patterns of a large JSON Schema side by side) spent its time cloning a
 /// set per state and uniting it with the same successor's set for byte after byte.
 pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
+    build_follow_dropping(lexer, None)
+}
+
+/// [`build_follow`] with terminal `dropped` read as an ignored one (an indenter's newline
+/// inside brackets, which the indenter drops).
+pub fn build_follow_dropping(lexer: &LexerDfa, dropped: Option<TerminalId>) -> LexFollow {
     let n = lexer.num_states();
     let nt = lexer.terminals().len();
     let width = nt + 1;
@@ -40,10 +46,11 @@ pub fn build_follow(lexer: &LexerDfa) -> LexFollow {
     let mut ignores: Vec<Option<u32>> = vec![None; n];
     for q in 1..n {
         for &t in lexer.emits(id(q)) {
-            if lexer.is_ignored(t) || lexer.is_droppable(t) {
+            let ignored = lexer.is_ignored(t) || Some(t) == dropped;
+            if ignored || lexer.is_droppable(t) {
                 ignores[q] = Some(if lexer.can_extend(id(q)) { q as u32 } else { 0 });
             }
-            if !lexer.is_ignored(t) {
+            if !ignored {
                 base[q * w + t.index() / 64] |= 1 << (t.index() % 64);
             }
         }

@@ -774,6 +774,9 @@ pub(crate) fn build_dwa_until(
     limits: DwaLimits,
     stop: &Interrupt,
 ) -> Result<Dwa, GrammarError> {
+    if tables.indenter.is_some() {
+        return Err(crate::compile::automaton_refuses_indentation());
+    }
     // Run on one of rayon's threads (in place when already on one): called from another
     // thread, each of the build's dozen parallel steps would be sent to the pool and
     // waited for across threads, a round trip of two wake-ups each; from a worker, they

@@ -199,6 +199,8 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         nonterminals,
         productions,
         start: start_id,
+        indenter: None,
+        declared: Vec::new(),
     }))?;
     check_acyclic(&g)?;
     check_no_hidden_left_recursion(&g)?;

@@ -8,7 +8,12 @@ use hashbrown::{HashMap, HashSet};
 use super::parse::{parse, Def, Expr, Stmt};
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
-use crate::compile::grammar::ir::{Grammar, Nonterminal, Priority, Symbol, Terminal};
+use crate::compile::grammar::ir::{
+    Grammar, IndenterSpec, Nonterminal, Priority, Symbol, Terminal, DEFAULT_TAB_LEN,
+};
+
+/// The pattern of a declared terminal: an empty class, which no lexeme matches.
+const NEVER: &str = "[a&&b]";
 use crate::compile::grammar::prune::{
     check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
 };
@@ -85,10 +90,10 @@ impl Lowerer {
             return Ok(r.clone());
         }
         let Some((def_module, def)) = self.def_of(module, name) else {
-            if module == Module::Main {
-                if let Some(&span) = self.declared.get(name) {
-                    return Err(self.declared_err(name, span));
-                }
+            if module == Module::Main && self.declared.contains_key(name) {
+                // A terminal only a post-lexer makes: no lexeme is ever it
+                // (`Grammar::post_lexer` checks a post-lexer does make it).
+                return Ok(NEVER.to_string());
             }
             return Err(GrammarError::Undefined {
                 span: use_span,
@@ -114,16 +119,6 @@ impl Lowerer {
         self.visiting.remove(&key);
         self.regex_cache.insert(key, r.clone());
         Ok(r)
-    }
-
-    fn declared_err(&self, name: &str, span: Span) -> GrammarError {
-        GrammarError::Unsupported {
-            span,
-            construct: format!("%declare {name}"),
-            reason: format!(
-                "terminal `{name}` has no pattern: it would come from a post-lexer (such as Lark's Indenter), which stackmask does not run"
-            ),
-        }
     }
 
     fn expr_regex(
@@ -516,15 +511,33 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         )?;
     }
     let (nonterminals, productions) = bnf.finish();
+    // Declared `_INDENT` and `_DEDENT` beside an `_NL` terminal: the grammar runs behind
+    // Lark's indenter, configured as SynCode's Python setup does (Lark's bracket names).
+    let indenter = (lw.declared.contains_key("_INDENT")
+        && lw.declared.contains_key("_DEDENT")
+        && lw.terminals.iter().any(|t| t.name == "_NL"))
+    .then(|| IndenterSpec {
+        nl: "_NL".into(),
+        indent: "_INDENT".into(),
+        dedent: "_DEDENT".into(),
+        open: ["LPAR", "LSQB", "LBRACE"].map(String::from).to_vec(),
+        close: ["RPAR", "RSQB", "RBRACE"].map(String::from).to_vec(),
+        tab_len: DEFAULT_TAB_LEN,
+    });
+    let mut declared: Vec<(String, Span)> = lw.declared.into_iter().collect();
+    declared.sort_by(|a, b| a.0.cmp(&b.0));
     let g = Grammar {
         terminals: lw.terminals,
         nonterminals,
         productions,
         start: start_id,
+        indenter,
+        declared,
     };
     let g = remove_unproductive(prune_unreachable(g))?;
     check_acyclic(&g)?;
     check_no_hidden_left_recursion(&g)?;
+    g.post_lexer()?;
     // Lowering only produces in-range ids and at least one production per rule.
     debug_assert_eq!(g.validate(), Ok(()));
     Ok(g)

@@ -5,9 +5,10 @@
 //! are plain rules here), `-> alias` (ignored), strings with the `i` flag, `/regex/flags`,
 //! `"a".."z"` ranges, `|`, `?`, `*`, `+`, `[…]`, `~ n` and `~ n..m`, groups, terminal and
 //! rule priorities, `%ignore`, `%import common.X` / `%import common (A, B)`, and
-//! `%declare` of terminals that no rule uses. Rejected by name: templates, `%override`,
-//! `%extend`, imports of other modules, declared terminals used by rules (they need a
-//! post-lexer), look-around and anchors in regexes.
+//! `%declare`: declared `_INDENT` and `_DEDENT` beside an `_NL` terminal turn on Lark's
+//! indenter (`Grammar::indenter`), as SynCode's Python setup has it. Rejected by name:
+//! templates, `%override`, `%extend`, imports of other modules, other declared terminals
+//! used by rules (only a post-lexer could make them), look-around and anchors in regexes.
 
 mod lower;
 mod parse;

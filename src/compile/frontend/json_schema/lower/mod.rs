@@ -915,6 +915,8 @@ impl<'a> Lowerer<'a> {
             nonterminals,
             productions,
             start,
+            indenter: None,
+            declared: Vec::new(),
         };
         stop(&self.stop)?;
         let g =
