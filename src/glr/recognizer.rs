@@ -37,7 +37,7 @@ pub struct Config {
     /// What is known about `heads`, shared by every configuration with these very heads.
     memo: Arc<HeadsMemo>,
     /// Behind an indenter: the open levels and brackets of these stacks.
-    pub indent: Indentation,
+    pub indent: Indent,
     /// Behind an indenter: the pending lexeme's indentation (default at a boundary).
     pub tail: Tail,
 }
@@ -46,8 +46,31 @@ pub struct Config {
 /// how many brackets are open (inside them newlines are dropped).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Indentation {
-    pub levels: SmallVec<[u32; 6]>,
+    pub levels: Vec<u32>,
     pub brackets: u32,
+}
+
+/// No open level or bracket.
+static FLAT: Indentation = Indentation {
+    levels: Vec::new(),
+    brackets: 0,
+};
+
+/// A configuration's [`Indentation`], shared, and absent when flat (always, without an
+/// indenter): configurations are copied at every byte, so they carry one pointer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Indent(Option<Arc<Indentation>>);
+
+impl Indent {
+    /// The indentation.
+    #[inline]
+    pub fn get(&self) -> &Indentation {
+        self.0.as_deref().unwrap_or(&FLAT)
+    }
+
+    fn of(i: Indentation) -> Self {
+        Self((i != FLAT).then(|| Arc::new(i)))
+    }
 }
 
 /// Results that depend on a set of GSS heads alone, kept while a lexeme grows on them.
@@ -181,7 +204,7 @@ impl GlrState {
                 pos: LexPos::Boundary(LexerDfa::DEAD),
                 heads: Arc::from([bottom]),
                 memo: Arc::default(),
-                indent: Indentation::default(),
+                indent: Indent::default(),
                 tail: Tail::default(),
             }],
         }
@@ -240,7 +263,7 @@ impl GlrState {
         let mut add = |pos: LexPos,
                        heads: Arc<[Arc<Node>]>,
                        memo: Arc<HeadsMemo>,
-                       indent: &Indentation,
+                       indent: &Indent,
                        tail: Tail| {
             match out
                 .iter_mut()
@@ -317,7 +340,7 @@ impl GlrState {
                             LexPos::Boundary(inhibitor),
                             heads,
                             Arc::default(),
-                            &indent,
+                            &Indent::of(indent),
                             Tail::default(),
                         );
                     }
@@ -363,23 +386,23 @@ impl GlrState {
         };
         for &t in &real {
             if t == ind.nl {
-                if c.indent.brackets > 0 {
+                if c.indent.get().brackets > 0 {
                     stays = true;
                 } else if let Some((indent, heads)) = self.newline(ind, c, tail) {
                     push(indent, heads);
                 }
             } else if ind.open.contains(&t) {
                 let indent = Indentation {
-                    brackets: c.indent.brackets + 1,
-                    ..c.indent.clone()
+                    brackets: c.indent.get().brackets + 1,
+                    ..c.indent.get().clone()
                 };
                 push(indent, step::shift(lr, &c.heads, &[t]));
             } else if ind.close.contains(&t) {
                 // A closing bracket nothing opened is an error to the indenter.
-                if c.indent.brackets > 0 {
+                if c.indent.get().brackets > 0 {
                     let indent = Indentation {
-                        brackets: c.indent.brackets - 1,
-                        ..c.indent.clone()
+                        brackets: c.indent.get().brackets - 1,
+                        ..c.indent.get().clone()
                     };
                     push(indent, step::shift(lr, &c.heads, &[t]));
                 }
@@ -397,7 +420,7 @@ impl GlrState {
                 heads.extend(c.heads.iter().cloned());
                 heads = merge_heads(heads);
             }
-            push(c.indent.clone(), heads);
+            push(c.indent.get().clone(), heads);
         }
         out
     }
@@ -411,7 +434,7 @@ impl GlrState {
             return None;
         }
         let mut heads = step::shift(lr, &c.heads, &[ind.nl]);
-        let mut indent = c.indent.clone();
+        let mut indent = c.indent.get().clone();
         let top = |i: &Indentation| i.levels.last().copied().unwrap_or(0);
         if tail.width > top(&indent) {
             indent.levels.push(tail.width);
@@ -433,7 +456,7 @@ impl GlrState {
     fn closed(&self, c: &Config) -> Heads {
         let mut heads: Heads = c.heads.iter().cloned().collect();
         if let Some((ind, _)) = &self.tables.indenter {
-            for _ in &c.indent.levels {
+            for _ in &c.indent.get().levels {
                 heads = step::shift(&self.tables.lr, &heads, &[ind.dedent]);
             }
         }
@@ -531,7 +554,7 @@ impl GlrState {
     /// of input comes after every open level is closed. A newline counts as itself (the
     /// next line's width is free, so its indent or dedents can always be had).
     fn config_viable_indented(&self, ind: &Indenter, inside: &LexFollow, c: &Config) -> bool {
-        let table = if c.indent.brackets > 0 {
+        let table = if c.indent.get().brackets > 0 {
             inside
         } else {
             &self.tables.follow
@@ -545,7 +568,7 @@ impl GlrState {
         follow.iter().any(|t| {
             if t == eof {
                 step::can_consume(lr, &self.closed(c), eof)
-            } else if ind.close.contains(&t) && c.indent.brackets == 0 {
+            } else if ind.close.contains(&t) && c.indent.get().brackets == 0 {
                 false
             } else {
                 c.memo.verdict(t, || step::can_consume(lr, &c.heads, t))
@@ -578,7 +601,7 @@ impl GlrState {
         let eof = self.tables.lr.eof();
         self.configs.iter().any(|c| {
             matches!(c.pos, LexPos::Boundary(_))
-                && if c.indent.levels.is_empty() {
+                && if c.indent.get().levels.is_empty() {
                     step::can_consume(&self.tables.lr, &c.heads, eof)
                 } else {
                     step::can_consume(&self.tables.lr, &self.closed(c), eof)
