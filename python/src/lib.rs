@@ -16,7 +16,9 @@ use pyo3::types::PyBytes;
 
 use stackmask::compile::frontend::json_schema::{SchemaError, SchemaOptions};
 use stackmask::compile::DwaLimits;
-use stackmask::compile::{compile_grammar, Compiler, Grammar, GrammarError, GrammarFormat};
+use stackmask::compile::{
+    compile_grammar, Compiler, Grammar, GrammarError, GrammarFormat, IndenterSpec,
+};
 use stackmask::ids::TokenId;
 use stackmask::runtime::{self, Matcher, VocabFingerprint};
 use stackmask::vocab::Vocab;
@@ -255,6 +257,15 @@ struct Limits {
     cancel: Option<Arc<AtomicBool>>,
 }
 
+/// How a grammar's lexemes reach its parser: droppable terminals, and the indenter's
+/// terminals and tab width (`compile_lark`).
+#[derive(Default)]
+struct Stream {
+    droppable: Vec<String>,
+    indenter: Option<(String, String, String)>,
+    tab_len: Option<u32>,
+}
+
 /// Cancels compiles from another thread: pass it as `cancel=` to a `GrammarCompiler`
 /// method (which releases the GIL while it compiles), then call `cancel()`; the compile
 /// raises `StackmaskError` with `kind == "cancelled"` within a few milliseconds. A
@@ -340,12 +351,20 @@ impl GrammarCompiler {
         py: Python<'_>,
         text: &str,
         format: GrammarFormat,
-        droppable: &[String],
+        stream: &Stream,
         limits: Limits,
     ) -> PyResult<CompiledGrammar> {
         let mut g = compile_grammar(text, format).map_err(|e| err(format!("grammar:{e}")))?;
-        g.set_droppable(droppable)
+        g.set_droppable(&stream.droppable)
             .map_err(|e| err(format!("grammar:droppable: {e}")))?;
+        if let Some((nl, indent, dedent)) = &stream.indenter {
+            g.set_indenter(IndenterSpec::named(nl, indent, dedent))
+                .map_err(|e| err(format!("grammar:indenter: {e}")))?;
+        }
+        if let Some(n) = stream.tab_len {
+            g.set_tab_len(n)
+                .map_err(|e| err(format!("grammar:tab_len: {e}")))?;
+        }
         self.build(py, g, limits).map_err(|e| {
             let kind = match e {
                 GrammarError::Cancelled => "cancelled",
@@ -420,29 +439,39 @@ impl GrammarCompiler {
             py,
             stackmask::compile::BUILTIN_JSON,
             GrammarFormat::Lark,
-            &[],
+            &Stream::default(),
             Limits::default(),
         )
     }
 
     /// Compiles a Lark grammar (start rule `start`). `droppable` names terminals that
     /// are shifted where some live parse can shift them and skipped where none can
-    /// (SynCode's Go grammar: `["EOS"]`). `time_limit_ms` and `cancel` as for
-    /// `compile_json_schema`.
-    #[pyo3(signature = (grammar, *, droppable=Vec::new(), time_limit_ms=None, cancel=None))]
+    /// (SynCode's Go grammar: `["EOS"]`). A grammar declaring `_INDENT` and `_DEDENT`
+    /// beside an `_NL` terminal runs behind Lark's indenter; `indenter=(NL, INDENT,
+    /// DEDENT)` names other terminals for it, `tab_len` its tab width (default 8).
+    /// `time_limit_ms` and `cancel` as for `compile_json_schema`.
+    #[pyo3(signature = (grammar, *, droppable=Vec::new(), indenter=None, tab_len=None, time_limit_ms=None, cancel=None))]
+    #[allow(clippy::too_many_arguments)]
     fn compile_lark(
         &self,
         py: Python<'_>,
         grammar: &str,
         droppable: Vec<String>,
+        indenter: Option<(String, String, String)>,
+        tab_len: Option<u32>,
         time_limit_ms: Option<u64>,
         cancel: Option<PyRef<'_, CompileCancel>>,
     ) -> PyResult<CompiledGrammar> {
+        let stream = Stream {
+            droppable,
+            indenter,
+            tab_len,
+        };
         self.text(
             py,
             grammar,
             GrammarFormat::Lark,
-            &droppable,
+            &stream,
             stops(time_limit_ms, cancel),
         )
     }
@@ -462,7 +491,10 @@ impl GrammarCompiler {
             py,
             grammar,
             GrammarFormat::Gbnf,
-            &droppable,
+            &Stream {
+                droppable,
+                ..Stream::default()
+            },
             stops(time_limit_ms, cancel),
         )
     }
@@ -482,7 +514,7 @@ impl GrammarCompiler {
             py,
             pattern,
             GrammarFormat::Regex,
-            &[],
+            &Stream::default(),
             stops(time_limit_ms, cancel),
         )
     }

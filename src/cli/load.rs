@@ -35,6 +35,14 @@ pub struct GrammarArgs {
     /// skipped where none can. SynCode's Go grammar needs `--droppable EOS`.
     #[arg(long)]
     pub droppable: Vec<String>,
+    /// Run a Lark grammar behind Lark's indenter with these newline, indent and dedent
+    /// terminals (brackets: `LPAR`/`(` …), for grammars that do not spell them `_NL`,
+    /// `_INDENT`, `_DEDENT` (those turn it on by themselves).
+    #[arg(long, value_name = "NL,INDENT,DEDENT")]
+    pub indenter: Option<String>,
+    /// Columns a tab counts for the indenter (default 8, as Lark's `Indenter`).
+    #[arg(long)]
+    pub tab_len: Option<u32>,
     /// Stop a compile step (the tables; the automaton) that runs past this many
     /// milliseconds, with a `time_limit` error (default: no limit).
     #[arg(long)]
@@ -117,10 +125,24 @@ pub fn grammar_ir(args: &GrammarArgs) -> Result<compile::Grammar, String> {
     let mut g = grammar_ir_plain(args)?;
     g.set_droppable(&args.droppable)
         .map_err(|e| format!("{spec}: --droppable: {e}"))?;
+    if let Some(names) = &args.indenter {
+        let [nl, indent, dedent] = names.split(',').collect::<Vec<_>>()[..] else {
+            return Err(format!(
+                "{spec}: --indenter takes three terminal names, NL,INDENT,DEDENT"
+            ));
+        };
+        g.set_indenter(compile::IndenterSpec::named(nl, indent, dedent))
+            .map_err(|e| format!("{spec}: --indenter: {e}"))?;
+    }
+    if let Some(n) = args.tab_len {
+        g.set_tab_len(n)
+            .map_err(|e| format!("{spec}: --tab-len: {e}"))?;
+    }
     Ok(g)
 }
 
-/// [`grammar_ir`] before the token-stream options (`--droppable`).
+/// [`grammar_ir`] before the token-stream options (`--droppable`, `--indenter`,
+/// `--tab-len`).
 fn grammar_ir_plain(args: &GrammarArgs) -> Result<compile::Grammar, String> {
     let spec = args.grammar.as_str();
     let (text, format) = grammar_text(spec, args.format)?;

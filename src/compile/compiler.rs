@@ -14,7 +14,7 @@ use super::interrupt::Interrupt;
 use super::dwa::{self, string_split};
 use super::frontend::json_schema::{self, SchemaOptions};
 use super::lexer::{self, follow};
-use super::{lr, DwaLimits, Grammar, GrammarError, GrammarFormat, LexerOptions};
+use super::{lr, DwaLimits, Grammar, GrammarError, GrammarFormat, IndenterSpec, LexerOptions};
 use crate::dwa::Dwa;
 use crate::glr::Tables;
 use crate::runtime::CompiledGrammar;
@@ -40,6 +40,8 @@ pub struct Compiler<'v> {
     limits: DwaLimits,
     schema: SchemaOptions,
     droppable: Vec<String>,
+    indenter: Option<IndenterSpec>,
+    tab_len: Option<u32>,
     cancel: Option<Arc<AtomicBool>>,
     time_limit: Option<Duration>,
 }
@@ -55,6 +57,8 @@ impl<'v> Compiler<'v> {
             limits: DwaLimits::default(),
             schema: SchemaOptions::default(),
             droppable: Vec::new(),
+            indenter: None,
+            tab_len: None,
             cancel: None,
             time_limit: None,
         }
@@ -87,6 +91,20 @@ impl<'v> Compiler<'v> {
     /// match ([`GrammarError::Unsupported`]).
     pub fn with_droppable(mut self, names: &[&str]) -> Self {
         self.droppable = names.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// With grammars from text run behind Lark's indenter with these terminals
+    /// ([`Grammar::set_indenter`]; a Lark grammar declaring `_INDENT` and `_DEDENT` beside
+    /// an `_NL` terminal runs behind it by itself).
+    pub fn with_indenter(mut self, spec: IndenterSpec) -> Self {
+        self.indenter = Some(spec);
+        self
+    }
+
+    /// With the indenter's tab width ([`Grammar::set_tab_len`]; default 8, Lark's).
+    pub fn with_tab_len(mut self, columns: u32) -> Self {
+        self.tab_len = Some(columns);
         self
     }
 
@@ -157,6 +175,12 @@ impl<'v> Compiler<'v> {
             other => super::compile_grammar(text, other)?,
         };
         g.set_droppable(&self.droppable)?;
+        if let Some(spec) = &self.indenter {
+            g.set_indenter(spec.clone())?;
+        }
+        if let Some(columns) = self.tab_len {
+            g.set_tab_len(columns)?;
+        }
         stop.check()?;
         Ok(g)
     }

@@ -27,7 +27,7 @@ pub use dwa::build::DwaLimits;
 pub use dwa::string_split::SplitMode;
 pub use error::{GrammarError, Span};
 pub use frontend::json_schema;
-pub use grammar::ir::Grammar;
+pub use grammar::ir::{Grammar, IndenterSpec};
 pub use lexer::build::{build_lexer, LexerOptions};
 
 /// The grammar syntaxes stackmask reads.

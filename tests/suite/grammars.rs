@@ -213,3 +213,54 @@ fn sample_prints_complete_json_documents_with_their_token_counts() {
     assert!(complete >= 6, "{complete} of 8 complete:\n{text}");
     assert!(structured >= 4, "{structured} objects or arrays:\n{text}");
 }
+
+/// The indenter by explicit names, and its tab width: a grammar spelling its terminals
+/// `NEWLINE` / `INDENT` / `DEDENT` is refused until they are named, and then commits and
+/// is checked by the oracle as `_NL` / `_INDENT` / `_DEDENT` would be; a tab counts 8
+/// columns unless told otherwise.
+#[test]
+fn indenter_by_name_and_tab_width() {
+    use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat, IndenterSpec};
+    use stackmask::glr::GlrState;
+    use stackmask::reference::Reference;
+    let text = "start: (NEWLINE | stmt)*\nstmt: NAME \"=\" NAME NEWLINE | \"if\" NAME \":\" NEWLINE INDENT stmt+ DEDENT\nNAME: /[a-z]+/\nNEWLINE: /\\n[ \\t]*/+\n%ignore \" \"\n%declare INDENT DEDENT\n";
+    let g = compile_grammar(text, GrammarFormat::Lark).unwrap();
+    let e = build_glr_tables(&g).unwrap_err().to_string();
+    assert!(
+        e.contains("%declare DEDENT") || e.contains("%declare INDENT"),
+        "{e}"
+    );
+    let mut named = g.clone();
+    assert!(named
+        .set_indenter(IndenterSpec::named("NL", "INDENT", "DEDENT"))
+        .is_err());
+    named
+        .set_indenter(IndenterSpec::named("NEWLINE", "INDENT", "DEDENT"))
+        .unwrap();
+    let mut four = named.clone();
+    four.set_tab_len(4).unwrap();
+    assert!(
+        g.clone().set_tab_len(4).is_err(),
+        "a tab width without an indenter"
+    );
+    // A tab, then four spaces: the same level only when a tab counts 4.
+    let doc = b"if a:\n\tx = b\n    y = c\n";
+    for (g, complete, bad_at) in [(&named, false, Some(17)), (&four, true, None)] {
+        let tables = std::sync::Arc::new(build_glr_tables(g).unwrap());
+        let reference = Reference::new(g, &tables.lexer);
+        assert_eq!(reference.is_complete(doc), complete);
+        let mut s = GlrState::new(tables.clone());
+        let mut failed = None;
+        for (i, b) in doc.iter().enumerate() {
+            if s.commit_bytes(std::slice::from_ref(b)).is_err() {
+                failed = Some(i);
+                break;
+            }
+        }
+        assert_eq!(failed, bad_at);
+        assert!(bad_at.is_none_or(|i| !reference.is_viable(&doc[..=i])));
+        if failed.is_none() {
+            assert_eq!(s.is_accepting(), complete);
+        }
+    }
+}

@@ -135,6 +135,8 @@ pub fn load_inputs(w: &Workload) -> Result<(Vocab, load::Loaded), String> {
             lenient: false,
             compact: false,
             droppable: w.droppable.clone(),
+            indenter: None,
+            tab_len: None,
             time_limit_ms: None,
         },
         &vocab,

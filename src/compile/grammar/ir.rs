@@ -161,6 +161,22 @@ pub struct IndenterSpec {
     pub tab_len: u32,
 }
 
+impl IndenterSpec {
+    /// Lark's `PythonIndenter` with these newline, indent and dedent terminals: Lark's
+    /// bracket names, Lark's tab width.
+    pub fn named(nl: &str, indent: &str, dedent: &str) -> Self {
+        let names = |ns: [&str; 3]| ns.map(String::from).to_vec();
+        Self {
+            nl: nl.into(),
+            indent: indent.into(),
+            dedent: dedent.into(),
+            open: names(["LPAR", "LSQB", "LBRACE"]),
+            close: names(["RPAR", "RSQB", "RBRACE"]),
+            tab_len: DEFAULT_TAB_LEN,
+        }
+    }
+}
+
 /// Lark's default tab width for its `Indenter`.
 pub const DEFAULT_TAB_LEN: u32 = 8;
 
@@ -202,6 +218,38 @@ impl Grammar {
             self.terminals[i].droppable = true;
         }
         Ok(())
+    }
+
+    /// Runs the grammar behind Lark's indenter with `spec` (replacing one it turned on by
+    /// itself). An indenter naming a terminal the grammar lacks, or leaving a declared
+    /// terminal that rules use unmade, is an error, and then nothing changes.
+    pub fn set_indenter(&mut self, spec: IndenterSpec) -> Result<(), GrammarError> {
+        let before = self.indenter.replace(spec);
+        if let Err(e) = self.post_lexer() {
+            self.indenter = before;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The indenter's tab width (columns a tab counts; Lark's default is 8). An error
+    /// without an indenter, or for 0.
+    pub fn set_tab_len(&mut self, columns: u32) -> Result<(), GrammarError> {
+        let unsupported = |reason: &str| GrammarError::Unsupported {
+            span: Span::default(),
+            construct: format!("tab width {columns}"),
+            reason: reason.into(),
+        };
+        if columns == 0 {
+            return Err(unsupported("a tab counts at least one column"));
+        }
+        match &mut self.indenter {
+            Some(spec) => {
+                spec.tab_len = columns;
+                Ok(())
+            }
+            None => Err(unsupported("the grammar runs behind no indenter")),
+        }
     }
 
     /// The terminal named `name` (a Lark bracket name such as `LPAR` also finds the
@@ -254,7 +302,8 @@ impl Grammar {
                     construct: format!("%declare {name}"),
                     reason: format!(
                         "terminal `{name}` has no pattern: only a post-lexer could make it, and \
-                         the one stackmask runs (an indenter) makes `_INDENT` and `_DEDENT`"
+                         the one stackmask runs, Lark's indenter, does not (it makes `_INDENT` \
+                         and `_DEDENT` beside `_NL`, or the terminals `--indenter` names)"
                     ),
                 });
             }

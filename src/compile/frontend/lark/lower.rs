@@ -8,9 +8,7 @@ use hashbrown::{HashMap, HashSet};
 use super::parse::{parse, Def, Expr, Stmt};
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
-use crate::compile::grammar::ir::{
-    Grammar, IndenterSpec, Nonterminal, Priority, Symbol, Terminal, DEFAULT_TAB_LEN,
-};
+use crate::compile::grammar::ir::{Grammar, IndenterSpec, Nonterminal, Priority, Symbol, Terminal};
 
 /// The pattern of a declared terminal: an empty class, which no lexeme matches.
 const NEVER: &str = "[a&&b]";
@@ -516,14 +514,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
     let indenter = (lw.declared.contains_key("_INDENT")
         && lw.declared.contains_key("_DEDENT")
         && lw.terminals.iter().any(|t| t.name == "_NL"))
-    .then(|| IndenterSpec {
-        nl: "_NL".into(),
-        indent: "_INDENT".into(),
-        dedent: "_DEDENT".into(),
-        open: ["LPAR", "LSQB", "LBRACE"].map(String::from).to_vec(),
-        close: ["RPAR", "RSQB", "RBRACE"].map(String::from).to_vec(),
-        tab_len: DEFAULT_TAB_LEN,
-    });
+    .then(|| IndenterSpec::named("_NL", "_INDENT", "_DEDENT"));
     let mut declared: Vec<(String, Span)> = lw.declared.into_iter().collect();
     declared.sort_by(|a, b| a.0.cmp(&b.0));
     let g = Grammar {
@@ -537,7 +528,6 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
     let g = remove_unproductive(prune_unreachable(g))?;
     check_acyclic(&g)?;
     check_no_hidden_left_recursion(&g)?;
-    g.post_lexer()?;
     // Lowering only produces in-range ids and at least one production per rule.
     debug_assert_eq!(g.validate(), Ok(()));
     Ok(g)

@@ -362,6 +362,9 @@ pub(crate) fn build_lexer_until(
     opts: &LexerOptions,
     stop: &Interrupt,
 ) -> Result<LexerDfa, GrammarError> {
+    // A declared terminal no post-lexer makes could never be lexed: refused by name here,
+    // where every pipeline starts, so that an indenter can be set after the front end.
+    g.post_lexer()?;
     subset_construction(g, opts, true, stop).map(|(lexer, _)| lexer)
 }
 
