@@ -270,60 +270,24 @@ fn reshape(shape: &Shape, marked: &RoaringBitmap, virtuals: &Virtuals, trees: Dr
             End::Consumes(t) => consumes[seq.len()].entry(t).or_default().push(c),
         }
     }
-    let merged = |own: &ClassList, extra: Option<&Vec<u32>>| -> ClassList {
-        let mut ranges = without(own, marked);
-        ranges.extend(extra.into_iter().flatten().map(|&c| (c, c)));
-        ClassList::from_disjoint_ranges(ranges)
-    };
+    let none: &[(LexPos, ClassList)] = &[];
     let emits = shape
         .emits
         .iter()
-        .zip(&mut emits)
-        .map(|(own, extra)| {
-            let mut list: Vec<(EmitId, ClassList)> = own
-                .iter()
-                .map(|(e, cl)| (*e, merged(cl, extra.remove(e).as_ref())))
-                .collect();
-            list.extend(
-                extra
-                    .drain()
-                    .map(|(e, cs)| (e, merged(&ClassList::default(), Some(&cs)))),
-            );
-            list.retain(|(_, cl)| !cl.0.is_empty());
-            list.sort();
-            list
-        })
+        .zip(emits)
+        .map(|(own, extra)| merged(own, extra, marked))
         .collect();
     let finals = shape
         .finals
         .iter()
-        .chain(std::iter::repeat(&Vec::new()))
-        .zip(&mut finals)
-        .map(|(own, extra)| {
-            let mut list: Vec<(LexPos, ClassList)> = own
-                .iter()
-                .map(|(p, cl)| (*p, merged(cl, extra.remove(p).as_ref())))
-                .collect();
-            list.extend(
-                extra
-                    .drain()
-                    .map(|(p, cs)| (p, merged(&ClassList::default(), Some(&cs)))),
-            );
-            list.retain(|(_, cl)| !cl.0.is_empty());
-            list.sort_by_key(|a| a.0);
-            list
-        })
+        .map(Vec::as_slice)
+        .chain(std::iter::repeat(none))
+        .zip(finals)
+        .map(|(own, extra)| merged(own, extra, marked))
         .collect();
     let consumes = consumes
         .into_iter()
-        .map(|m| {
-            let mut list: Vec<(TerminalId, ClassList)> = m
-                .into_iter()
-                .map(|(t, cs)| (t, merged(&ClassList::default(), Some(&cs))))
-                .collect();
-            list.sort_by_key(|a| a.0);
-            list
-        })
+        .map(|extra| merged(&[], extra, marked))
         .collect();
     let nodes = trees.nodes.iter().map(|&i| n + i).collect();
     Shape {
@@ -333,6 +297,29 @@ fn reshape(shape: &Shape, marked: &RoaringBitmap, virtuals: &Virtuals, trees: Dr
         consumes,
         drops: DropTrees { nodes, ..trees },
     }
+}
+
+/// One depth's groups of a shape (`own`, by key) without the marked classes, with the
+/// virtual classes `extra` adds by key; empty groups left out, sorted by key.
+fn merged<K: Copy + Eq + std::hash::Hash + Ord>(
+    own: &[(K, ClassList)],
+    mut extra: HashMap<K, Vec<u32>>,
+    marked: &RoaringBitmap,
+) -> Vec<(K, ClassList)> {
+    let list = |own: Option<&ClassList>, virtual_classes: Option<Vec<u32>>| {
+        let mut ranges = own.map(|cl| without(cl, marked)).unwrap_or_default();
+        // Virtual classes come after every own class, in increasing order.
+        ranges.extend(virtual_classes.into_iter().flatten().map(|c| (c, c)));
+        ClassList::from_disjoint_ranges(ranges)
+    };
+    let mut out: Vec<(K, ClassList)> = own
+        .iter()
+        .map(|(k, cl)| (*k, list(Some(cl), extra.remove(k))))
+        .collect();
+    out.extend(extra.drain().map(|(k, cs)| (k, list(None, Some(cs)))));
+    out.retain(|(_, cl)| !cl.0.is_empty());
+    out.sort_by_key(|a| a.0);
+    out
 }
 
 /// The ranges of `list` without the classes in `marked`.
