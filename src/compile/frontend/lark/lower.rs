@@ -525,7 +525,9 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         indenter,
         declared,
     };
-    let g = remove_unproductive(prune_unreachable(g))?;
+    let mut g = remove_unproductive(prune_unreachable(g))?;
+    // Patterns written for Python `re` may assert what maximal munch already decides.
+    crate::compile::lexer::build::remove_vacuous_look_around(&mut g)?;
     check_acyclic(&g)?;
     check_no_hidden_left_recursion(&g)?;
     // Lowering only produces in-range ids and at least one production per rule.

@@ -8,7 +8,8 @@
 //! `%declare`: declared `_INDENT` and `_DEDENT` beside an `_NL` terminal turn on Lark's
 //! indenter (`Grammar::indenter`), as SynCode's Python setup has it. Rejected by name:
 //! templates, `%override`, `%extend`, imports of other modules, other declared terminals
-//! used by rules (only a post-lexer could make them), look-around and anchors in regexes.
+//! used by rules (only a post-lexer could make them), anchors in regexes, and look-around
+//! that the lexer cannot prove vacuous (`compile::lexer::build::remove_vacuous_look_around`).
 
 mod lower;
 mod parse;

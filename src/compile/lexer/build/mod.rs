@@ -25,7 +25,9 @@ use crate::compile::lexer::count::{self, CountPos, CountStep, Counting};
 use crate::ids::TerminalId;
 use crate::lexer::{CountRun, CountRuns, LexTerminal, LexerDfa};
 
+mod look_around;
 mod terminal;
+pub use look_around::remove_vacuous_look_around;
 use terminal::*;
 
 /// Most states of the combined lexer DFA; bounds memory (states × classes × 4 bytes).

@@ -458,6 +458,17 @@ pub(super) fn unminimized_dfa(
     regex: &str,
     kind: MatchKind,
 ) -> Result<TermDfa, GrammarError> {
+    dense_dfa(t, regex, kind, true)
+}
+
+/// [`unminimized_dfa`]; `utf8: false` lets `regex` match bytes that are not UTF-8 (the
+/// look-around proofs mark an assertion's place with one).
+pub(super) fn dense_dfa(
+    t: &Terminal,
+    regex: &str,
+    kind: MatchKind,
+    utf8: bool,
+) -> Result<TermDfa, GrammarError> {
     let dfa = dense::Builder::new()
         .configure(
             dense::DFA::config()
@@ -467,7 +478,7 @@ pub(super) fn unminimized_dfa(
                 .dfa_size_limit(Some(TERMINAL_DFA_LIMIT))
                 .determinize_size_limit(Some(TERMINAL_DFA_LIMIT)),
         )
-        .syntax(syntax::Config::new().unicode(true).utf8(true))
+        .syntax(syntax::Config::new().unicode(true).utf8(utf8))
         .thompson(thompson::Config::new().nfa_size_limit(Some(TERMINAL_DFA_LIMIT)))
         .build(regex)
         .map_err(|e| GrammarError::TooLarge {
