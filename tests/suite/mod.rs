@@ -11,5 +11,6 @@ mod grammars;
 mod json_schema;
 mod lexer;
 mod matcher_api;
+mod mutated_programs;
 mod regex;
 mod vocab;
