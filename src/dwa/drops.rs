@@ -65,6 +65,26 @@ impl Drops {
             let i = at(local);
             (d[i / 64] >> (i % 64)) & 1 != 0
         };
+        // Word by word over the virtual classes: whether the walk decided any, and then
+        // none left (every tree node is a virtual class, so with none decided every tree
+        // ends on a clear leaf and decides nothing).
+        let (lo, hi) = (at(sd.virtuals.0), at(sd.virtuals.1));
+        let mut any = 0u64;
+        let mut i = lo;
+        while i < hi {
+            let w = i / 64;
+            let end = hi.min((w + 1) * 64);
+            let bits = if end - i == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << (end - i)) - 1) << (i % 64)
+            };
+            any |= decided[w] & bits;
+            i = end;
+        }
+        if any == 0 {
+            return;
+        }
         for r in &self.rules[sd.rules.0 as usize..sd.rules.1 as usize] {
             let tree = &self.nodes[r.start as usize..];
             let mut k = 0usize;
@@ -80,9 +100,17 @@ impl Drops {
                 decided[i / 64] |= 1 << (i % 64);
             }
         }
-        for local in sd.virtuals.0..sd.virtuals.1 {
-            let i = at(local);
-            decided[i / 64] &= !(1 << (i % 64));
+        let mut i = lo;
+        while i < hi {
+            let w = i / 64;
+            let end = hi.min((w + 1) * 64);
+            let bits = if end - i == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << (end - i)) - 1) << (i % 64)
+            };
+            decided[w] &= !bits;
+            i = end;
         }
     }
 
