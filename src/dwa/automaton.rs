@@ -281,6 +281,10 @@ pub struct Dwa {
     /// Classes with droppable lexemes, decided from virtual classes after the walk, and
     /// tokens the recognizer decides (empty without droppable terminals).
     pub(crate) drops: Drops,
+    /// Expansions of decided classes into token words, remembered across masks (never
+    /// serialized).
+    #[serde(skip)]
+    pub(crate) expansions: super::expansions::Expansions,
 }
 
 /// No edge (a start entry for a stack top that allows nothing).
@@ -506,6 +510,11 @@ impl Dwa {
     #[inline]
     pub fn words(&self) -> &WordPool {
         &self.words
+    }
+
+    /// Rows in the memo of class → token expansions (see `dwa::expansions`).
+    pub fn expansion_rows(&self) -> usize {
+        self.expansions.rows()
     }
 
     /// The number of states.

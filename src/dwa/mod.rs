@@ -11,6 +11,7 @@
 
 mod automaton;
 pub mod drops;
+pub mod expansions;
 pub mod split;
 pub mod walk;
 pub mod walk_cache;

@@ -248,7 +248,15 @@ pub fn collect<N: StackNode + Clone>(
     // Classes with droppable lexemes, from the virtual classes just decided.
     dwa.drops()
         .apply(sp.shape, table.base as usize, range.start, &mut decided);
-    table.expand(dwa.words(), &decided, range.start, out, fresh);
+    dwa.expansions.expand(
+        sp.table,
+        table,
+        dwa.words(),
+        &decided,
+        range.start,
+        out,
+        fresh,
+    );
     if let Some(c) = cache {
         *c.scratch = Scratch {
             seen,

@@ -116,3 +116,41 @@ fn dwa_masks_equal_reference_on_programs() {
         assert!(compared >= c.full_masks.min(ids.len()), "{}", c.name);
     }
 }
+
+/// The memo of class → token expansions answers as the expansion does: along a Go
+/// program with GPT-2 (rows of 1,571 words, wide decided sets at statement boundaries),
+/// every mask from the automaton whose memo has seen the whole document so far equals
+/// the mask from a copy with an empty memo, and the memo ends up holding rows.
+#[test]
+fn expansion_memo_masks_equal_fresh_expansions() {
+    let text = std::fs::read_to_string(resolve("shared:grammars/syncode/go.lark")).unwrap();
+    let mut g = compile_grammar(&text, GrammarFormat::Lark).unwrap();
+    g.set_droppable(&["EOS".to_string()]).unwrap();
+    let tables = Arc::new(build_glr_tables(&g).unwrap());
+    let vocab = Vocab::load(&resolve("shared:tokenizers/gpt2.json")).unwrap();
+    let dwa = Arc::new(Compiler::new(&vocab).automaton(&tables).unwrap());
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("benches/data/programs/go/path_filepath_symlink.go"),
+    )
+    .unwrap();
+    let ids = vocab.encode(&doc).unwrap();
+    let mut warm = Matcher::new(tables.clone(), dwa.clone());
+    let (mut a, mut b) = (
+        vec![0u32; vocab.len().div_ceil(32)],
+        vec![0u32; vocab.len().div_ceil(32)],
+    );
+    for (i, &t) in ids.iter().enumerate() {
+        // Three times: a set's first sighting expands, the second makes its row, the
+        // third reads it.
+        for _ in 0..3 {
+            warm.fill_mask(&mut a).unwrap();
+        }
+        let cold = (*dwa).clone();
+        b.fill(0);
+        stackmask::runtime::fill_mask_words_cached(warm.glr(), &cold, &mut b, None);
+        assert_eq!(a, b, "step {i}");
+        warm.commit(&vocab, t).unwrap();
+    }
+    assert!(dwa.expansion_rows() > 0, "no row was made");
+}

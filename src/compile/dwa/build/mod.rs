@@ -911,6 +911,7 @@ pub(crate) fn finish_dwa(
         eos: vocab.eos().to_vec(),
         split: split_lexer.map(|w| w.into_split(vocab)),
         drops: drop_tables(&shape_list, &atoms.of_token(tokens), &overflow, vocab),
+        expansions: Default::default(),
     };
     dwa.validate()
         .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;
