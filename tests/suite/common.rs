@@ -22,12 +22,18 @@ pub fn shared_dir() -> PathBuf {
 }
 
 /// Resolves `shared:REL` to a path in the shared corpus, `data:REL` to one in tests/data,
-/// and leaves other specs (e.g. `builtin:o200k`) alone.
+/// `bench:REL` to one in benches/data, and leaves other specs (e.g. `builtin:o200k`) alone.
 pub fn resolve(spec: &str) -> String {
     if let Some(rel) = spec.strip_prefix("shared:") {
         shared_dir().join(rel).display().to_string()
     } else if let Some(rel) = spec.strip_prefix("data:") {
         data_dir().join(rel).display().to_string()
+    } else if let Some(rel) = spec.strip_prefix("bench:") {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("benches/data")
+            .join(rel)
+            .display()
+            .to_string()
     } else {
         spec.to_string()
     }
