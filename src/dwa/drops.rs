@@ -69,19 +69,7 @@ impl Drops {
         // none left (every tree node is a virtual class, so with none decided every tree
         // ends on a clear leaf and decides nothing).
         let (lo, hi) = (at(sd.virtuals.0), at(sd.virtuals.1));
-        let mut any = 0u64;
-        let mut i = lo;
-        while i < hi {
-            let w = i / 64;
-            let end = hi.min((w + 1) * 64);
-            let bits = if end - i == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << (end - i)) - 1) << (i % 64)
-            };
-            any |= decided[w] & bits;
-            i = end;
-        }
+        let any = range_words(lo, hi).fold(0, |any, (w, bits)| any | (decided[w] & bits));
         if any == 0 {
             return;
         }
@@ -100,17 +88,8 @@ impl Drops {
                 decided[i / 64] |= 1 << (i % 64);
             }
         }
-        let mut i = lo;
-        while i < hi {
-            let w = i / 64;
-            let end = hi.min((w + 1) * 64);
-            let bits = if end - i == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << (end - i)) - 1) << (i % 64)
-            };
+        for (w, bits) in range_words(lo, hi) {
             decided[w] &= !bits;
-            i = end;
         }
     }
 
@@ -143,4 +122,23 @@ impl Drops {
         }
         Ok(())
     }
+}
+
+/// The bits `lo..hi` as `(word index, bits of that word)`, word by word.
+fn range_words(lo: usize, hi: usize) -> impl Iterator<Item = (usize, u64)> {
+    let mut i = lo;
+    std::iter::from_fn(move || {
+        if i >= hi {
+            return None;
+        }
+        let w = i / 64;
+        let end = hi.min((w + 1) * 64);
+        let bits = if end - i == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << (end - i)) - 1) << (i % 64)
+        };
+        i = end;
+        Some((w, bits))
+    })
 }
