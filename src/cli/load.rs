@@ -43,6 +43,12 @@ pub struct GrammarArgs {
     /// Columns a tab counts for the indenter (default 8, as Lark's `Indenter`).
     #[arg(long)]
     pub tab_len: Option<u32>,
+    /// Cut lexemes by longest match, backing up to the last complete match when a
+    /// lexeme dies incomplete (as flex, and in effect Lark, do), instead of 1-lookahead
+    /// maximal munch. SynCode's Python grammar needs it. Commit and the reference follow
+    /// it; the mask automaton refuses it for now.
+    #[arg(long)]
+    pub longest_match: bool,
     /// Stop a compile step (the tables; the automaton) that runs past this many
     /// milliseconds, with a `time_limit` error (default: no limit).
     #[arg(long)]
@@ -138,11 +144,12 @@ pub fn grammar_ir(args: &GrammarArgs) -> Result<compile::Grammar, String> {
         g.set_tab_len(n)
             .map_err(|e| format!("{spec}: --tab-len: {e}"))?;
     }
+    g.longest_match |= args.longest_match;
     Ok(g)
 }
 
 /// [`grammar_ir`] before the token-stream options (`--droppable`, `--indenter`,
-/// `--tab-len`).
+/// `--tab-len`, `--longest-match`).
 fn grammar_ir_plain(args: &GrammarArgs) -> Result<compile::Grammar, String> {
     let spec = args.grammar.as_str();
     let (text, format) = grammar_text(spec, args.format)?;

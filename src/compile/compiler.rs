@@ -41,6 +41,7 @@ pub struct Compiler<'v> {
     schema: SchemaOptions,
     droppable: Vec<String>,
     indenter: Option<IndenterSpec>,
+    longest_match: bool,
     tab_len: Option<u32>,
     cancel: Option<Arc<AtomicBool>>,
     time_limit: Option<Duration>,
@@ -58,6 +59,7 @@ impl<'v> Compiler<'v> {
             schema: SchemaOptions::default(),
             droppable: Vec::new(),
             indenter: None,
+            longest_match: false,
             tab_len: None,
             cancel: None,
             time_limit: None,
@@ -99,6 +101,14 @@ impl<'v> Compiler<'v> {
     /// an `_NL` terminal runs behind it by itself).
     pub fn with_indenter(mut self, spec: IndenterSpec) -> Self {
         self.indenter = Some(spec);
+        self
+    }
+
+    /// With grammars from text lexed by longest match (see `lexer::shadow`): a lexeme
+    /// that dies incomplete backs up to its last complete match. Commit and the reference
+    /// follow it; the mask automaton refuses such grammars for now.
+    pub fn with_longest_match(mut self, on: bool) -> Self {
+        self.longest_match = on;
         self
     }
 
@@ -175,6 +185,7 @@ impl<'v> Compiler<'v> {
             other => super::compile_grammar(text, other)?,
         };
         g.set_droppable(&self.droppable)?;
+        g.longest_match |= self.longest_match;
         if let Some(spec) = &self.indenter {
             g.set_indenter(spec.clone())?;
         }
@@ -240,6 +251,9 @@ impl<'v> Compiler<'v> {
     ) -> Result<(Tables, Dwa), GrammarError> {
         if g.post_lexer()?.is_some() {
             return Err(super::automaton_refuses_indentation());
+        }
+        if g.longest_match {
+            return Err(super::automaton_refuses_longest_match());
         }
         let (opts, limits, vocab) = (&self.lexer, &self.limits, self.vocab);
         // On one of rayon's threads, as `build_dwa_until` is: the automaton's parallel

@@ -284,16 +284,12 @@ impl GlrState {
             }
         };
         for c in configs {
-            let (q, tail) = match c.pos {
-                LexPos::Pending(q) => (q, c.tail),
-                LexPos::Boundary(p) => {
-                    if !lx.is_dead(lx.next(p, b)) {
-                        continue; // inhibited: this byte would have extended the last lexeme
-                    }
-                    (LexerDfa::START, Tail::default())
-                }
+            // Dead at a boundary: the byte would have extended the last lexeme (or, under
+            // longest match, completed a longer one behind it).
+            let (q1, tail) = match c.pos {
+                LexPos::Pending(q) => (lx.next(q, b), c.tail),
+                LexPos::Boundary(p) => (lx.boundary_next(p, b), Tail::default()),
             };
-            let q1 = lx.next(q, b);
             if lx.is_dead(q1) {
                 continue;
             }
@@ -315,11 +311,7 @@ impl GlrState {
             if emits.is_empty() {
                 continue;
             }
-            let inhibitor = if lx.can_extend(q1) {
-                q1
-            } else {
-                LexerDfa::DEAD
-            };
+            let inhibitor = lx.inhibitor(q1);
             match indenter {
                 None => {
                     let (heads, memo) = self.emit_memo(c, emits);

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::run::{CountRun, CountRuns};
+use super::shadow::Shadows;
 use super::strings::{BuildFacts, StringFacts};
 use super::LexPos;
 use crate::ids::{LexStateId, TerminalId};
@@ -58,6 +59,9 @@ pub struct LexerDfa {
     /// Counted layers kept explicit before each bound; a token longer than this many
     /// bytes could see past a run, so the mask automaton refuses such vocabularies.
     margin: u32,
+    /// Under longest-match lexing, the boundary table (see [`super::shadow`]); `None`
+    /// under 1-lookahead maximal munch.
+    shadows: Option<Shadows>,
     /// What the builder knew about the string states (not serialized; see
     /// [`super::strings`]).
     #[serde(skip)]
@@ -139,6 +143,7 @@ impl LexerDfa {
             run_from,
             runs,
             margin,
+            shadows: None,
             facts: BuildFacts::default(),
         };
         dfa.validate()?;
@@ -234,6 +239,7 @@ impl LexerDfa {
             run_from: from + m,
             runs,
             margin: self.margin,
+            shadows: None,
             facts: BuildFacts::default(),
         };
         dfa.validate()?;
@@ -294,6 +300,20 @@ impl LexerDfa {
         }
         if self.extendable.len() != n {
             return bad("extendable table size");
+        }
+        if let Some(sh) = &self.shadows {
+            if !self.runs.is_empty() {
+                return bad("longest-match lexing with counted runs");
+            }
+            if sh.base < 2 || sh.base as usize > n {
+                return bad("shadow base out of range");
+            }
+            if sh.boundary.len() != self.trans.len() {
+                return bad("boundary table size does not match states × stride");
+            }
+            if sh.boundary.iter().any(|&t| t as usize >= n) {
+                return bad("boundary target out of range");
+            }
         }
         self.validate_runs()
     }
@@ -482,6 +502,69 @@ impl LexerDfa {
             first: r.first,
             exits: &r.exits[..r.starts as usize],
         })
+    }
+
+    /// This lexer under longest-match lexing, with `shadows` its boundary table (see
+    /// [`super::shadow`]); the transition table must already move the shadows.
+    pub fn with_shadows(mut self, shadows: Shadows) -> Result<Self, LexerValidateError> {
+        self.shadows = Some(shadows);
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Whether lexemes are cut by longest match (else by 1-lookahead maximal munch).
+    #[inline]
+    pub fn longest_match(&self) -> bool {
+        self.shadows.is_some()
+    }
+
+    /// The state of the lexeme the first byte `b` after an emission starts, where the
+    /// emitted lexeme's final state is `p` (`DEAD`: nothing inhibited): under maximal munch
+    /// `next(START, b)` if `b` does not extend `p`, under longest match as the boundary
+    /// table says. `DEAD` when the byte is not allowed there.
+    #[inline]
+    pub fn boundary_next(&self, p: LexStateId, b: u8) -> LexStateId {
+        match &self.shadows {
+            None => {
+                if self.is_dead(self.next(p, b)) {
+                    self.next(Self::START, b)
+                } else {
+                    Self::DEAD
+                }
+            }
+            Some(sh) => {
+                let i = p.index() * self.stride as usize + self.classes[b as usize] as usize;
+                LexStateId::from_u32(sh.boundary[i])
+            }
+        }
+    }
+
+    /// [`Self::boundary_next`] for an explicit `p`, as build-time passes read the
+    /// collapsed table (see [`Self::next_rep`]).
+    #[inline]
+    pub fn boundary_next_rep(&self, p: LexStateId, b: u8) -> LexStateId {
+        if self.shadows.is_none() {
+            if self.is_dead(self.next_rep(p, b)) {
+                return self.next_rep(Self::START, b);
+            }
+            return Self::DEAD;
+        }
+        self.boundary_next(p, b)
+    }
+
+    /// The boundary an emission in state `q` leaves: `Boundary(inhibitor(q))`. `DEAD`
+    /// (nothing constrains the next byte) when `q` cannot grow and carries no shadow.
+    #[inline]
+    pub fn inhibitor(&self, q: LexStateId) -> LexStateId {
+        let shadowed = self
+            .shadows
+            .as_ref()
+            .is_some_and(|sh| q.as_u32() >= sh.base);
+        if self.can_extend(q) || shadowed {
+            q
+        } else {
+            Self::DEAD
+        }
     }
 
     /// Whether `s` is the dead state.

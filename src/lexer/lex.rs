@@ -1,6 +1,7 @@
 //! Whole-document lexing by 1-lookahead maximal munch (DESIGN.md §1): the lexeme grows
 //! while the next byte keeps it a prefix of some terminal's match; when it cannot grow it
-//! must be complete, and is emitted as its top-priority terminal(s). No backtracking.
+//! must be complete, and is emitted as its top-priority terminal(s). No backtracking,
+//! except under longest-match lexing (see `super::shadow`).
 
 use smallvec::SmallVec;
 
@@ -44,50 +45,69 @@ pub struct LexError {
     pub lexeme_start: usize,
 }
 
-/// Lexes a whole document into lexemes (ignored ones included).
+/// Lexes a whole document into lexemes (ignored ones included). Under longest-match
+/// lexing ([`LexerDfa::longest_match`]) a lexeme that dies incomplete backs up to its
+/// last complete match, as flex does, and lexing resumes after it.
 pub fn lex(dfa: &LexerDfa, input: &[u8]) -> Result<Vec<Lexeme>, LexError> {
     let mut out = Vec::new();
     let mut start = 0usize;
     let mut s: LexStateId = LexerDfa::START;
+    // The lexeme's last complete match: its end and state (longest match only).
+    let mut last: Option<(usize, LexStateId)> = None;
     let mut i = 0usize;
-    while i < input.len() {
-        let b = input[i];
+    loop {
+        let Some(&b) = input.get(i) else {
+            // End of input: the pending lexeme must be complete, or back up.
+            if start == input.len() {
+                break;
+            }
+            if !dfa.emits(s).is_empty() {
+                out.push(lexeme(dfa, start, i, s));
+                break;
+            }
+            let Some((end, q)) = last.filter(|_| dfa.longest_match()) else {
+                return Err(LexError {
+                    offset: input.len(),
+                    kind: LexErrorKind::UnexpectedEnd,
+                    lexeme_start: start,
+                });
+            };
+            out.push(lexeme(dfa, start, end, q));
+            (start, i, s, last) = (end, end, LexerDfa::START, None);
+            continue;
+        };
         let next = dfa.next(s, b);
         if !dfa.is_dead(next) {
             s = next;
             i += 1;
+            if dfa.longest_match() && !dfa.emits(s).is_empty() {
+                last = Some((i, s));
+            }
             continue;
         }
-        let emits = dfa.emits(s);
-        if start == i || emits.is_empty() {
+        if dfa.emits(s).is_empty() || start == i {
+            if let Some((end, q)) = last.filter(|_| dfa.longest_match()) {
+                // Back up to the last complete match.
+                out.push(lexeme(dfa, start, end, q));
+                (start, i, s, last) = (end, end, LexerDfa::START, None);
+                continue;
+            }
             return Err(LexError {
                 offset: i,
                 kind: LexErrorKind::UnexpectedByte(b),
                 lexeme_start: start,
             });
         }
-        out.push(Lexeme {
-            start,
-            end: i,
-            terminals: emits.iter().copied().collect(),
-        });
-        start = i;
-        s = LexerDfa::START;
-    }
-    if start < input.len() {
-        let emits = dfa.emits(s);
-        if emits.is_empty() {
-            return Err(LexError {
-                offset: input.len(),
-                kind: LexErrorKind::UnexpectedEnd,
-                lexeme_start: start,
-            });
-        }
-        out.push(Lexeme {
-            start,
-            end: input.len(),
-            terminals: emits.iter().copied().collect(),
-        });
+        out.push(lexeme(dfa, start, i, s));
+        (start, s, last) = (i, LexerDfa::START, None);
     }
     Ok(out)
+}
+
+fn lexeme(dfa: &LexerDfa, start: usize, end: usize, q: LexStateId) -> Lexeme {
+    Lexeme {
+        start,
+        end,
+        terminals: dfa.emits(q).iter().copied().collect(),
+    }
 }

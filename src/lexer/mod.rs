@@ -13,6 +13,7 @@ mod indent;
 mod lex;
 mod pos;
 mod run;
+mod shadow;
 pub mod strings;
 
 pub use dfa::{LexTerminal, LexerDfa, LexerValidateError, RunExits};
@@ -21,3 +22,4 @@ pub use indent::{Indenter, Tail};
 pub use lex::{lex, LexError, LexErrorKind, Lexeme};
 pub use pos::LexPos;
 pub use run::{CountRun, CountRuns};
+pub use shadow::Shadows;

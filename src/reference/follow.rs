@@ -4,6 +4,9 @@
 //! ignored lexemes, and through droppable ones (a parse may skip them) while also
 //! counting them as next terminals.
 //!
+//! Under longest-match lexing the lexemes emitted before stay in the search as shadows
+//! (see [`advance`]): a path on which one of them completes a longer match is no path.
+//!
 //! The search runs over explicit lexer states: a counted run's iterations all reach what
 //! their template reaches once the run's exits are followed too (`LexerDfa::next_exit`),
 //! so a virtual state is searched as its template. That keeps a search finite and small
@@ -14,13 +17,54 @@ use hashbrown::HashSet;
 use crate::ids::{LexStateId, TerminalId};
 use crate::lexer::LexerDfa;
 
-/// Where the search stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Node {
-    /// Between lexemes; the first byte must not extend `inhibitor` (None: no constraint).
-    Boundary(Option<LexStateId>),
+/// Where the search stands. `shadows` are the states of lexemes emitted earlier that the
+/// bytes since have grown but not completed (sorted; see [`advance`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Node {
+    /// Between lexemes.
+    Boundary { shadows: Vec<LexStateId> },
     /// Inside a lexeme in this state (it may complete here or grow).
-    Lexeme(LexStateId),
+    Lexeme {
+        q: LexStateId,
+        shadows: Vec<LexStateId>,
+    },
+}
+
+/// The shadows after byte `b`, or `None` if `b` is not allowed: under maximal munch a
+/// shadow is the lexeme just emitted and no byte may extend it; under longest match
+/// (`longest`) no byte may complete a longer match of an emitted lexeme, and the ones
+/// that extend it without completing carry it on.
+pub fn advance(
+    lexer: &LexerDfa,
+    longest: bool,
+    shadows: &[LexStateId],
+    b: u8,
+) -> Option<Vec<LexStateId>> {
+    let mut out = Vec::new();
+    for &s in shadows {
+        let s1 = lexer.next(s, b);
+        if lexer.is_dead(s1) {
+            continue;
+        }
+        if !longest || !lexer.emits(s1).is_empty() {
+            return None;
+        }
+        out.push(s1);
+    }
+    out.sort();
+    out.dedup();
+    Some(out)
+}
+
+/// `shadows` with the lexeme of state `q` emitted behind them (if it could grow).
+pub fn behind(lexer: &LexerDfa, shadows: &[LexStateId], q: LexStateId) -> Vec<LexStateId> {
+    let mut out = shadows.to_vec();
+    if lexer_can_grow(lexer, q) {
+        out.push(q);
+        out.sort();
+        out.dedup();
+    }
+    out
 }
 
 /// The next terminals, and whether end of input can come next (after ignored or
@@ -45,44 +89,56 @@ fn successors(lexer: &LexerDfa, q: LexStateId, b: u8) -> impl Iterator<Item = Le
 /// `dropped`: a terminal stepped through as if ignored (an indenter's newline inside
 /// brackets, which the indenter drops).
 fn search(lexer: &LexerDfa, starts: Vec<Node>, dropped: Option<TerminalId>) -> Next {
+    let longest = lexer.longest_match();
     let mut seen: HashSet<Node> = HashSet::new();
     let mut work: Vec<Node> = starts
         .into_iter()
         .map(|n| match n {
-            Node::Boundary(inh) => Node::Boundary(inh.map(|p| lexer.rep(p))),
-            Node::Lexeme(q) => Node::Lexeme(lexer.rep(q)),
+            Node::Lexeme { q, shadows } => Node::Lexeme {
+                q: lexer.rep(q),
+                shadows,
+            },
+            b => b,
         })
         .collect();
     let mut out = Next::default();
     while let Some(n) = work.pop() {
-        if !seen.insert(n) {
+        if !seen.insert(n.clone()) {
             continue;
         }
         match n {
-            Node::Boundary(inh) => {
+            Node::Boundary { shadows } => {
                 out.eof = true;
                 for b in 0..=255u8 {
-                    if let Some(p) = inh {
-                        if !lexer.is_dead(lexer.next(p, b)) {
-                            continue;
-                        }
-                    }
-                    work.extend(successors(lexer, LexerDfa::START, b).map(Node::Lexeme));
+                    let Some(moved) = advance(lexer, longest, &shadows, b) else {
+                        continue;
+                    };
+                    work.extend(successors(lexer, LexerDfa::START, b).map(|q| Node::Lexeme {
+                        q,
+                        shadows: moved.clone(),
+                    }));
                 }
             }
-            Node::Lexeme(q) => {
+            Node::Lexeme { q, shadows } => {
                 for &t in lexer.emits(q) {
                     let ignored = lexer.is_ignored(t) || Some(t) == dropped;
                     if ignored || lexer.is_droppable(t) {
-                        let inh = lexer_can_grow(lexer, q).then_some(q);
-                        work.push(Node::Boundary(inh));
+                        work.push(Node::Boundary {
+                            shadows: behind(lexer, &shadows, q),
+                        });
                     }
                     if !ignored && !out.terminals.contains(&t) {
                         out.terminals.push(t);
                     }
                 }
                 for b in 0..=255u8 {
-                    work.extend(successors(lexer, q, b).map(Node::Lexeme));
+                    let Some(moved) = advance(lexer, longest, &shadows, b) else {
+                        continue;
+                    };
+                    work.extend(successors(lexer, q, b).map(|q| Node::Lexeme {
+                        q,
+                        shadows: moved.clone(),
+                    }));
                 }
             }
         }
@@ -94,23 +150,35 @@ fn lexer_can_grow(lexer: &LexerDfa, q: LexStateId) -> bool {
     (0..=255u8).any(|b| !lexer.is_dead(lexer.next(q, b)))
 }
 
-/// What can come next at a boundary after a lexeme whose final state is `inhibitor`
-/// (`dropped`: a terminal stepped through, see [`search`]).
+/// What can come next at a boundary with these shadows (under maximal munch, the
+/// lexeme just emitted if it could grow; `dropped`: a terminal stepped through, see
+/// [`search`]).
 pub fn at_boundary(
     lexer: &LexerDfa,
-    inhibitor: Option<LexStateId>,
+    shadows: Vec<LexStateId>,
     dropped: Option<TerminalId>,
 ) -> Next {
-    search(lexer, vec![Node::Boundary(inhibitor)], dropped)
+    search(lexer, vec![Node::Boundary { shadows }], dropped)
 }
 
-/// What can come next when the pending lexeme in state `q` grows by at least one byte
-/// (`dropped` as for [`at_boundary`]).
-pub fn after_growing(lexer: &LexerDfa, q: LexStateId, dropped: Option<TerminalId>) -> Next {
+/// What can come next when the pending lexeme in state `q` grows by at least one byte,
+/// with these shadows (`dropped` as for [`at_boundary`]).
+pub fn after_growing(
+    lexer: &LexerDfa,
+    q: LexStateId,
+    shadows: &[LexStateId],
+    dropped: Option<TerminalId>,
+) -> Next {
     let q = lexer.rep(q);
+    let longest = lexer.longest_match();
     let starts = (0..=255u8)
-        .flat_map(|b| successors(lexer, q, b))
-        .map(Node::Lexeme)
+        .filter_map(|b| Some((b, advance(lexer, longest, shadows, b)?)))
+        .flat_map(|(b, moved)| {
+            successors(lexer, q, b).map(move |q| Node::Lexeme {
+                q,
+                shadows: moved.clone(),
+            })
+        })
         .collect();
     let mut n = search(lexer, starts, dropped);
     // Growing needs a byte, so end of input cannot come before it; `search` only sets

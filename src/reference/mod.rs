@@ -1,8 +1,11 @@
 //! The reference oracle: slow, simple and independent of `glr` and `dwa` (it shares only
 //! the grammar IR and the lexer DFA with them). It defines what a correct answer is.
 //!
-//! A byte string is lexed by 1-lookahead maximal munch ([`Reference::lex_prefix`]); the
-//! lexemes are parsed by an Earley recognizer ([`earley`]). The prefix is *viable* if the
+//! A byte string is lexed by 1-lookahead maximal munch ([`Reference::lex_prefix`]), or
+//! by longest match when the lexer says so (then every complete match that can grow is
+//! both closed and grown, and the closed way lives while later bytes complete no longer
+//! match: see [`follow::advance`]); the lexemes are parsed by an Earley recognizer
+//! ([`earley`]). The prefix is *viable* if the
 //! pending lexeme can either stop here (emitted; then some terminal that may start after
 //! it, or end of input, fits the parse) or grow and complete into a terminal that fits —
 //! one terminal of lookahead past the bytes, exactly as issue 3 defines viability. The mask
@@ -27,31 +30,54 @@ pub struct Reference {
     earley: Earley,
     /// The indentation post-lexer the grammar runs behind, if any.
     indenter: Option<Indenter>,
-    /// Memo of lexical follow searches, keyed by (is boundary, state, newlines dropped).
+    /// Memo of lexical follow searches, keyed by where they start and whether newlines
+    /// are dropped.
     follow_memo: std::sync::Mutex<hashbrown::HashMap<FollowKey, std::sync::Arc<follow::Next>>>,
 }
 
-type FollowKey = (bool, u32, bool);
+/// (the search's start, whether the newline is dropped).
+type FollowKey = (follow::Node, bool);
 
-/// A prefix after lexing and parsing its closed lexemes.
+/// A prefix after lexing and parsing its closed lexemes: one way to have lexed it, or
+/// several under longest-match lexing (a complete match that can grow is both emitted and
+/// grown until later bytes decide; see `lexer::shadow`).
 #[derive(Clone)]
 pub struct Prefix {
+    /// The ways the prefix lexes (exactly one under maximal munch while it is alive);
+    /// empty once lexing or parsing failed.
+    alts: Vec<Alt>,
+}
+
+/// One way a prefix lexes.
+#[derive(Clone)]
+struct Alt {
     /// The parses so far, one chart per indentation state (one without an indenter).
     threads: Vec<Thread>,
-    /// The state of the pending (last, unclosed) lexeme; `START` only for empty input.
+    /// The state of the pending (last, unclosed) lexeme; `START` at a boundary.
     pending: LexStateId,
     /// The pending lexeme's indentation (read only behind an indenter).
     tail: Tail,
-    /// False if lexing or parsing already failed.
-    alive: bool,
+    /// The lexemes emitted before whose longer matches later bytes must not complete
+    /// (see [`follow::advance`]; always empty under maximal munch between bytes).
+    shadows: Vec<LexStateId>,
 }
 
 impl Prefix {
+    /// How many ways to lex the prefix are alive, and how many parse threads they hold.
+    pub fn ways(&self) -> (usize, usize) {
+        (
+            self.alts.len(),
+            self.alts.iter().map(|a| a.threads.len()).sum(),
+        )
+    }
+
     /// Makes this extension permanent: its parsed part becomes shared with later
     /// extensions (in place when no other prefix shares it).
     pub fn freeze(&mut self) {
-        for t in &mut self.threads {
-            t.chart.freeze();
+        for a in &mut self.alts {
+            for t in &mut a.threads {
+                t.chart.freeze();
+            }
         }
     }
 }
@@ -73,26 +99,35 @@ impl Reference {
     // `dropped`: the indenter's newline, stepped over (inside brackets).
     fn boundary_next(
         &self,
-        inhibitor: Option<LexStateId>,
+        shadows: Vec<LexStateId>,
         dropped: Option<TerminalId>,
     ) -> std::sync::Arc<follow::Next> {
-        let inhibitor = inhibitor.map(|q| self.lexer.rep(q));
+        let shadows: Vec<LexStateId> = shadows.into_iter().map(|q| self.lexer.rep(q)).collect();
         let key = (
-            true,
-            inhibitor.map_or(u32::MAX, |q| q.as_u32()),
+            follow::Node::Boundary {
+                shadows: shadows.clone(),
+            },
             dropped.is_some(),
         );
-        self.memo(key, || follow::at_boundary(&self.lexer, inhibitor, dropped))
+        self.memo(key, || follow::at_boundary(&self.lexer, shadows, dropped))
     }
 
     fn growing_next(
         &self,
         q: LexStateId,
+        shadows: &[LexStateId],
         dropped: Option<TerminalId>,
     ) -> std::sync::Arc<follow::Next> {
         let q = self.lexer.rep(q);
-        self.memo((false, q.as_u32(), dropped.is_some()), || {
-            follow::after_growing(&self.lexer, q, dropped)
+        let key = (
+            follow::Node::Lexeme {
+                q,
+                shadows: shadows.to_vec(),
+            },
+            dropped.is_some(),
+        );
+        self.memo(key, || {
+            follow::after_growing(&self.lexer, q, shadows, dropped)
         })
     }
 
@@ -154,18 +189,22 @@ impl Reference {
     /// The empty prefix.
     pub fn empty(&self) -> Prefix {
         Prefix {
-            threads: vec![Thread {
-                chart: self.earley.start(),
-                levels: Default::default(),
+            alts: vec![Alt {
+                threads: vec![Thread {
+                    chart: self.earley.start(),
+                    levels: Default::default(),
+                }],
+                pending: LexerDfa::START,
+                tail: Tail::default(),
+                shadows: Vec::new(),
             }],
-            pending: LexerDfa::START,
-            tail: Tail::default(),
-            alive: true,
         }
     }
 
     /// Extends a prefix by bytes: maximal munch closes a lexeme when the next byte cannot
-    /// extend it (it must then be complete).
+    /// extend it (it must then be complete); longest match also closes it at a complete
+    /// match the next byte extends, as one more way to lex, which lives while the bytes
+    /// after it complete no longer match.
     pub fn extend(&self, p: &Prefix, bytes: &[u8]) -> Prefix {
         let mut p = p.clone();
         self.extend_in_place(&mut p, bytes);
@@ -173,32 +212,68 @@ impl Reference {
     }
 
     fn extend_in_place(&self, p: &mut Prefix, bytes: &[u8]) {
-        let tab_len = self.indenter.as_ref().map_or(0, |i| i.tab_len);
         for &b in bytes {
-            if !p.alive {
+            if p.alts.is_empty() {
                 break;
             }
-            let n = self.lexer.next(p.pending, b);
-            if !self.lexer.is_dead(n) {
-                p.pending = n;
-                p.tail = p.tail.step(b, tab_len);
-                continue;
+            let mut next: Vec<Alt> = Vec::new();
+            for a in std::mem::take(&mut p.alts) {
+                self.step(a, b, &mut next);
             }
-            let emits = self.lexer.emits(p.pending).to_vec();
-            if p.pending == LexerDfa::START || emits.is_empty() {
-                p.alive = false;
-                break;
+            p.alts = next;
+        }
+    }
+
+    /// The ways one way to lex goes on after byte `b`, added to `out` (ways that reach the
+    /// same lexer position merge their threads).
+    fn step(&self, a: Alt, b: u8, out: &mut Vec<Alt>) {
+        let lx = &self.lexer;
+        let longest = lx.longest_match();
+        let tab_len = self.indenter.as_ref().map_or(0, |i| i.tab_len);
+        let Some(shadows) = follow::advance(lx, longest, &a.shadows, b) else {
+            return;
+        };
+        let mut add = |alt: Alt| match out
+            .iter_mut()
+            .find(|o| o.pending == alt.pending && o.tail == alt.tail && o.shadows == alt.shadows)
+        {
+            Some(o) => o.threads.extend(alt.threads),
+            None => out.push(alt),
+        };
+        let grown = lx.next(a.pending, b);
+        let emits = lx.emits(a.pending).to_vec();
+        // Closing the pending lexeme here: under maximal munch only if `b` cannot extend
+        // it, under longest match unless `b` completes a longer match.
+        let close = a.pending != LexerDfa::START
+            && !emits.is_empty()
+            && (lx.is_dead(grown) || (longest && lx.emits(grown).is_empty()));
+        if close {
+            let mut behind = shadows.clone();
+            if !lx.is_dead(grown) {
+                behind.push(grown);
+                behind.sort();
+                behind.dedup();
             }
-            p.threads = self.read_lexeme(&p.threads, &emits, p.tail);
-            if p.threads.is_empty() {
-                p.alive = false;
-                break;
+            let q = lx.next(LexerDfa::START, b);
+            if !lx.is_dead(q) {
+                let threads = self.read_lexeme(&a.threads, &emits, a.tail);
+                if !threads.is_empty() {
+                    add(Alt {
+                        threads,
+                        pending: q,
+                        tail: Tail::default().step(b, tab_len),
+                        shadows: behind,
+                    });
+                }
             }
-            p.pending = self.lexer.next(LexerDfa::START, b);
-            p.tail = Tail::default().step(b, tab_len);
-            if self.lexer.is_dead(p.pending) {
-                p.alive = false;
-            }
+        }
+        if !lx.is_dead(grown) {
+            add(Alt {
+                threads: a.threads,
+                pending: grown,
+                tail: a.tail.step(b, tab_len),
+                shadows,
+            });
         }
     }
 
@@ -235,17 +310,21 @@ impl Reference {
 
     /// Whether a lexed prefix is viable.
     pub fn prefix_viable(&self, p: &Prefix) -> bool {
-        p.alive && p.threads.iter().any(|t| self.thread_viable(p, t))
+        p.alts
+            .iter()
+            .any(|a| a.threads.iter().any(|t| self.thread_viable(a, t)))
     }
 
-    fn thread_viable(&self, p: &Prefix, t: &Thread) -> bool {
-        let q = p.pending;
+    fn thread_viable(&self, a: &Alt, t: &Thread) -> bool {
+        let q = a.pending;
         let dropped = self.dropped(t);
         if q == LexerDfa::START {
-            return self.fits(t, &self.boundary_next(None, dropped));
+            return self.fits(t, &self.boundary_next(a.shadows.clone(), dropped));
         }
         // The pending lexeme grows further …
-        if follow::can_grow(&self.lexer, q) && self.fits(t, &self.growing_next(q, dropped)) {
+        if follow::can_grow(&self.lexer, q)
+            && self.fits(t, &self.growing_next(q, &a.shadows, dropped))
+        {
             return true;
         }
         // … or is emitted now.
@@ -253,10 +332,10 @@ impl Reference {
         if emits.is_empty() {
             return false;
         }
-        let inhibitor = follow::can_grow(&self.lexer, q).then_some(q);
-        self.read_lexeme(std::slice::from_ref(t), &emits, p.tail)
+        let behind = follow::behind(&self.lexer, &a.shadows, q);
+        self.read_lexeme(std::slice::from_ref(t), &emits, a.tail)
             .iter()
-            .any(|t2| self.fits(t2, &self.boundary_next(inhibitor, self.dropped(t2))))
+            .any(|t2| self.fits(t2, &self.boundary_next(behind.clone(), self.dropped(t2))))
     }
 
     /// Whether some continuation of `bytes` is a document (one terminal of lookahead).
@@ -266,23 +345,21 @@ impl Reference {
 
     /// Whether `bytes` is a complete document.
     pub fn prefix_complete(&self, p: &Prefix) -> bool {
-        if !p.alive {
-            return false;
-        }
         let ind = self.indenter.as_ref();
-        if p.pending == LexerDfa::START {
-            return p
-                .threads
-                .iter()
-                .any(|t| indent::accepts(&self.earley, ind, t));
-        }
-        let emits = self.lexer.emits(p.pending).to_vec();
-        if emits.is_empty() {
-            return false;
-        }
-        self.read_lexeme(&p.threads, &emits, p.tail)
-            .iter()
-            .any(|t| indent::accepts(&self.earley, ind, t))
+        p.alts.iter().any(|a| {
+            if a.pending == LexerDfa::START {
+                return a
+                    .threads
+                    .iter()
+                    .any(|t| indent::accepts(&self.earley, ind, t));
+            }
+            let emits = self.lexer.emits(a.pending).to_vec();
+            !emits.is_empty()
+                && self
+                    .read_lexeme(&a.threads, &emits, a.tail)
+                    .iter()
+                    .any(|t| indent::accepts(&self.earley, ind, t))
+        })
     }
 
     /// Whether `bytes` is a complete document.

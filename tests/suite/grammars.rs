@@ -5,7 +5,7 @@ use serde::Deserialize;
 use stackmask::compile::{build_lexer, compile_grammar, GrammarFormat};
 use stackmask::lexer::lex;
 
-use super::common::{data_dir, load_toml, shared_dir};
+use super::common::{data_dir, load_toml, resolve, shared_dir};
 
 #[derive(Deserialize)]
 struct Spec {
@@ -263,4 +263,49 @@ fn indenter_by_name_and_tab_width() {
             assert_eq!(s.is_accepting(), complete);
         }
     }
+}
+
+/// Longest-match lexing, from the CLI: SynCode's Python grammar commits a program whose
+/// lines start with `return`, `for`, `from` and `r`/`b`/`u`-prefixed strings only under
+/// it (1-lookahead maximal munch stops at the first such line, where `_NL` could have
+/// grown into a docstring); the mask automaton refuses longest match by name.
+#[test]
+fn longest_match_lexes_python_lines_and_the_automaton_refuses_it() {
+    let grammar = resolve("shared:grammars/syncode/python.lark");
+    let tokenizer = resolve("shared:tokenizers/llama3.json");
+    let doc = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/docs/sample.py");
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stackmask"))
+            .args(["check", "--grammar", &grammar, "--tokenizer", &tokenizer])
+            .args(["--text", doc, "--mask-every", "1000000"])
+            .args(extra)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let longest = run(&["--engine", "glr", "--longest-match"]);
+    assert!(longest.contains("tokens, accepted"), "{longest}");
+    let munch = run(&["--engine", "glr"]);
+    assert!(munch.contains("rejected after"), "{munch}");
+    let toy = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/corpus/longest_match/grammar.lark"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stackmask"))
+        .args([
+            "check",
+            "--grammar",
+            toy,
+            "--tokenizer",
+            &tokenizer,
+            "--longest-match",
+        ])
+        .args(["--text", doc, "--engine", "dwa"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("unsupported construct `longest-match lexing`"),
+        "{err}"
+    );
 }

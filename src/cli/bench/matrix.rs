@@ -19,6 +19,9 @@ pub struct Workload {
     /// Droppable terminals (`--droppable`).
     #[serde(default)]
     pub droppable: Vec<String>,
+    /// Lexing by longest match (`--longest-match`).
+    #[serde(default)]
+    pub longest_match: bool,
     /// A tokenizer file or `builtin:o200k`.
     pub tokenizer: String,
     /// The document decoded token by token.

@@ -142,6 +142,7 @@ pub fn load_inputs(w: &Workload) -> Result<(Vocab, load::Loaded), String> {
             droppable: w.droppable.clone(),
             indenter: None,
             tab_len: None,
+            longest_match: w.longest_match,
             time_limit_ms: None,
         },
         &vocab,

@@ -89,6 +89,7 @@ pub fn compile(pattern: &str) -> Result<Grammar, GrammarError> {
         start,
         indenter: None,
         declared: Vec::new(),
+        longest_match: false,
     };
     // Built above with one terminal and one nonterminal that has a production.
     debug_assert!(g.validate().is_ok());

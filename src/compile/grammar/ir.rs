@@ -142,6 +142,10 @@ pub struct Grammar {
     /// Each one a rule uses must be the indenter's `_INDENT` or `_DEDENT`
     /// ([`Grammar::post_lexer`]).
     pub declared: Vec<(String, Span)>,
+    /// Whether lexemes are cut by longest match, falling back to the last complete match
+    /// when a lexeme dies incomplete (flex's rule, and in effect Lark's), instead of
+    /// DESIGN.md §1's 1-lookahead maximal munch. See `lexer::shadow`.
+    pub longest_match: bool,
 }
 
 /// Lark's `Indenter` post-lexer as SynCode's Python setup configures it, by terminal

@@ -76,6 +76,7 @@ pub fn prune_unreachable(g: Grammar) -> Grammar {
         start: nmap[g.start.index()].expect("start is reachable"),
         indenter: g.indenter,
         declared: g.declared,
+        longest_match: g.longest_match,
     }
 }
 

@@ -48,14 +48,18 @@ pub fn build_follow_dropping(lexer: &LexerDfa, dropped: Option<TerminalId>) -> L
         for &t in lexer.emits(id(q)) {
             let ignored = lexer.is_ignored(t) || Some(t) == dropped;
             if ignored || lexer.is_droppable(t) {
-                ignores[q] = Some(if lexer.can_extend(id(q)) { q as u32 } else { 0 });
+                ignores[q] = Some(lexer.inhibitor(id(q)).as_u32());
             }
             if !ignored {
                 base[q * w + t.index() / 64] |= 1 << (t.index() % 64);
             }
         }
     }
-    let (group_of, group_starts) = boundary_groups(lexer, &reps, dies_of);
+    let (group_of, group_starts) = if lexer.longest_match() {
+        shadowed_boundary_groups(lexer, &reps)
+    } else {
+        boundary_groups(lexer, &reps, dies_of)
+    };
     let mut c = vec![0u64; n * w];
     let mut b = vec![0u64; group_starts.len() * w];
     for g in 0..group_starts.len() {
@@ -213,6 +217,33 @@ fn boundary_groups(lexer: &LexerDfa, reps: &[u8], dies_of: Vec<Dies>) -> (Vec<u3
     (group_of, group_starts)
 }
 
+/// [`boundary_groups`] under longest-match lexing, where the bytes a boundary allows
+/// and the states they start also depend on its shadows: states are grouped by the
+/// states their boundary row starts.
+fn shadowed_boundary_groups(lexer: &LexerDfa, reps: &[u8]) -> (Vec<u32>, Vec<Vec<u32>>) {
+    let n = lexer.num_states();
+    let mut group_of: Vec<u32> = Vec::with_capacity(n);
+    let mut groups: HashMap<Vec<u32>, u32> = HashMap::new();
+    let mut group_starts: Vec<Vec<u32>> = Vec::new();
+    for p in 0..n {
+        let mut starts: Vec<u32> = reps
+            .iter()
+            .map(|&byte| lexer.boundary_next(LexStateId::new(p), byte))
+            .filter(|q1| !lexer.is_dead(*q1))
+            .map(|q1| q1.as_u32())
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let next = groups.len() as u32;
+        let g = *groups.entry(starts).or_insert_with_key(|starts| {
+            group_starts.push(starts.clone());
+            next
+        });
+        group_of.push(g);
+    }
+    (group_of, group_starts)
+}
+
 /// Which byte classes (by number, at most 256) lead a state to the dead state.
 type Dies = [u64; 4];
 
@@ -243,13 +274,7 @@ mod tests {
         let eof = TerminalId::new(nt);
         let reps = lexer.class_representatives();
         let id = LexStateId::new;
-        let inhibitor = |q: usize| {
-            if lexer.can_extend(id(q)) {
-                q
-            } else {
-                0
-            }
-        };
+        let inhibitor = |q: usize| lexer.inhibitor(id(q)).index();
         let mut c = vec![TermSet::new(nt + 1); n];
         let mut b = vec![TermSet::new(nt + 1); n];
         for s in &mut b {
@@ -290,11 +315,9 @@ mod tests {
             for (p, bp) in b.iter_mut().enumerate() {
                 let mut acc = bp.clone();
                 for &byte in &reps {
-                    if lexer.is_dead(lexer.next_rep(id(p), byte)) {
-                        let q1 = lexer.next_rep(LexerDfa::START, byte);
-                        if !lexer.is_dead(q1) {
-                            acc.union_with(&c[q1.index()]);
-                        }
+                    let q1 = lexer.boundary_next_rep(id(p), byte);
+                    if !lexer.is_dead(q1) {
+                        acc.union_with(&c[q1.index()]);
                     }
                 }
                 if acc != *bp {
@@ -374,6 +397,27 @@ mod tests {
             largest > 2 * FOLLOW_BLOCK,
             "largest lexer: {largest} states"
         );
+    }
+
+    /// Under longest-match lexing too, where boundaries carry shadows: on grammars whose
+    /// lexemes can grow past a complete match and then die (`ab` · `c` beside `abcd`; a
+    /// Python-like newline that may start a docstring), with ignored terminals.
+    #[test]
+    fn equals_the_plain_fixpoint_under_longest_match() {
+        use crate::compile::lexer::build::build_lexer;
+        let lark_grammars = [
+            "start: (A | B | C)*\nA: \"ab\" | \"abcd\"\nB: \"b\"\nC: \"c\" | \"cc\"\n%ignore \" \"\n",
+            "start: (N | S | W)*\nN: /(\\n *)+/ | /\\n *r?\"\"\"[a-z ]*\"\"\"/\nS: /r?\"[a-z]*\"/\nW: /[a-z]+/\n%ignore \" \"\n",
+            "start: A B\nA: /[a-z]+/\nB: \"if\" | /[0-9]+/\n%ignore /[ \\t]+/\n",
+            crate::compile::BUILTIN_JSON,
+        ];
+        for (i, text) in lark_grammars.iter().enumerate() {
+            let mut g = lark::compile(text).unwrap();
+            g.longest_match = true;
+            let lexer = build_lexer(&g).unwrap();
+            assert!(lexer.longest_match());
+            assert_eq!(build_follow(&lexer), naive_follow(&lexer), "grammar {i}");
+        }
     }
 
     /// A template state's ways out, read through [`LexerDfa::run_exits`], are where the

@@ -779,6 +779,9 @@ pub(crate) fn build_dwa_until(
     if tables.indenter.is_some() {
         return Err(crate::compile::automaton_refuses_indentation());
     }
+    if tables.lexer.longest_match() {
+        return Err(crate::compile::automaton_refuses_longest_match());
+    }
     // Run on one of rayon's threads (in place when already on one): called from another
     // thread, each of the build's dozen parallel steps would be sent to the pool and
     // waited for across threads, a round trip of two wake-ups each; from a worker, they

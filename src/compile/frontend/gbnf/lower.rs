@@ -201,6 +201,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         start: start_id,
         indenter: None,
         declared: Vec::new(),
+        longest_match: false,
     }))?;
     check_acyclic(&g)?;
     check_no_hidden_left_recursion(&g)?;

@@ -524,6 +524,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         start: start_id,
         indenter,
         declared,
+        longest_match: false,
     };
     let mut g = remove_unproductive(prune_unreachable(g))?;
     // Patterns written for Python `re` may assert what maximal munch already decides.

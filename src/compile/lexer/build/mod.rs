@@ -26,8 +26,10 @@ use crate::ids::TerminalId;
 use crate::lexer::{CountRun, CountRuns, LexTerminal, LexerDfa};
 
 mod look_around;
+mod shadow;
 mod terminal;
 pub use look_around::remove_vacuous_look_around;
+pub use shadow::add_shadows;
 use terminal::*;
 
 /// Most states of the combined lexer DFA; bounds memory (states × classes × 4 bytes).
@@ -367,7 +369,11 @@ pub(crate) fn build_lexer_until(
     // A declared terminal no post-lexer makes could never be lexed: refused by name here,
     // where every pipeline starts, so that an indenter can be set after the front end.
     g.post_lexer()?;
-    subset_construction(g, opts, true, stop).map(|(lexer, _)| lexer)
+    let (lexer, _) = subset_construction(g, opts, true, stop)?;
+    if g.longest_match {
+        return add_shadows(lexer, opts.max_states);
+    }
+    Ok(lexer)
 }
 
 /// [`build_lexer_with`], with rows shifted between layers (see

@@ -116,6 +116,7 @@ fn grammar_of(terminals: Vec<Terminal>) -> Grammar {
         start: NonterminalId::new(0),
         indenter: None,
         declared: Vec::new(),
+        longest_match: false,
     }
 }
 
@@ -219,13 +220,13 @@ fn assert_lexes_like_unrolled(kinds: impl Fn(bool) -> Vec<Terminal>) {
             assert_eq!(lf.after_pending(ra), uf.after_pending(b), "{at}");
             assert_eq!(lf.at_boundary(ra), uf.at_boundary(b), "{at}");
             let (x, y) = (
-                rf::after_growing(&lx, a, None),
-                rf::after_growing(&unrolled, b, None),
+                rf::after_growing(&lx, a, &[], None),
+                rf::after_growing(&unrolled, b, &[], None),
             );
             assert_eq!((x.terminals, x.eof), (y.terminals, y.eof), "{at}");
             let (x, y) = (
-                rf::at_boundary(&lx, Some(a), None),
-                rf::at_boundary(&unrolled, Some(b), None),
+                rf::at_boundary(&lx, vec![a], None),
+                rf::at_boundary(&unrolled, vec![b], None),
             );
             assert_eq!((x.terminals, x.eof), (y.terminals, y.eof), "{at}");
             for byte in 0..=255u8 {

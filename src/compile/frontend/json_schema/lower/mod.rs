@@ -917,6 +917,7 @@ impl<'a> Lowerer<'a> {
             start,
             indenter: None,
             declared: Vec::new(),
+            longest_match: false,
         };
         stop(&self.stop)?;
         let g =
