@@ -264,6 +264,7 @@ struct Stream {
     droppable: Vec<String>,
     indenter: Option<(String, String, String)>,
     tab_len: Option<u32>,
+    longest_match: bool,
 }
 
 /// Cancels compiles from another thread: pass it as `cancel=` to a `GrammarCompiler`
@@ -365,6 +366,7 @@ impl GrammarCompiler {
             g.set_tab_len(n)
                 .map_err(|e| err(format!("grammar:tab_len: {e}")))?;
         }
+        g.longest_match |= stream.longest_match;
         self.build(py, g, limits).map_err(|e| {
             let kind = match e {
                 GrammarError::Cancelled => "cancelled",
@@ -449,8 +451,11 @@ impl GrammarCompiler {
     /// (SynCode's Go grammar: `["EOS"]`). A grammar declaring `_INDENT` and `_DEDENT`
     /// beside an `_NL` terminal runs behind Lark's indenter; `indenter=(NL, INDENT,
     /// DEDENT)` names other terminals for it, `tab_len` its tab width (default 8).
+    /// `longest_match` lexes by longest match (a lexeme that dies incomplete backs up to
+    /// its last complete match; SynCode's Python setup). The mask automaton refuses
+    /// indentation and longest match for now (`StackmaskError` naming the construct).
     /// `time_limit_ms` and `cancel` as for `compile_json_schema`.
-    #[pyo3(signature = (grammar, *, droppable=Vec::new(), indenter=None, tab_len=None, time_limit_ms=None, cancel=None))]
+    #[pyo3(signature = (grammar, *, droppable=Vec::new(), indenter=None, tab_len=None, longest_match=false, time_limit_ms=None, cancel=None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_lark(
         &self,
@@ -459,6 +464,7 @@ impl GrammarCompiler {
         droppable: Vec<String>,
         indenter: Option<(String, String, String)>,
         tab_len: Option<u32>,
+        longest_match: bool,
         time_limit_ms: Option<u64>,
         cancel: Option<PyRef<'_, CompileCancel>>,
     ) -> PyResult<CompiledGrammar> {
@@ -466,6 +472,7 @@ impl GrammarCompiler {
             droppable,
             indenter,
             tab_len,
+            longest_match,
         };
         self.text(
             py,
