@@ -1,7 +1,13 @@
 //! An Earley recognizer over terminals, with the nullable-completion fix of Aycock and
 //! Horspool ("Practical Earley Parsing", 2002): predicting a nullable nonterminal also
-//! advances over it. Positions are lexemes; a lexeme offers a set of terminals, and may be
-//! skipped when one of its readings is an ignored terminal.
+//! advances over it. A lexeme offers a set of terminals, and may be skipped when one of
+//! its readings is an ignored terminal.
+//!
+//! The input is a lattice, not a sequence: a chart is an arena of Earley sets, one per
+//! node, and each reading of the input so far stands at some node. A set made by reading
+//! a terminal from another ([`Earley::scan`]) or by joining several ([`Earley::join`],
+//! readings that meet where their futures are alike) is closed when it is made; an item's
+//! origin is the node its rule started at, on whichever path led there.
 
 use hashbrown::HashSet;
 
@@ -24,13 +30,17 @@ pub struct EarleySet {
     seen: HashSet<Item>,
 }
 
-/// Earley sets 0..=k: a shared, frozen base and a private tail, so that trying many
-/// continuations of one prefix copies only the tail.
+/// Earley sets by node: a shared, frozen base and a private tail, so that trying many
+/// continuations of one prefix copies only the tail. Nodes only point back (an item's
+/// origin is an earlier node).
 #[derive(Debug, Clone, Default)]
 pub struct Chart {
     base: std::sync::Arc<Vec<EarleySet>>,
     tail: Vec<EarleySet>,
 }
+
+/// A node of a chart (an index into its sets).
+pub type Node = u32;
 
 impl Chart {
     fn len(&self) -> usize {
@@ -159,30 +169,41 @@ impl Earley {
         }
     }
 
-    /// The chart before any lexeme.
-    pub fn start(&self) -> Chart {
-        let mut chart = Chart {
-            base: Default::default(),
-            tail: vec![EarleySet::default()],
-        };
+    /// Pushes `set` as a new node and closes it.
+    fn push(&self, chart: &mut Chart, set: EarleySet) -> Node {
+        chart.tail.push(set);
+        self.close(chart);
+        (chart.len() - 1) as Node
+    }
+
+    /// The chart before any lexeme, and its one node.
+    pub fn start(&self) -> (Chart, Node) {
+        let mut chart = Chart::default();
+        let mut set = EarleySet::default();
         Self::add(
-            chart.last_mut(),
+            &mut set,
             Item {
                 prod: self.augmented,
                 dot: 0,
                 origin: 0,
             },
         );
-        self.close(&mut chart);
+        let node = self.push(&mut chart, set);
         chart.freeze();
-        chart
+        (chart, node)
     }
 
-    /// Appends the set after a lexeme read as any of `terms` (or skipped, if `skippable`).
-    /// Returns false (and leaves an empty set) if no item survives.
-    pub fn advance(&self, chart: &mut Chart, terms: &[TerminalId], skippable: bool) -> bool {
+    /// The node after reading a lexeme as any of `terms` at node `at` (or skipping it, if
+    /// `skippable`); `None` if no item survives (then nothing is added).
+    pub fn scan(
+        &self,
+        chart: &mut Chart,
+        at: Node,
+        terms: &[TerminalId],
+        skippable: bool,
+    ) -> Option<Node> {
         let mut next = EarleySet::default();
-        for &it in &chart.last().items {
+        for &it in &chart.get(at as usize).items {
             if let Some(Symbol::T(t)) = self.next(it) {
                 if terms.contains(&t) {
                     Self::add(
@@ -198,24 +219,40 @@ impl Earley {
                 Self::add(&mut next, it);
             }
         }
-        chart.tail.push(next);
-        self.close(chart);
-        !chart.last().items.is_empty()
+        if next.items.is_empty() {
+            return None;
+        }
+        Some(self.push(chart, next))
     }
 
-    /// Whether terminal `t` can be read next from the last set.
-    pub fn expects(&self, chart: &Chart, t: TerminalId) -> bool {
+    /// One node standing for several that end at the same place with alike futures: the
+    /// union of their sets (a node itself when there is one).
+    pub fn join(&self, chart: &mut Chart, nodes: &[Node]) -> Node {
+        if let [one] = nodes {
+            return *one;
+        }
+        let mut set = EarleySet::default();
+        for &n in nodes {
+            for &it in &chart.get(n as usize).items {
+                Self::add(&mut set, it);
+            }
+        }
+        self.push(chart, set)
+    }
+
+    /// Whether terminal `t` can be read next at node `at`.
+    pub fn expects(&self, chart: &Chart, at: Node, t: TerminalId) -> bool {
         chart
-            .last()
+            .get(at as usize)
             .items
             .iter()
             .any(|&it| self.next(it) == Some(Symbol::T(t)))
     }
 
-    /// Whether the lexemes so far form a complete document.
-    pub fn accepts(&self, chart: &Chart) -> bool {
+    /// Whether the lexemes read up to node `at` form a complete document.
+    pub fn accepts(&self, chart: &Chart, at: Node) -> bool {
         chart
-            .last()
+            .get(at as usize)
             .items
             .iter()
             .any(|it| it.prod == self.augmented && it.dot == 1 && it.origin == 0)

@@ -3,9 +3,11 @@
 //!
 //! A lexeme read as several terminals can leave the indentation in several states (a
 //! comment that is both ignored and a newline is skipped, or read as a newline that
-//! dedents), so the oracle keeps one Earley chart per indentation state (a *thread*).
+//! dedents), so the oracle keeps one chart node per indentation state (a *thread*);
+//! readings that meet again with the same indentation are joined ([`merge`]), so that a
+//! program's comment lines do not double the threads one by one.
 
-use super::earley::{Chart, Earley};
+use super::earley::{Chart, Earley, Node};
 use crate::ids::TerminalId;
 use crate::lexer::{Indenter, Tail};
 
@@ -25,11 +27,33 @@ impl Default for Levels {
     }
 }
 
-/// One chart with its indentation.
+/// One chart node with its indentation.
 #[derive(Clone)]
 pub struct Thread {
-    pub chart: Chart,
+    pub at: Node,
     pub levels: Levels,
+}
+
+/// `threads` with those of equal indentation joined into one node each.
+pub fn merge(earley: &Earley, chart: &mut Chart, threads: Vec<Thread>) -> Vec<Thread> {
+    let mut groups: Vec<(Levels, Vec<Node>)> = Vec::new();
+    for t in threads {
+        match groups.iter_mut().find(|(l, _)| *l == t.levels) {
+            Some((_, nodes)) => {
+                if !nodes.contains(&t.at) {
+                    nodes.push(t.at);
+                }
+            }
+            None => groups.push((t.levels, vec![t.at])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(levels, nodes)| Thread {
+            at: earley.join(chart, &nodes),
+            levels,
+        })
+        .collect()
 }
 
 /// Reads a closed lexeme emitted as `real` (non-ignored terminals; `stay`: the lexeme may
@@ -37,6 +61,7 @@ pub struct Thread {
 /// thread each (none if it fits no parse). `tail` is the lexeme's.
 pub fn read(
     earley: &Earley,
+    chart: &mut Chart,
     ind: &Indenter,
     t: &Thread,
     real: &[TerminalId],
@@ -44,10 +69,13 @@ pub fn read(
     tail: Tail,
 ) -> Vec<Thread> {
     let mut out: Vec<Thread> = Vec::new();
-    let advance = |levels: Levels, terms: &[TerminalId], skip: bool, out: &mut Vec<Thread>| {
-        let mut chart = t.chart.clone();
-        if earley.advance(&mut chart, terms, skip) {
-            out.push(Thread { chart, levels });
+    let advance = |chart: &mut Chart,
+                   levels: Levels,
+                   terms: &[TerminalId],
+                   skip: bool,
+                   out: &mut Vec<Thread>| {
+        if let Some(at) = earley.scan(chart, t.at, terms, skip) {
+            out.push(Thread { at, levels });
         }
     };
     // Terminals that leave the indentation as it is, read together (with the skip).
@@ -58,7 +86,7 @@ pub fn read(
             if t.levels.brackets > 0 {
                 // Inside brackets the indenter drops the newline.
                 stays = true;
-            } else if let Some(th) = newline(earley, ind, t, tail) {
+            } else if let Some(th) = newline(earley, chart, ind, t, tail) {
                 out.push(th);
             }
         } else if ind.open.contains(&term) {
@@ -66,70 +94,74 @@ pub fn read(
                 brackets: t.levels.brackets + 1,
                 ..t.levels.clone()
             };
-            advance(levels, &[term], false, &mut out);
+            advance(chart, levels, &[term], false, &mut out);
         } else if ind.close.contains(&term) {
             if t.levels.brackets > 0 {
                 let levels = Levels {
                     brackets: t.levels.brackets - 1,
                     ..t.levels.clone()
                 };
-                advance(levels, &[term], false, &mut out);
+                advance(chart, levels, &[term], false, &mut out);
             }
         } else {
             plain.push(term);
         }
     }
     if !plain.is_empty() || stays {
-        advance(t.levels.clone(), &plain, stays, &mut out);
+        advance(chart, t.levels.clone(), &plain, stays, &mut out);
     }
     out
 }
 
 /// A newline lexeme outside brackets: the newline, then one indent if the next line is
 /// deeper, or one dedent per level it closes (it must land on an open level).
-fn newline(earley: &Earley, ind: &Indenter, t: &Thread, tail: Tail) -> Option<Thread> {
+fn newline(
+    earley: &Earley,
+    chart: &mut Chart,
+    ind: &Indenter,
+    t: &Thread,
+    tail: Tail,
+) -> Option<Thread> {
     // Lark splits the lexeme at its last newline; a lexeme without one is not a newline.
     if !tail.newline {
         return None;
     }
-    let mut chart = t.chart.clone();
-    if !earley.advance(&mut chart, &[ind.nl], false) {
-        return None;
-    }
+    let mut at = earley.scan(chart, t.at, &[ind.nl], false)?;
     let mut levels = t.levels.clone();
     let width = tail.width;
     let top = *levels.stack.last().expect("level 0 is never closed");
     if width > top {
         levels.stack.push(width);
-        if !earley.advance(&mut chart, &[ind.indent], false) {
-            return None;
-        }
+        at = earley.scan(chart, at, &[ind.indent], false)?;
     } else {
         while width < *levels.stack.last().expect("level 0 is never closed") {
             levels.stack.pop();
-            if !earley.advance(&mut chart, &[ind.dedent], false) {
-                return None;
-            }
+            at = earley.scan(chart, at, &[ind.dedent], false)?;
         }
         if width != *levels.stack.last().expect("level 0 is never closed") {
             return None;
         }
     }
-    Some(Thread { chart, levels })
+    Some(Thread { at, levels })
 }
 
 /// Whether the thread's document is complete once its open levels are closed.
-pub fn accepts(earley: &Earley, ind: Option<&Indenter>, t: &Thread) -> bool {
+pub fn accepts(earley: &Earley, chart: &Chart, ind: Option<&Indenter>, t: &Thread) -> bool {
     let Some(ind) = ind else {
-        return earley.accepts(&t.chart);
+        return earley.accepts(chart, t.at);
     };
-    let mut chart = t.chart.clone();
+    if t.levels.stack.len() == 1 {
+        return earley.accepts(chart, t.at);
+    }
+    let mut chart = chart.clone();
+    let mut at = t.at;
     for _ in 1..t.levels.stack.len() {
-        if !earley.advance(&mut chart, &[ind.dedent], false) {
-            return false;
+        match earley.scan(&mut chart, at, &[ind.dedent], false) {
+            Some(n) => at = n,
+            None => return false,
         }
     }
-    earley.accepts(&chart)
+    earley.accepts(&chart, at)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub mod earley;
 pub mod follow;
 pub mod indent;
 
-use self::earley::Earley;
+use self::earley::{Chart, Earley};
 use self::indent::Thread;
 use crate::compile::grammar::ir::Grammar;
 use crate::ids::{LexStateId, TerminalId, TokenId};
@@ -43,6 +43,8 @@ type FollowKey = (follow::Node, bool);
 /// grown until later bytes decide; see `lexer::shadow`).
 #[derive(Clone)]
 pub struct Prefix {
+    /// The Earley sets of every reading of the prefix (the threads' nodes).
+    chart: Chart,
     /// The ways the prefix lexes (exactly one under maximal munch while it is alive);
     /// empty once lexing or parsing failed.
     alts: Vec<Alt>,
@@ -51,7 +53,8 @@ pub struct Prefix {
 /// One way a prefix lexes.
 #[derive(Clone)]
 struct Alt {
-    /// The parses so far, one chart per indentation state (one without an indenter).
+    /// The parses so far, one chart node per indentation state (one without an
+    /// indenter).
     threads: Vec<Thread>,
     /// The state of the pending (last, unclosed) lexeme; `START` at a boundary.
     pending: LexStateId,
@@ -74,11 +77,7 @@ impl Prefix {
     /// Makes this extension permanent: its parsed part becomes shared with later
     /// extensions (in place when no other prefix shares it).
     pub fn freeze(&mut self) {
-        for a in &mut self.alts {
-            for t in &mut a.threads {
-                t.chart.freeze();
-            }
-        }
+        self.chart.freeze();
     }
 }
 
@@ -153,10 +152,17 @@ impl Reference {
     }
 
     /// Reads one closed lexeme (its emitted terminals) into every thread: the threads
-    /// after it. An ignored terminal lets the lexeme be skipped; so does a droppable one
-    /// that no parse of the thread expects here (one that some parse expects is read, and
-    /// parses that cannot read it end). Behind an indenter, see [`indent::read`].
-    fn read_lexeme(&self, threads: &[Thread], terms: &[TerminalId], tail: Tail) -> Vec<Thread> {
+    /// after it, those with the same indentation joined. An ignored terminal lets the
+    /// lexeme be skipped; so does a droppable one that no parse of the thread expects here
+    /// (one that some parse expects is read, and parses that cannot read it end). Behind
+    /// an indenter, see [`indent::read`].
+    fn read_lexeme(
+        &self,
+        chart: &mut Chart,
+        threads: &[Thread],
+        terms: &[TerminalId],
+        tail: Tail,
+    ) -> Vec<Thread> {
         let real: Vec<TerminalId> = terms
             .iter()
             .copied()
@@ -166,32 +172,39 @@ impl Reference {
         for th in threads {
             let dropped = real
                 .iter()
-                .any(|&t| self.lexer.is_droppable(t) && !self.earley.expects(&th.chart, t));
+                .any(|&t| self.lexer.is_droppable(t) && !self.earley.expects(chart, th.at, t));
             let skippable = real.len() < terms.len() || dropped;
             match &self.indenter {
-                Some(ind) => {
-                    out.extend(indent::read(&self.earley, ind, th, &real, skippable, tail))
-                }
+                Some(ind) => out.extend(indent::read(
+                    &self.earley,
+                    chart,
+                    ind,
+                    th,
+                    &real,
+                    skippable,
+                    tail,
+                )),
                 None => {
-                    let mut chart = th.chart.clone();
-                    if self.earley.advance(&mut chart, &real, skippable) {
+                    if let Some(at) = self.earley.scan(chart, th.at, &real, skippable) {
                         out.push(Thread {
-                            chart,
+                            at,
                             levels: th.levels.clone(),
                         });
                     }
                 }
             }
         }
-        out
+        indent::merge(&self.earley, chart, out)
     }
 
     /// The empty prefix.
     pub fn empty(&self) -> Prefix {
+        let (chart, at) = self.earley.start();
         Prefix {
+            chart,
             alts: vec![Alt {
                 threads: vec![Thread {
-                    chart: self.earley.start(),
+                    at,
                     levels: Default::default(),
                 }],
                 pending: LexerDfa::START,
@@ -218,7 +231,13 @@ impl Reference {
             }
             let mut next: Vec<Alt> = Vec::new();
             for a in std::mem::take(&mut p.alts) {
-                self.step(a, b, &mut next);
+                self.step(&mut p.chart, a, b, &mut next);
+            }
+            for a in &mut next {
+                if a.threads.len() > 1 {
+                    a.threads =
+                        indent::merge(&self.earley, &mut p.chart, std::mem::take(&mut a.threads));
+                }
             }
             p.alts = next;
         }
@@ -226,7 +245,7 @@ impl Reference {
 
     /// The ways one way to lex goes on after byte `b`, added to `out` (ways that reach the
     /// same lexer position merge their threads).
-    fn step(&self, a: Alt, b: u8, out: &mut Vec<Alt>) {
+    fn step(&self, chart: &mut Chart, a: Alt, b: u8, out: &mut Vec<Alt>) {
         let lx = &self.lexer;
         let longest = lx.longest_match();
         let tab_len = self.indenter.as_ref().map_or(0, |i| i.tab_len);
@@ -256,7 +275,7 @@ impl Reference {
             }
             let q = lx.next(LexerDfa::START, b);
             if !lx.is_dead(q) {
-                let threads = self.read_lexeme(&a.threads, &emits, a.tail);
+                let threads = self.read_lexeme(chart, &a.threads, &emits, a.tail);
                 if !threads.is_empty() {
                     add(Alt {
                         threads,
@@ -297,14 +316,14 @@ impl Reference {
     }
 
     /// Whether the next terminal (or end of input) can come after thread `t`.
-    fn fits(&self, t: &Thread, next: &follow::Next) -> bool {
+    fn fits(&self, chart: &Chart, t: &Thread, next: &follow::Next) -> bool {
         let ind = self.indenter.as_ref();
-        (next.eof && indent::accepts(&self.earley, ind, t))
+        (next.eof && indent::accepts(&self.earley, chart, ind, t))
             || next.terminals.iter().any(|&term| {
                 // A closing bracket no bracket opened is an error to the indenter.
                 let unopened =
                     ind.is_some_and(|i| i.close.contains(&term)) && t.levels.brackets == 0;
-                !unopened && self.earley.expects(&t.chart, term)
+                !unopened && self.earley.expects(chart, t.at, term)
             })
     }
 
@@ -312,18 +331,18 @@ impl Reference {
     pub fn prefix_viable(&self, p: &Prefix) -> bool {
         p.alts
             .iter()
-            .any(|a| a.threads.iter().any(|t| self.thread_viable(a, t)))
+            .any(|a| a.threads.iter().any(|t| self.thread_viable(&p.chart, a, t)))
     }
 
-    fn thread_viable(&self, a: &Alt, t: &Thread) -> bool {
+    fn thread_viable(&self, chart: &Chart, a: &Alt, t: &Thread) -> bool {
         let q = a.pending;
         let dropped = self.dropped(t);
         if q == LexerDfa::START {
-            return self.fits(t, &self.boundary_next(a.shadows.clone(), dropped));
+            return self.fits(chart, t, &self.boundary_next(a.shadows.clone(), dropped));
         }
         // The pending lexeme grows further …
         if follow::can_grow(&self.lexer, q)
-            && self.fits(t, &self.growing_next(q, &a.shadows, dropped))
+            && self.fits(chart, t, &self.growing_next(q, &a.shadows, dropped))
         {
             return true;
         }
@@ -333,9 +352,15 @@ impl Reference {
             return false;
         }
         let behind = follow::behind(&self.lexer, &a.shadows, q);
-        self.read_lexeme(std::slice::from_ref(t), &emits, a.tail)
-            .iter()
-            .any(|t2| self.fits(t2, &self.boundary_next(behind.clone(), self.dropped(t2))))
+        let mut chart = chart.clone();
+        let after = self.read_lexeme(&mut chart, std::slice::from_ref(t), &emits, a.tail);
+        after.iter().any(|t2| {
+            self.fits(
+                &chart,
+                t2,
+                &self.boundary_next(behind.clone(), self.dropped(t2)),
+            )
+        })
     }
 
     /// Whether some continuation of `bytes` is a document (one terminal of lookahead).
@@ -351,14 +376,17 @@ impl Reference {
                 return a
                     .threads
                     .iter()
-                    .any(|t| indent::accepts(&self.earley, ind, t));
+                    .any(|t| indent::accepts(&self.earley, &p.chart, ind, t));
             }
             let emits = self.lexer.emits(a.pending).to_vec();
-            !emits.is_empty()
-                && self
-                    .read_lexeme(&a.threads, &emits, a.tail)
-                    .iter()
-                    .any(|t| indent::accepts(&self.earley, ind, t))
+            if emits.is_empty() {
+                return false;
+            }
+            let mut chart = p.chart.clone();
+            let after = self.read_lexeme(&mut chart, &a.threads, &emits, a.tail);
+            after
+                .iter()
+                .any(|t| indent::accepts(&self.earley, &chart, ind, t))
         })
     }
 
