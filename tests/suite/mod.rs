@@ -12,5 +12,6 @@ mod json_schema;
 mod lexer;
 mod matcher_api;
 mod mutated_programs;
+mod python_programs;
 mod regex;
 mod vocab;
