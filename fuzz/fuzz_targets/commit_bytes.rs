@@ -1,5 +1,5 @@
 //! Arbitrary byte strings committed to the GLR recognizer on a few grammars (one with a
-//! droppable terminal, one behind the indenter): never a
+//! droppable terminal, one behind the indenter, two lexed by longest match): never a
 //! panic, a rejected commit changes nothing, and every accepted chunk agrees with the
 //! reference oracle's viability.
 #![no_main]
@@ -32,6 +32,12 @@ const DROP: &str = "start: (s EOS)* s?\ns: \"x\" \"=\" e | \"{\" (s EOS)* \"}\"\
 /// newlines, comments inside newlines.
 const INDENT: &str = "start: (_NL | s)*\ns: \"x\" \"=\" e _NL | \"if\" e \":\" b\nb: s | _NL _INDENT s+ _DEDENT\ne: e \"+\" e | NUM | \"(\" e \")\" | \"[\" e? \"]\"\nNUM: /[0-9]+/\n_NL: (/\\n[\\t ]*/ | COMMENT)+\nCOMMENT: /#[^\\n]*/\n%ignore \" \"\n%ignore COMMENT\n%declare _INDENT _DEDENT\n";
 
+/// Longest match: `abc…` grows past `ab` as a prefix of `abc+d` and may back up.
+const LONGEST: &str = "start: (AB C+ | (AB | ABD) \";\" | X)*\nAB: \"ab\"\nABD: /abc+d/\nC: \"c\"\nX: /x[a-z]*!/\n%ignore \" \"\n";
+/// Longest match behind the indenter, as SynCode's Python: a newline may grow into a
+/// docstring (`r\"\"\"…\"\"\"`), so a line starting with `r` or a quote backs up.
+const LONGEST_INDENT: &str = "start: (_NL | s)*\ns: \"x\" \"=\" e _NL | \"if\" e \":\" b | \"return\" e _NL\nb: s | _NL _INDENT s+ _DEDENT\ne: e \"+\" e | NUM | NAME | STR | \"(\" e \")\"\nNUM: /[0-9]+/\nNAME: /[a-z]+/\nSTR: /r?\"[^\"\\n]*\"/\n_NL: (/\\n[\\t ]*/ | COMMENT)+\nCOMMENT: /#[^\\n]*/ | /r?\"\"\"[^\"]*\"\"\"/\n%ignore \" \"\n%ignore COMMENT\n%declare _INDENT _DEDENT\n";
+
 struct G {
     tables: Arc<Tables>,
     reference: Reference,
@@ -40,13 +46,14 @@ struct G {
 fn grammars() -> &'static Vec<G> {
     static G: OnceLock<Vec<G>> = OnceLock::new();
     G.get_or_init(|| {
-        [BUILTIN_JSON, DASH, AMBIG, DROP, INDENT]
+        [BUILTIN_JSON, DASH, AMBIG, DROP, INDENT, LONGEST, LONGEST_INDENT]
             .iter()
             .map(|text| {
                 let mut g: Grammar = compile_grammar(text, GrammarFormat::Lark).unwrap();
                 if *text == DROP {
                     g.set_droppable(&["EOS".to_string()]).unwrap();
                 }
+                g.longest_match = *text == LONGEST || *text == LONGEST_INDENT;
                 let tables = Arc::new(build_glr_tables(&g).unwrap());
                 let reference = Reference::new(&g, &tables.lexer);
                 G { tables, reference }
