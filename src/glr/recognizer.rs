@@ -4,7 +4,10 @@
 //! heads of the terminals emitted so far. Reading a byte moves every configuration; when
 //! the lexeme it completes could still grow, the configuration forks (DESIGN.md §1): one
 //! branch emits now and inhibits every byte that would have extended the lexeme, the other
-//! keeps growing, and the next byte kills exactly one of them. Lexically ambiguous lexemes
+//! keeps growing, and the next byte kills exactly one of them. Under longest-match lexing
+//! the emitting branch only dies where later bytes complete a longer match (its lexer
+//! states carry the emitted lexeme as a shadow: see `lexer::shadow`), and the growing
+//! one where its lexeme dies incomplete. Lexically ambiguous lexemes
 //! are shifted as each of their terminals; ignored terminals leave the stacks as they are,
 //! and so do droppable ones that no stack of the configuration can shift (its stacks are
 //! every live parse of the lexemes so far: maximal munch lexes a prefix one way).
