@@ -37,6 +37,7 @@ pub fn add_shadows(lexer: LexerDfa, max_states: usize) -> Result<LexerDfa, Gramm
     }
     let id = |q: u32| LexStateId::from_u32(q);
     let order = FiringOrder::new(&lexer, &reps);
+    let alike = firing_classes(&lexer, &reps);
     // Moves a shadow set by a byte: `None` if a shadow completes a match.
     let advance = |set: &[u32], b: u8| -> Option<ShadowSet> {
         let mut out = ShadowSet::new();
@@ -48,7 +49,7 @@ pub fn add_shadows(lexer: LexerDfa, max_states: usize) -> Result<LexerDfa, Gramm
             if !lexer.emits(s1).is_empty() {
                 return None;
             }
-            out.push(s1.as_u32());
+            out.push(alike[s1.index()]);
         }
         out.sort_unstable();
         out.dedup();
@@ -133,6 +134,47 @@ pub fn add_shadows(lexer: LexerDfa, max_states: usize) -> Result<LexerDfa, Gramm
     });
     // Rows are read from a valid lexer and stay within the states made.
     Ok(shadowed.expect("shadowed lexer tables are consistent"))
+}
+
+/// Per plain state, the least state that completes a match on exactly the same byte
+/// strings: as shadows the two are one (a shadow only tells when it completes), though
+/// as lexemes they may complete different terminals. Moore's partition refinement with
+/// "completes here" as the output.
+fn firing_classes(lexer: &LexerDfa, reps: &[u8]) -> Vec<u32> {
+    let n = lexer.num_states();
+    let id = |q: usize| LexStateId::new(q);
+    let mut block: Vec<u32> = (0..n)
+        .map(|q| {
+            if lexer.is_dead(id(q)) {
+                0
+            } else {
+                1 + u32::from(!lexer.emits(id(q)).is_empty())
+            }
+        })
+        .collect();
+    let mut count = 0;
+    loop {
+        let mut blocks: HashMap<Vec<u32>, u32> = HashMap::new();
+        let next: Vec<u32> = (0..n)
+            .map(|q| {
+                let mut sig = Vec::with_capacity(reps.len() + 1);
+                sig.push(block[q]);
+                sig.extend(reps.iter().map(|&b| block[lexer.next(id(q), b).index()]));
+                let fresh = blocks.len() as u32;
+                *blocks.entry(sig).or_insert(fresh)
+            })
+            .collect();
+        let now = blocks.len();
+        block = next;
+        if now == count {
+            break;
+        }
+        count = now;
+    }
+    let mut least: HashMap<u32, u32> = HashMap::new();
+    (0..n as u32)
+        .map(|q| *least.entry(block[q as usize]).or_insert(q))
+        .collect()
 }
 
 /// Which shadows a set can do without: shadow `b` is redundant beside `a` if every byte
@@ -329,5 +371,26 @@ mod tests {
         assert!(!order.no_later(y, x));
         let set: ShadowSet = [x.min(y), x.max(y)].into_iter().collect();
         assert_eq!(order.prune(set).as_slice(), &[x]);
+    }
+
+    /// States that complete on the same byte strings are one shadow, whatever terminal
+    /// they would complete: `x…!` and `w…!` bodies are alike; `y…!!`'s is not.
+    #[test]
+    fn shadows_that_complete_alike_are_one() {
+        let text = "start: (X | W | Y)*\nX: /x[a-z]*!/\nW: /w[a-z]*!/\nY: /y[a-z]*!!/\n";
+        let lexer = lexer_of(text, false);
+        let mut reps = vec![0u8; lexer.num_classes()];
+        for b in (0..=255u8).rev() {
+            reps[lexer.class(b) as usize] = b;
+        }
+        let alike = firing_classes(&lexer, &reps);
+        let at = |c: u8| lexer.next(LexerDfa::START, c).index();
+        assert_ne!(at(b'x'), at(b'w'));
+        assert_eq!(alike[at(b'x')], alike[at(b'w')]);
+        assert_ne!(alike[at(b'x')], alike[at(b'y')]);
+        assert_ne!(
+            lexer.emits(lexer.next(LexStateId::new(at(b'x')), b'!')),
+            lexer.emits(lexer.next(LexStateId::new(at(b'w')), b'!'))
+        );
     }
 }
