@@ -30,11 +30,7 @@ pub fn add_shadows(lexer: LexerDfa, max_states: usize) -> Result<LexerDfa, Gramm
     }
     let n = lexer.num_states();
     let stride = lexer.num_classes();
-    // One byte per class, by class id.
-    let mut reps = vec![0u8; stride];
-    for b in (0..=255u8).rev() {
-        reps[lexer.class(b) as usize] = b;
-    }
+    let reps = reps_by_class(&lexer);
     let id = |q: u32| LexStateId::from_u32(q);
     let order = FiringOrder::new(&lexer, &reps);
     let alike = firing_classes(&lexer, &reps);
@@ -134,6 +130,15 @@ pub fn add_shadows(lexer: LexerDfa, max_states: usize) -> Result<LexerDfa, Gramm
     });
     // Rows are read from a valid lexer and stay within the states made.
     Ok(shadowed.expect("shadowed lexer tables are consistent"))
+}
+
+/// One byte per byte class, indexed by class id (the rows' order).
+fn reps_by_class(lexer: &LexerDfa) -> Vec<u8> {
+    let mut reps = vec![0u8; lexer.num_classes()];
+    for b in (0..=255u8).rev() {
+        reps[lexer.class(b) as usize] = b;
+    }
+    reps
 }
 
 /// Per plain state, the least state that completes a match on exactly the same byte
@@ -357,13 +362,7 @@ mod tests {
     #[test]
     fn later_firing_shadows_are_redundant() {
         let lexer = lexer_of(TOY, false);
-        let reps: Vec<u8> = {
-            let mut r = vec![0u8; lexer.num_classes()];
-            for b in (0..=255u8).rev() {
-                r[lexer.class(b) as usize] = b;
-            }
-            r
-        };
+        let reps = reps_by_class(&lexer);
         let order = FiringOrder::new(&lexer, &reps);
         let x = lexer.next(LexerDfa::START, b'x').as_u32();
         let y = lexer.next(LexerDfa::START, b'y').as_u32();
@@ -379,10 +378,7 @@ mod tests {
     fn shadows_that_complete_alike_are_one() {
         let text = "start: (X | W | Y)*\nX: /x[a-z]*!/\nW: /w[a-z]*!/\nY: /y[a-z]*!!/\n";
         let lexer = lexer_of(text, false);
-        let mut reps = vec![0u8; lexer.num_classes()];
-        for b in (0..=255u8).rev() {
-            reps[lexer.class(b) as usize] = b;
-        }
+        let reps = reps_by_class(&lexer);
         let alike = firing_classes(&lexer, &reps);
         let at = |c: u8| lexer.next(LexerDfa::START, c).index();
         assert_ne!(at(b'x'), at(b'w'));
