@@ -285,12 +285,16 @@ def test_indentation_grammars_are_refused_by_name_for_now(gpt2):
         compiler.compile_lark('start: "a"\n', tab_len=4)
 
 
-def test_longest_match_is_refused_by_name_for_now(gpt2):
-    """Longest-match lexing commits and is checked by the oracle in Rust; the mask
-    automaton does not carry its shadows yet, so compiling with it raises, naming it,
-    while the same grammar compiles without it."""
+def test_longest_match_backs_up_in_masks(gpt2):
+    """Under longest match `abccc` backs up to `ab c c c`: a complete document, so EOS is
+    allowed after it; under maximal munch it is only a prefix of `abccc…d`. Every token of
+    it is in the mask under both."""
     grammar = 'start: (AB | ABD | C)*\nAB: "ab"\nABD: /abc+d/\nC: "c"\n'
     compiler = stackmask.GrammarCompiler(gpt2)
-    compiler.compile_lark(grammar)
-    with pytest.raises(stackmask.StackmaskError, match="longest-match lexing"):
-        compiler.compile_lark(grammar, longest_match=True)
+    for longest, complete in [(False, False), (True, True)]:
+        m = stackmask.GrammarMatcher(compiler.compile_lark(grammar, longest_match=longest))
+        for t in gpt2.encode("abccc"):
+            assert t in allowed(m, gpt2.vocab_size)
+            assert m.accept_token(t)
+        assert m.is_accepting() == complete
+        assert (50256 in allowed(m, gpt2.vocab_size)) == complete

@@ -252,9 +252,6 @@ impl<'v> Compiler<'v> {
         if g.post_lexer()?.is_some() {
             return Err(super::automaton_refuses_indentation());
         }
-        if g.longest_match {
-            return Err(super::automaton_refuses_longest_match());
-        }
         let (opts, limits, vocab) = (&self.lexer, &self.limits, self.vocab);
         // On one of rayon's threads, as `build_dwa_until` is: the automaton's parallel
         // steps then fork and join in place.

@@ -131,27 +131,13 @@ pub(crate) fn build_glr_tables_until(
     Ok(tables)
 }
 
-/// The mask automaton's refusal of a grammar lexed by longest match.
-pub(crate) fn automaton_refuses_longest_match() -> GrammarError {
-    automaton_refuses("longest-match lexing", "shadows")
-}
-
 /// The mask automaton's refusal of a grammar behind an indenter.
 pub(crate) fn automaton_refuses_indentation() -> GrammarError {
-    automaton_refuses(
-        "indentation (`_INDENT` / `_DEDENT` from an indenter)",
-        "indentation",
-    )
-}
-
-/// The mask automaton's refusal of `construct`, which needs it to carry `what`.
-fn automaton_refuses(construct: &str, what: &str) -> GrammarError {
     GrammarError::Unsupported {
         span: Default::default(),
-        construct: construct.into(),
-        reason: format!(
-            "the mask automaton does not carry {what} yet: such a grammar commits (GLR) and \
-             is checked by the reference, but has no automaton masks"
-        ),
+        construct: "indentation (`_INDENT` / `_DEDENT` from an indenter)".into(),
+        reason: "the mask automaton does not carry indentation yet: such a grammar commits \
+                 (GLR) and is checked by the reference, but has no automaton masks"
+            .into(),
     }
 }

@@ -103,6 +103,12 @@ fn load_case(dir: &Path) -> Case {
     }
 }
 
+/// Whether the whole corpus runs (no `STACKMASK_CORPUS` filter): only then do checks that
+/// count cases apply.
+fn whole_corpus() -> bool {
+    std::env::var_os("STACKMASK_CORPUS").is_none()
+}
+
 fn cases() -> Vec<Case> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
         .unwrap()
@@ -111,8 +117,8 @@ fn cases() -> Vec<Case> {
         .collect();
     dirs.sort();
     assert!(dirs.len() >= 8, "corpus is missing cases");
-    // `STACKMASK_CORPUS=a,b` runs only those cases (while working on them; the count
-    // checks of some tests then fail).
+    // `STACKMASK_CORPUS=a,b` runs only those cases (while working on them; the checks
+    // that count cases are then skipped, see [`whole_corpus`]).
     if let Ok(only) = std::env::var("STACKMASK_CORPUS") {
         let only: Vec<&str> = only.split(',').collect();
         dirs.retain(|d| only.iter().any(|o| d.ends_with(o)));
@@ -442,7 +448,7 @@ fn dwa_masks_equal_reference_masks() {
         big.push(Vocab::load(dir.join(f).to_str().unwrap()).unwrap());
     }
     let cases = cases();
-    assert!(cases.iter().filter(|c| c.dwa).count() >= 10);
+    assert!(!whole_corpus() || cases.iter().filter(|c| c.dwa).count() >= 10);
     // Cases whose forced-split automaton did split string states (checked at the end, so
     // that the split path is not compared vacuously).
     let mut split_cases = std::collections::BTreeSet::new();
@@ -576,7 +582,7 @@ fn dwa_masks_equal_reference_masks() {
     eprintln!("split: {split_cases:?}");
     for name in ["counted_long", "counted_pattern", "json", "split_strings"] {
         assert!(
-            split_cases.contains(name),
+            !whole_corpus() || split_cases.contains(name),
             "{name} was never split: {split_cases:?}"
         );
     }
@@ -686,7 +692,7 @@ fn split_string_states_mask_as_unsplit_ones_at_every_step() {
         }
     }
     assert!(
-        compared >= 8,
+        !whole_corpus() || compared >= 8,
         "only {compared} case × vocabulary pairs split"
     );
 }
@@ -818,10 +824,11 @@ fn lr_runs_build_the_stacks_the_full_closure_builds() {
         fast_shifts * 10 >= single_stack_shifts * 9,
         "the fast path took {fast_shifts} of {single_stack_shifts} single-stack shifts"
     );
-    assert!(fast_verdicts > 0);
+    assert!(!whole_corpus() || fast_verdicts > 0);
     // The ambiguous grammars do reach the full closure.
     assert!(
-        closure_only.contains("expr_ambiguous") && closure_only.contains("merged_stacks"),
+        !whole_corpus()
+            || closure_only.contains("expr_ambiguous") && closure_only.contains("merged_stacks"),
         "cases that needed the full closure: {closure_only:?}"
     );
 }
@@ -841,7 +848,10 @@ fn droppable_cases_decide_through_trees_and_the_recognizer() {
     )
     .unwrap();
     let cases: Vec<Case> = cases().into_iter().filter(|c| c.droppable).collect();
-    assert!(cases.len() >= 3, "droppable cases are missing");
+    assert!(
+        !whole_corpus() || cases.len() >= 3,
+        "droppable cases are missing"
+    );
     for case in cases {
         let dwa = Compiler::new(&vocab)
             .automaton(&case.tables)

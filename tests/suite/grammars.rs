@@ -268,9 +268,10 @@ fn indenter_by_name_and_tab_width() {
 /// Longest-match lexing, from the CLI: SynCode's Python grammar commits a program whose
 /// lines start with `return`, `for`, `from` and `r`/`b`/`u`-prefixed strings only under
 /// it (1-lookahead maximal munch stops at the first such line, where `_NL` could have
-/// grown into a docstring); the mask automaton refuses longest match by name.
+/// grown into a docstring); the mask automaton's masks under it equal the reference's
+/// at every step of a document that backs up.
 #[test]
-fn longest_match_lexes_python_lines_and_the_automaton_refuses_it() {
+fn longest_match_lexes_python_lines_and_masks_through_the_automaton() {
     let grammar = resolve("shared:grammars/syncode/python.lark");
     let tokenizer = resolve("shared:tokenizers/llama3.json");
     let doc = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/docs/sample.py");
@@ -291,21 +292,23 @@ fn longest_match_lexes_python_lines_and_the_automaton_refuses_it() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/corpus/longest_match/grammar.lark"
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stackmask"))
-        .args([
-            "check",
-            "--grammar",
-            toy,
-            "--tokenizer",
-            &tokenizer,
-            "--longest-match",
-        ])
-        .args(["--text", doc, "--engine", "dwa"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("unsupported construct `longest-match lexing`"),
-        "{err}"
-    );
+    let text = std::env::temp_dir().join(format!("stackmask-longest-{}.txt", std::process::id()));
+    std::fs::write(&text, "abcccx abcab c abcccd;").unwrap();
+    let check = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stackmask"))
+            .args(["check", "--grammar", toy, "--tokenizer", &tokenizer])
+            .args(["--text", text.to_str().unwrap(), "--engine", "dwa"])
+            .args(["--mask-every", "1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let all = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), all)
+    };
+    let (ok, out) = check(&["--longest-match"]);
+    assert!(ok && out.contains("tokens, accepted"), "{out}");
+    let (_, munch) = check(&[]);
+    assert!(munch.contains("rejected after"), "{munch}");
+    std::fs::remove_file(&text).unwrap();
 }

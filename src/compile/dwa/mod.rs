@@ -22,6 +22,11 @@
 //!    a walk of the automaton over any parse stack yields the exact mask, in class space
 //!    until the final write.
 //!
+//! Under longest match, steps 1–4 are replaced (`build::forked_half`): no string split;
+//! walks fork, so a token may end at several nodes of one path; [`forked_equiv`] says
+//! which lexer states the forked walks cannot tell apart; atoms are tokens with equal
+//! outcomes in every trie; [`forked_classes`] makes the classes.
+//!
 //! # Glossary
 //!
 //! - **position**: where a configuration's lexer is — a growing lexeme in state `q`
@@ -50,6 +55,8 @@
 //!   them, `WalkOutcomes` are walks `alike_positions` made for `atomize` to read. (At
 //!   run time, [`crate::dwa::walk`] is the other walk: the mask's read of the parse
 //!   stack through the automaton.)
+//! - **fork** (longest match): a token walk's branch point, at a complete lexeme that can
+//!   grow — one branch emits it (carrying it as a shadow), one grows it.
 //! - **split lexer** (`string_split`): the lexer the automaton is built over when string
 //!   states are split into each terminal's own states.
 //! - **drain**: exploring every effect reached from the starts, in parallel batches.
@@ -63,6 +70,8 @@ mod dense_words;
 mod determinize;
 pub(crate) mod droppable;
 pub(crate) mod emission_trie;
+pub(crate) mod forked_classes;
+pub(crate) mod forked_equiv;
 pub(crate) mod position_equiv;
 pub(crate) mod stack_top_equiv;
 pub(crate) mod string_split;

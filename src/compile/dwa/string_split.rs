@@ -71,7 +71,9 @@ pub struct SplitPlan {
 /// The automaton's lexer for `lexer` but for its follow sets, or `None` when no string
 /// state is split (no facts, nothing to split, or not worth it under `mode`).
 pub fn plan(lexer: &LexerDfa, mode: SplitMode) -> Option<SplitPlan> {
-    if mode == SplitMode::Never {
+    // A longest-match lexer's shadowed states are not split (`forked_half` builds
+    // over the lexer as it is).
+    if mode == SplitMode::Never || lexer.longest_match() {
         return None;
     }
     let facts = lexer.string_facts()?;

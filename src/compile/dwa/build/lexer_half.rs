@@ -10,11 +10,27 @@ pub struct LexerHalf {
     /// The lexer the automaton is built over when string states are split.
     pub(super) split_lexer: Option<SplitLexer>,
     pub(super) emits: EmitTable,
-    pub(super) atoms: Atoms,
+    pub(super) atoms: AtomMap,
     pub(super) shapes: Vec<Shape>,
     /// Atoms of classes left to the runtime (`droppable`'s overflowing classes).
     pub(super) overflow: RoaringBitmap,
     pub(super) starts: StartTries,
+}
+
+/// What the rest of the build needs of the atoms: each token's atom ([`NO_ATOM`] for a
+/// token no position takes) and each atom's first byte.
+pub(super) struct AtomMap {
+    pub(super) of_token: Vec<u32>,
+    /// Per atom, its tokens' first byte (tokens an inhibited boundary could tell apart
+    /// are never one atom).
+    pub(super) first_byte: Vec<u8>,
+}
+
+impl AtomMap {
+    /// Number of atoms.
+    pub(super) fn len(&self) -> usize {
+        self.first_byte.len()
+    }
 }
 
 /// Start positions and their tries, condensed: which trie each position reads, and each
@@ -47,6 +63,9 @@ pub(crate) fn lexer_half(
     stop: &Interrupt,
 ) -> Result<LexerHalf, GrammarError> {
     stop.check()?;
+    if lexer.longest_match() {
+        return super::forked_half::lexer_half_forked(lexer, follow, vocab, limits, stop);
+    }
     // A token walked from a counted run's template must not reach the next critical
     // count, or the template would stand for iterations it differs from.
     let tokens = vocab.parts();
@@ -141,7 +160,7 @@ pub(crate) fn lexer_half(
     let walks = Walks::new(lexer, tokens, &universe, Some(&share));
     stop.check()?;
     // The long parts' walks `alike_positions` made are read from it, not walked again.
-    let atoms = atomize(
+    let mut atoms = atomize(
         lexer,
         &emits,
         &walks,
@@ -155,6 +174,10 @@ pub(crate) fn lexer_half(
     let (shapes, trie_shape, own_tables, own_local, overflow) =
         classify_positions((lexer, follow), &emits, &atoms, &walks, &built, stop)?;
     let shapes = shapes.into_list();
+    let atoms = AtomMap {
+        of_token: atoms.of_token(tokens),
+        first_byte: std::mem::take(&mut atoms.first_byte),
+    };
     Ok(LexerHalf {
         split_lexer,
         emits,

@@ -66,10 +66,11 @@ use crate::vocab::{TokenParts, Vocab};
 
 mod drain;
 mod explore;
+mod forked_half;
 mod lexer_half;
 pub(crate) use lexer_half::lexer_half;
 pub use lexer_half::LexerHalf;
-use lexer_half::StartTries;
+use lexer_half::{AtomMap, StartTries};
 
 /// Bounds on the automaton build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -779,9 +780,6 @@ pub(crate) fn build_dwa_until(
     if tables.indenter.is_some() {
         return Err(crate::compile::automaton_refuses_indentation());
     }
-    if tables.lexer.longest_match() {
-        return Err(crate::compile::automaton_refuses_longest_match());
-    }
     // Run on one of rayon's threads (in place when already on one): called from another
     // thread, each of the build's dozen parallel steps would be sent to the pool and
     // waited for across threads, a round trip of two wake-ups each; from a worker, they
@@ -851,13 +849,12 @@ pub(crate) fn finish_dwa(
         None => tables,
     };
     let lexer = tables.lexer;
-    let tokens = vocab.parts();
     let shape_list: Vec<&Shape> = shapes.iter().collect();
     let lr = tables.lr;
     // The atoms' token words (for the class tables) need only the atoms: they are made on
     // another thread while the automaton's class sets, which are serial, are made here.
     let automaton_sets = || automaton_class_sets(tables, &shape_list, &emits);
-    let atom_words = || AtomWords::new(&atoms.of_token(tokens), atoms.len());
+    let atom_words = || AtomWords::new(&atoms.of_token, atoms.len());
     // What the starts need of the LR table alone (its state classes, tens of ms on large
     // schemas) is made beside the two, which are mostly serial.
     let lr_facts = || {
@@ -913,7 +910,7 @@ pub(crate) fn finish_dwa(
         vocab_len: vocab.len() as u32,
         eos: vocab.eos().to_vec(),
         split: split_lexer.map(|w| w.into_split(vocab)),
-        drops: drop_tables(&shape_list, &atoms.of_token(tokens), &overflow, vocab),
+        drops: drop_tables(&shape_list, &atoms.of_token, &overflow, vocab),
         expansions: Default::default(),
     };
     dwa.validate()
@@ -1057,7 +1054,7 @@ fn start_tables(
     starts: StartTries,
     base: &[u32],
     lexer: &LexerDfa,
-    atoms: &Atoms,
+    atoms: &AtomMap,
     atom_words: &AtomWords,
 ) -> (Vec<StartPos>, Vec<ClassTokens>, WordPool) {
     let mut tables_out: Vec<(u32, u32)> = Vec::new();

@@ -185,7 +185,6 @@ impl TerminalTrie {
     /// Replaces every final position by `canon(pos)`, merging the token sets of finals
     /// that then coincide at a node (sorted by position, so equal outcomes give equal
     /// nodes whatever the positions were before).
-    #[cfg(test)]
     pub fn canonicalize_finals(&mut self, canon: impl Fn(LexPos) -> LexPos) {
         for n in &mut self.nodes {
             if n.finals.is_empty() {
@@ -361,6 +360,9 @@ fn walk_block(
     j: usize,
     after_first: LexStateId,
 ) -> Vec<TrieNode> {
+    if lexer.longest_match() {
+        return walk_block_forked(lexer, emits, parts, j, after_first);
+    }
     let mut b = Builder::new();
     let step = |b: &mut Builder, w: Walk, byte: u8| -> Option<Walk> {
         let n = lexer.next_rep(w.q, byte);
@@ -421,18 +423,83 @@ fn walk_block(
     b.finish()
 }
 
+/// [`walk_block`] under longest match, where a token's bytes may lex more than one way.
+///
+/// The walk forks as the recognizer does: at every byte that completes a lexeme that can
+/// grow, one branch grows and one emits; the emitting branch carries the lexeme as a
+/// shadow (in its lexer states) and dies where the shadow completes a longer match. A
+/// walk is a set of branches, each pending in a state or at the boundary after an
+/// emission, with its trie node; a token's outcomes are those of every branch, so a
+/// token may end at several nodes that lie on no one path (`forked_classes` decides
+/// such tokens). Forks that end in equal branches are one.
+fn walk_block_forked(
+    lexer: &LexerDfa,
+    emits: &EmitTable,
+    parts: &TokenParts,
+    j: usize,
+    after_first: LexStateId,
+) -> Vec<TrieNode> {
+    type Branches = smallvec::SmallVec<[(LexPos, u32); 4]>;
+    let mut b = Builder::new();
+    // The branches after a byte took a branch to `q1` (not dead) at `node`.
+    let enter = |b: &mut Builder, out: &mut Branches, q1: LexStateId, node: u32| {
+        let mut push = |x: (LexPos, u32)| {
+            if !out.contains(&x) {
+                out.push(x);
+            }
+        };
+        if lexer.can_extend(q1) {
+            push((LexPos::Pending(q1), node));
+        }
+        if let Some(e) = emits.of_state(q1) {
+            let c = b.child(node, e);
+            push((LexPos::Boundary(lexer.inhibitor(q1)), c));
+        }
+    };
+    let nodes = parts.part_nodes(j);
+    let mut first = Branches::new();
+    enter(&mut b, &mut first, after_first, 0);
+    // The branches at each depth of the current path (index 0 unused).
+    let mut at: Vec<Branches> = vec![first; parts.longest() + 1];
+    let mut n = nodes.start;
+    while n < nodes.end {
+        let d = parts.depth(n);
+        if d > 1 {
+            let byte = parts.byte(n);
+            let mut next = Branches::new();
+            for &(pos, node) in &at[d - 1] {
+                let q1 = match pos {
+                    LexPos::Pending(q) => lexer.next_rep(q, byte),
+                    LexPos::Boundary(p) => lexer.boundary_next_rep(p, byte),
+                };
+                if !lexer.is_dead(q1) {
+                    enter(&mut b, &mut next, q1, node);
+                }
+            }
+            if next.is_empty() {
+                n = parts.subtree_end(n);
+                continue;
+            }
+            at[d] = next;
+        }
+        for o in parts.ending_at(n) {
+            let id = parts.id(o);
+            for &(pos, node) in &at[d] {
+                b.add_final(node, pos, id);
+            }
+        }
+        n += 1;
+    }
+    b.finish()
+}
+
 /// The lexer state a token's first byte `b` leads to from `start`, or `None` if no
 /// token starting with `b` is viable there (a pending lexeme cannot take `b`; a boundary
 /// inhibited by a lexeme that could take `b`; no lexeme starts with `b`).
 fn after_first_byte(lexer: &LexerDfa, start: LexPos, b: u8) -> Option<LexStateId> {
     let n = match start {
         LexPos::Pending(q) => lexer.next_rep(q, b),
-        LexPos::Boundary(p) => {
-            if !lexer.is_dead(lexer.next_rep(p, b)) {
-                return None;
-            }
-            lexer.next_rep(LexerDfa::START, b)
-        }
+        LexPos::Boundary(p) => lexer.boundary_next_rep(p, b),
     };
     (!lexer.is_dead(n)).then_some(n)
 }
@@ -472,6 +539,15 @@ pub struct WalkShare {
 const FINE_DEPTH: usize = 16;
 
 impl WalkShare {
+    /// Sharing by one class per lexer state at every depth: `class` must be classes
+    /// whose states lex every byte string alike, however long (`forked_equiv`).
+    pub fn uniform(class: Vec<u32>, tokens: &TokenParts) -> Self {
+        Self {
+            classes: vec![class.clone(); tokens.buckets()],
+            fine: vec![class; FINE_DEPTH.min(tokens.longest()) + 1],
+        }
+    }
+
     /// The classes of the length buckets of `tokens` under the end representatives
     /// `reps`; also returns the classes at the longest token's depth, which tell apart
     /// start positions whose tries differ.
@@ -818,9 +894,11 @@ pub fn start_positions(lexer: &LexerDfa) -> Vec<LexPos> {
         let q = LexStateId::new(q);
         if lexer.can_extend(q) {
             out.push(LexPos::Pending(q));
-            if !lexer.emits(q).is_empty() {
-                out.push(LexPos::Boundary(q));
-            }
+        }
+        // Under longest match a lexeme that cannot grow still inhibits through its
+        // shadows.
+        if !lexer.emits(q).is_empty() && lexer.inhibitor(q) == q {
+            out.push(LexPos::Boundary(q));
         }
     }
     out

@@ -1042,6 +1042,12 @@ impl Runs {
 }
 
 impl Atoms {
+    /// Number of atoms.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.first_byte.len()
+    }
+
     /// Per token id, its atom ([`NO_ATOM`] for a token no position can take, and for
     /// special tokens); `tokens` must be the parts the atoms were made from.
     pub fn of_token(&self, tokens: &TokenParts) -> Vec<u32> {
@@ -1147,11 +1153,6 @@ impl Atoms {
         node_of_path[path as usize] = v;
         made.push(path);
         v
-    }
-
-    /// Number of atoms.
-    pub fn len(&self) -> usize {
-        self.first_byte.len()
     }
 }
 

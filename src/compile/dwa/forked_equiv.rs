@@ -1,0 +1,150 @@
+//! Pass: a longest-match lexer × follow tables → which lexer states its forked token
+//! walks cannot tell apart (the counterpart of `position_equiv` for `forked_half`).
+//!
+//! A forked walk (`terminal_trie`) is a set of branches; each byte takes a branch into
+//! a lexer state `s` (by the plain transition from a pending branch, by the boundary
+//! table from a closed one), and what follows depends only on `s`: it grows if `s` can
+//! grow, it closes `s`'s emission at `Boundary(inhibitor(s))` if `s` is complete, and the
+//! next byte moves the two by `next(s, ·)` and `boundary_next(inhibitor(s), ·)`. Where a
+//! token ends matters to the automaton only through the follow set there, so ends with
+//! equal follow sets are one ([`ForkedEquiv::canonical`]). Moore refinement over that
+//! structure gives classes of states whose walks give every byte string the same
+//! outcomes, ends canonical: start positions entering states of one class have equal
+//! tries, and a block of tokens is walked once per class.
+//!
+//! Depends on the lexer and its follow tables; build time only.
+
+use hashbrown::HashMap;
+
+use crate::ids::LexStateId;
+use crate::lexer::{LexFollow, LexPos, LexerDfa};
+use crate::termset::TermSet;
+
+/// Classes of lexer states under forked walks, and the canonical ends.
+pub struct ForkedEquiv {
+    /// Per lexer state, its class (classes numbered by first state).
+    pub class: Vec<u32>,
+    /// Per lexer state, the least state with its follow set after a pending lexeme.
+    pending_rep: Vec<LexStateId>,
+    /// Per lexer state, the least state with its follow set at the boundary it inhibits.
+    boundary_rep: Vec<LexStateId>,
+}
+
+impl ForkedEquiv {
+    /// Refines the states of `lexer` (a longest-match lexer) until stable.
+    pub fn new(lexer: &LexerDfa, follow: &LexFollow) -> Self {
+        let n = lexer.num_states();
+        let ids = || (0..n).map(LexStateId::new);
+        // The least state per follow set, pending and at a boundary.
+        fn rep_by<'a>(n: usize, f: impl Fn(LexStateId) -> Option<&'a TermSet>) -> Vec<LexStateId> {
+            let mut first: HashMap<&TermSet, LexStateId> = HashMap::new();
+            (0..n)
+                .map(LexStateId::new)
+                .map(|q| match f(q) {
+                    Some(set) => *first.entry(set).or_insert(q),
+                    None => q,
+                })
+                .collect()
+        }
+        let live = |q: LexStateId| q.index() >= 2;
+        let pending_rep = rep_by(n, |q| {
+            (live(q) && lexer.can_extend(q)).then(|| follow.after_pending(q))
+        });
+        let boundary_rep = rep_by(n, |q| {
+            (live(q) && !lexer.emits(q).is_empty() && lexer.inhibitor(q) == q)
+                .then(|| follow.at_boundary(q))
+        });
+        // One byte per byte class.
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut seen = vec![false; lexer.num_classes()];
+        for b in 0..=255u8 {
+            let c = usize::from(lexer.class(b));
+            if !seen[c] {
+                seen[c] = true;
+                bytes.push(b);
+            }
+        }
+        let dead = LexerDfa::DEAD;
+        // What a branch entering `q` shows at once: dead, growing (where it ends), closed
+        // (its emission, where it ends).
+        let label = |q: LexStateId| -> (bool, Option<LexStateId>, Option<(&[_], LexPos)>) {
+            if lexer.is_dead(q) {
+                return (true, None, None);
+            }
+            let grows = lexer.can_extend(q).then(|| pending_rep[q.index()]);
+            let emits = lexer.emits(q);
+            let closes = (!emits.is_empty()).then(|| {
+                let inh = lexer.inhibitor(q);
+                let end = if inh == dead {
+                    LexPos::Boundary(dead)
+                } else {
+                    LexPos::Boundary(boundary_rep[inh.index()])
+                };
+                (emits, end)
+            });
+            (false, grows, closes)
+        };
+        let mut labels: HashMap<_, u32> = HashMap::new();
+        let mut class: Vec<u32> = ids()
+            .map(|q| {
+                let next = labels.len() as u32;
+                *labels.entry(label(q)).or_insert(next)
+            })
+            .collect();
+        let mut count = labels.len();
+        // Per state, its successors: the growing branch's, then the closed branch's.
+        let succ: Vec<Vec<LexStateId>> = ids()
+            .map(|q| {
+                if lexer.is_dead(q) {
+                    return Vec::new();
+                }
+                let mut s: Vec<LexStateId> = if lexer.can_extend(q) {
+                    bytes.iter().map(|&b| lexer.next_rep(q, b)).collect()
+                } else {
+                    Vec::new()
+                };
+                if !lexer.emits(q).is_empty() {
+                    let inh = lexer.inhibitor(q);
+                    s.extend(bytes.iter().map(|&b| lexer.boundary_next_rep(inh, b)));
+                }
+                s
+            })
+            .collect();
+        loop {
+            let mut sigs: HashMap<(u32, Vec<u32>), u32> = HashMap::new();
+            let next: Vec<u32> = ids()
+                .map(|q| {
+                    let key = (
+                        class[q.index()],
+                        succ[q.index()].iter().map(|s| class[s.index()]).collect(),
+                    );
+                    let k = sigs.len() as u32;
+                    *sigs.entry(key).or_insert(k)
+                })
+                .collect();
+            let grew = sigs.len() > count;
+            count = sigs.len();
+            class = next;
+            if !grew {
+                break;
+            }
+        }
+        Self {
+            class,
+            pending_rep,
+            boundary_rep,
+        }
+    }
+
+    /// Where a token ending at `p` stands for the automaton: a state with the same
+    /// follow set.
+    pub fn canonical(&self, p: LexPos) -> LexPos {
+        match p {
+            LexPos::Pending(q) => LexPos::Pending(self.pending_rep[q.index()]),
+            LexPos::Boundary(q) if q != LexerDfa::DEAD => {
+                LexPos::Boundary(self.boundary_rep[q.index()])
+            }
+            p => p,
+        }
+    }
+}
