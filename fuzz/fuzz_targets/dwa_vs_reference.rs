@@ -6,7 +6,9 @@
 //! make the split apply. The automaton also goes through its artifact bytes and back: the
 //! loaded grammar loads and masks alike at every step. A third of the grammars have a
 //! droppable terminal `D` (`;`), taken where some parse can take it and skipped elsewhere,
-//! so tokens carry several droppable lexemes.
+//! so tokens carry several droppable lexemes. A third of the others are lexed by longest
+//! match, with a terminal `P` (`a-…-b`) whose lexemes die incomplete and back up, so token
+//! walks fork.
 #![no_main]
 
 use std::sync::Arc;
@@ -44,9 +46,10 @@ fn word(b: &mut Bytes, max: u8) -> Vec<u8> {
     (0..len).map(|_| ALPHA[b.below(ALPHA.len() as u8) as usize]).collect()
 }
 
-/// A grammar, and whether its `D` is droppable.
-fn grammar(b: &mut Bytes) -> (String, bool) {
+/// A grammar, whether its `D` is droppable, and whether it is lexed by longest match.
+fn grammar(b: &mut Bytes) -> (String, bool, bool) {
     let drop = b.below(3) == 0;
+    let longest = !drop && b.below(3) == 0;
     let nts = 1 + b.below(3);
     let mut out = String::from("start: n0\n");
     for n in 0..nts {
@@ -59,6 +62,7 @@ fn grammar(b: &mut Bytes) -> (String, bool) {
                 match b.below(if drop { 6 } else { 5 }) {
                     0 => s.push(format!("n{}", b.below(nts))),
                     5 => s.push("D".to_string()),
+                    1 if longest && b.below(2) == 0 => s.push("P".to_string()),
                     1 => s.push("W".to_string()),
                     2 => s.push(["Q", "R"][b.below(2) as usize].to_string()),
                     _ => {
@@ -80,18 +84,22 @@ fn grammar(b: &mut Bytes) -> (String, bool) {
     if drop {
         out.push_str("D: /;/\n");
     }
+    if longest {
+        out.push_str("P: /a-+b/\n");
+    }
     if b.below(2) == 0 {
         out.push_str("%ignore \" \"\n");
     }
-    (out, drop)
+    (out, drop, longest)
 }
 
 fuzz_target!(|data: &[u8]| {
     let mut b = Bytes(data);
-    let (text, drop) = grammar(&mut b);
+    let (text, drop, longest) = grammar(&mut b);
     let Ok(mut g) = compile_grammar(&text, GrammarFormat::Lark) else {
         return;
     };
+    g.longest_match = longest;
     if drop && g.set_droppable(&["D".to_string()]).is_err() {
         return;
     }
