@@ -442,7 +442,9 @@ pub fn fill_masks(
         });
     }
     let rows = &mut out[..row_words * matchers.len()];
-    if matchers.len() < PARALLEL_MIN_BATCH {
+    // With one thread in the pool, its worker would fill the rows while the caller waits:
+    // the hand-off and the rows' move to the worker's cache, nothing in parallel.
+    if matchers.len() < PARALLEL_MIN_BATCH || rayon::current_num_threads() < 2 {
         // Waking the pool costs tens of µs, more than a few µs-scale masks (measured on
         // 2 cores: 8 JSON matchers, 16 µs in a loop, 39 µs through the pool).
         return rows

@@ -230,10 +230,14 @@ fn maskbench_json_keeps_the_summary_last_beside_floor_and_noise() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tokens = serde_json::from_str::<Value>(&std::fs::read_to_string(&details).unwrap())
-        .unwrap()["tokens"]
-        .as_u64()
-        .unwrap();
+    let line = serde_json::from_str::<Value>(&std::fs::read_to_string(&details).unwrap()).unwrap();
+    let tokens = line["tokens"].as_u64().unwrap();
+    // t10: the compile plus the first ten tokens' times, no more than all of them.
+    let ms = |k: &str| line[k].as_f64().unwrap();
+    assert!(
+        ms("ttfm_ms") < ms("t10_ms") && ms("t10_ms") <= ms("ttfm_ms") + ms("tbm_sum_us") / 1e3,
+        "{line}"
+    );
     std::fs::remove_dir_all(&dir).ok();
     let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -260,9 +264,12 @@ fn maskbench_json_keeps_the_summary_last_beside_floor_and_noise() {
             "invalid_rejected",
             "invalidation_errors",
             "ttfm_ms",
+            "t10_ms",
             "tbm_us"
         ]
     );
+    // Summaries round to hundredths.
+    assert!((summary["t10_ms"]["max"].as_f64().unwrap() - ms("t10_ms")).abs() <= 0.01);
     assert_eq!(summary["valid_accepted"], 1);
     assert_eq!(summary["invalid_rejected"], 1);
     assert_eq!(floor["replays"], 2);

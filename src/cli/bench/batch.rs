@@ -26,6 +26,14 @@ pub struct BatchRow {
     pub total_us: Dist,
     /// `total_us.p50 / batch`.
     pub per_sequence_p50_us: f64,
+    /// The same states' masks filled one by one on the calling thread (`Matcher::fill_mask`
+    /// in a loop over the same rows): p50 of a loop, divided by `batch`. The cost per
+    /// sequence without batching, to compare `per_sequence_p50_us` with.
+    #[serde(default)]
+    pub one_by_one_p50_us: f64,
+    /// Threads `fill_masks` could use (rayon's pool; `RAYON_NUM_THREADS` sets it).
+    #[serde(default)]
+    pub threads: usize,
 }
 
 /// Times `fill_masks` for each size in `sizes`, `calls` times each (after one warm-up).
@@ -58,20 +66,33 @@ pub fn run(w: &Workload, sizes: &[usize], calls: usize) -> Result<Vec<BatchRow>,
         let batch: Vec<&Matcher> = (0..n).map(|i| &states[i % states.len()]).collect();
         let mut masks = vec![0u32; row * n];
         fill_masks(&batch, &mut masks, row).map_err(|e| e.to_string())?;
-        let mut us = Vec::with_capacity(calls);
+        // The batched calls, then as many loops filling the same rows one by one (timed in
+        // blocks: alternating them moved the rows between the two cores' caches each
+        // call, which neither path pays in a server's steady state).
+        let (mut us, mut one) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
         for _ in 0..calls {
             let t0 = Instant::now();
             fill_masks(&batch, &mut masks, row).map_err(|e| e.to_string())?;
             us.push(t0.elapsed().as_secs_f64() * 1e6);
         }
-        // `calls` is at least one, so the distribution exists.
+        for _ in 0..calls {
+            let t0 = Instant::now();
+            for (row, m) in masks.chunks_mut(row).zip(&batch) {
+                m.fill_mask(row).map_err(|e| e.to_string())?;
+            }
+            one.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+        // `calls` is at least one, so the distributions exist.
         let total = Dist::of(&mut us).ok_or("no calls timed")?;
+        let one = Dist::of(&mut one).ok_or("no calls timed")?;
         out.push(BatchRow {
             workload: w.name.clone(),
             batch: n,
             calls,
             total_us: total,
             per_sequence_p50_us: total.p50 / n.max(1) as f64,
+            one_by_one_p50_us: one.p50 / n.max(1) as f64,
+            threads: rayon::current_num_threads(),
         });
     }
     Ok(out)

@@ -25,18 +25,19 @@ fn ms(x: f64) -> String {
 pub fn workloads(rows: &[Row]) -> String {
     let mut s = String::new();
     s.push_str(
-        "| workload | tokens | compile ms (tables + automaton) | artifact KiB | load ms | peak RSS MiB \
+        "| workload | tokens | compile ms (tables + automaton) | to 10th token ms | artifact KiB \
+         | load ms | peak RSS MiB \
          | mask µs p50 | p90 | p99 | p99.9 | max | least of replays p99.9 / max \
          | commit µs p50 | p99.9 | stack reads mean / max | status |\n",
     );
-    s.push_str("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+    s.push_str("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
     for r in rows {
         let (m, c) = match (r.mask_us, r.commit_us) {
             (Some(m), Some(c)) => (m, c),
             _ => {
                 let _ = writeln!(
                     s,
-                    "| {} | | | | | | | | | | | | | | | {} |",
+                    "| {} | | | | | | | | | | | | | | | | {} |",
                     r.name,
                     r.status.replace('|', "\\|")
                 );
@@ -45,12 +46,13 @@ pub fn workloads(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} ({} + {}) | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} / {} | {} |",
+            "| {} | {} | {} ({} + {}) | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} / {} | {} |",
             r.name,
             r.tokens,
             ms(r.tables_ms + r.automaton_ms),
             ms(r.tables_ms),
             ms(r.automaton_ms),
+            ms(r.t10_ms),
             r.artifact_bytes as f64 / 1024.0,
             ms(r.load_ms),
             r.peak_rss_mib.map(|x| format!("{x:.0}")).unwrap_or_default(),
@@ -75,18 +77,23 @@ pub fn workloads(rows: &[Row]) -> String {
 /// The batch table.
 pub fn batches(rows: &[BatchRow]) -> String {
     let mut s = String::new();
-    s.push_str("| workload | matchers | fill_masks µs p50 | p99 | max | µs per sequence (p50) |\n");
-    s.push_str("|---|--:|--:|--:|--:|--:|\n");
+    s.push_str(
+        "| workload | matchers | threads | fill_masks µs p50 | p99 | max | µs per sequence (p50) \
+         | one by one, µs per sequence (p50) |\n",
+    );
+    s.push_str("|---|--:|--:|--:|--:|--:|--:|--:|\n");
     for r in rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {:.2} |",
+            "| {} | {} | {} | {} | {} | {} | {:.2} | {:.2} |",
             r.workload,
             r.batch,
+            r.threads,
             us(r.total_us.p50),
             us(r.total_us.p99),
             us(r.total_us.max),
-            r.per_sequence_p50_us
+            r.per_sequence_p50_us,
+            r.one_by_one_p50_us
         );
     }
     s
