@@ -28,6 +28,8 @@ pub struct ForkedEquiv {
     pending_rep: Vec<LexStateId>,
     /// Per lexer state, the least state with its follow set at the boundary it inhibits.
     boundary_rep: Vec<LexStateId>,
+    /// One byte per byte class.
+    bytes: Vec<u8>,
 }
 
 impl ForkedEquiv {
@@ -133,7 +135,28 @@ impl ForkedEquiv {
             class,
             pending_rep,
             boundary_rep,
+            bytes,
         }
+    }
+
+    /// What a start position's trie depends on: per byte class, the class of the state
+    /// a token's first byte enters (`u32::MAX`: dead). Positions with equal keys have
+    /// equal tries, ends canonical.
+    pub fn trie_key(&self, lexer: &LexerDfa, p: LexPos) -> Vec<u32> {
+        self.bytes
+            .iter()
+            .map(|&b| {
+                let n = match p {
+                    LexPos::Pending(q) => lexer.next_rep(q, b),
+                    LexPos::Boundary(q) => lexer.boundary_next_rep(q, b),
+                };
+                if lexer.is_dead(n) {
+                    u32::MAX
+                } else {
+                    self.class[n.index()]
+                }
+            })
+            .collect()
     }
 
     /// Where a token ending at `p` stands for the automaton: a state with the same

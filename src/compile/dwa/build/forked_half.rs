@@ -36,23 +36,20 @@ pub(super) fn lexer_half_forked(
     let tokens = vocab.parts();
     let emits = EmitTable::new(lexer);
     let positions = start_positions(lexer);
-    // Positions whose first bytes enter states of one class have equal tries, ends
-    // canonical: one trie per class.
+    // Positions whose first bytes enter states of one class (byte by byte) have equal
+    // tries, ends canonical: one trie per such key.
     let equiv = ForkedEquiv::new(lexer, follow);
-    let mut trie_index: HashMap<(u8, u32), usize> = HashMap::new();
+    let mut trie_index: HashMap<Vec<u32>, usize> = HashMap::new();
     let mut built: Vec<LexPos> = Vec::new();
     let trie_of: Vec<usize> = positions
         .iter()
         .map(|&p| {
-            let key = match p {
-                LexPos::Pending(q) => (0, equiv.class[q.index()]),
-                LexPos::Boundary(q) if q == LexerDfa::DEAD => (1, 0),
-                LexPos::Boundary(q) => (2, equiv.class[q.index()]),
-            };
-            *trie_index.entry(key).or_insert_with(|| {
-                built.push(p);
-                built.len() - 1
-            })
+            *trie_index
+                .entry(equiv.trie_key(lexer, p))
+                .or_insert_with(|| {
+                    built.push(p);
+                    built.len() - 1
+                })
         })
         .collect();
     if built.len() > limits.max_tries {
