@@ -382,4 +382,19 @@ mod tests {
         assert_ne!(c2, c4);
         assert!(split.parts_at(at(5)).is_none());
     }
+
+    /// Overlapping quoted strings are split under maximal munch and never under longest
+    /// match (the conformance tests check one automaton per longest-match case on this).
+    #[test]
+    fn longest_match_lexers_are_never_split() {
+        use super::{plan, SplitMode};
+        use crate::compile::{build_glr_tables, frontend::lark};
+        let text = "start: (A | B)*\nA: /\"[ab]*\"/\nB: /\"a[ab]*\"/\n";
+        let mut g = lark::compile(text).unwrap();
+        let munch = build_glr_tables(&g).unwrap();
+        assert!(plan(&munch.lexer, SplitMode::Always).is_some());
+        g.longest_match = true;
+        let longest = build_glr_tables(&g).unwrap();
+        assert!(plan(&longest.lexer, SplitMode::Always).is_none());
+    }
 }
