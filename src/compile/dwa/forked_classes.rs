@@ -149,6 +149,7 @@ pub fn classify_forked(trie: TerminalTrie<Vec<u32>>) -> Result<ClassedTrie<Vec<u
 mod tests {
     use super::*;
     use crate::compile::dwa::terminal_trie::{build_tries, start_positions, EmitTable, TrieNode};
+    use crate::compile::dwa::token_classes::{class_outcomes, token_outcomes};
     use crate::compile::{build_glr_tables, frontend::lark};
 
     /// Classes partition each trie's tokens, every class's outcomes (emissions depth by
@@ -201,36 +202,12 @@ mod tests {
             for (c, toks) in ct.tokens.iter().enumerate() {
                 assert!(!toks.is_empty());
                 let c = c as u32;
-                let mut from_shape: Vec<(usize, String)> = Vec::new();
-                for (d, es) in ct.shape.emits.iter().enumerate() {
-                    for (e, cl) in es {
-                        if cl.to_bitmap().contains(c) {
-                            from_shape.push((d, format!("e{}", e.0)));
-                        }
-                    }
-                }
-                for (d, fs) in ct.shape.finals.iter().enumerate() {
-                    for (p, cl) in fs {
-                        if cl.to_bitmap().contains(c) {
-                            from_shape.push((d, format!("{p:?}")));
-                        }
-                    }
-                }
-                from_shape.sort();
+                let from_shape = class_outcomes(&ct.shape, c);
                 for &t in toks {
                     assert!(seen.insert(t), "token {t} in two classes");
                     let outs = trie.outcomes_of(crate::ids::TokenId::new(t as usize));
                     most_outcomes = most_outcomes.max(outs.len());
-                    let mut from_trie: Vec<(usize, String)> = Vec::new();
-                    for (path, pos) in outs {
-                        for (d, e) in path.iter().enumerate() {
-                            from_trie.push((d + 1, format!("e{}", e.0)));
-                        }
-                        from_trie.push((path.len(), format!("{pos:?}")));
-                    }
-                    from_trie.sort();
-                    from_trie.dedup();
-                    assert_eq!(from_shape, from_trie, "token {t} in class {c}");
+                    assert_eq!(from_shape, token_outcomes(&outs), "token {t} in class {c}");
                 }
             }
         }

@@ -270,6 +270,44 @@ impl Ord for ClassList {
     }
 }
 
+/// Class `c`'s outcomes as `shape` holds them: `(depth, "e<emission>")` for each lexeme
+/// emitted, `(depth, position)` for each end, sorted (what tests compare).
+#[cfg(test)]
+pub(crate) fn class_outcomes(shape: &Shape, c: u32) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for (d, es) in shape.emits.iter().enumerate() {
+        for (e, cl) in es {
+            if cl.to_bitmap().contains(c) {
+                out.push((d, format!("e{}", e.0)));
+            }
+        }
+    }
+    for (d, fs) in shape.finals.iter().enumerate() {
+        for (p, cl) in fs {
+            if cl.to_bitmap().contains(c) {
+                out.push((d, format!("{p:?}")));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A token's trie outcomes (`TerminalTrie::outcomes_of`) in [`class_outcomes`]' form.
+#[cfg(test)]
+pub(crate) fn token_outcomes(outs: &[(Vec<EmitId>, LexPos)]) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for (path, pos) in outs {
+        for (d, e) in path.iter().enumerate() {
+            out.push((d + 1, format!("e{}", e.0)));
+        }
+        out.push((path.len(), format!("{pos:?}")));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,34 +343,10 @@ mod tests {
             }
             for (c, toks) in ct.tokens.iter().enumerate() {
                 let c = c as u32;
-                // Outcomes of the class from the shape.
-                let mut from_shape: Vec<(usize, String)> = Vec::new();
-                for (d, es) in ct.shape.emits.iter().enumerate() {
-                    for (e, cl) in es {
-                        if cl.to_bitmap().contains(c) {
-                            from_shape.push((d, format!("e{}", e.0)));
-                        }
-                    }
-                }
-                for (d, fs) in ct.shape.finals.iter().enumerate() {
-                    for (p, cl) in fs {
-                        if cl.to_bitmap().contains(c) {
-                            from_shape.push((d, format!("{p:?}")));
-                        }
-                    }
-                }
-                from_shape.sort();
+                let from_shape = class_outcomes(&ct.shape, c);
                 for t in toks {
-                    let mut from_trie: Vec<(usize, String)> = Vec::new();
-                    for (path, pos) in trie.outcomes_of(crate::ids::TokenId::new(t as usize)) {
-                        for (d, e) in path.iter().enumerate() {
-                            from_trie.push((d + 1, format!("e{}", e.0)));
-                        }
-                        from_trie.push((path.len(), format!("{pos:?}")));
-                    }
-                    from_trie.sort();
-                    from_trie.dedup();
-                    assert_eq!(from_shape, from_trie, "token {t} in class {c}");
+                    let outs = trie.outcomes_of(crate::ids::TokenId::new(t as usize));
+                    assert_eq!(from_shape, token_outcomes(&outs), "token {t} in class {c}");
                 }
             }
         }

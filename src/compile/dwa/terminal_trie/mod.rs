@@ -430,8 +430,8 @@ fn walk_block(
 /// shadow (in its lexer states) and dies where the shadow completes a longer match. A
 /// walk is a set of branches, each pending in a state or at the boundary after an
 /// emission, with its trie node; a token's outcomes are those of every branch, so a
-/// token may end at several nodes that lie on no one path (`forked_classes` decides
-/// such tokens). Forks that end in equal branches are one.
+/// token may end at several nodes (on one path: `forked_classes` says why). Forks that
+/// end in equal branches are one.
 fn walk_block_forked(
     lexer: &LexerDfa,
     emits: &EmitTable,
