@@ -452,8 +452,9 @@ impl GrammarCompiler {
     /// beside an `_NL` terminal runs behind Lark's indenter; `indenter=(NL, INDENT,
     /// DEDENT)` names other terminals for it, `tab_len` its tab width (default 8).
     /// `longest_match` lexes by longest match (a lexeme that dies incomplete backs up to
-    /// its last complete match; SynCode's Python setup). The mask automaton refuses
-    /// indentation and longest match for now (`StackmaskError` naming the construct).
+    /// its last complete match; SynCode's Python setup). An indenter grammar whose
+    /// parses do not show its brackets and levels (they must pair up within productions,
+    /// with no newline between brackets) is refused (`StackmaskError` naming why).
     /// `time_limit_ms` and `cancel` as for `compile_json_schema`.
     #[pyo3(signature = (grammar, *, droppable=Vec::new(), indenter=None, tab_len=None, longest_match=false, time_limit_ms=None, cancel=None))]
     #[allow(clippy::too_many_arguments)]

@@ -264,23 +264,46 @@ def test_droppable_terminal_runs_syncode_go(gpt2):
         compiler.compile_lark(grammar, droppable=["NOPE"])
 
 
-def test_indentation_grammars_are_refused_by_name_for_now(gpt2):
-    """A grammar behind Lark's indenter commits and is checked by the oracle in Rust, but
-    the mask automaton does not carry indentation yet: compiling it raises, naming it.
-    The indenter's options are checked: a tab width needs an indenter."""
+def test_indentation_runs_in_masks(gpt2):
+    """Behind Lark's indenter the automaton masks blocks: every token of a nested program
+    is allowed and EOS only at its end (open levels close there); a line indented to a
+    level never opened is masked out where its first word would end the newline. A
+    grammar whose parses cannot show the indentation (a newline between brackets) is
+    refused by name, and the indenter's options are checked."""
     grammar = (
         "start: (_NL | stmt)*\n"
         'stmt: NAME "=" NAME _NL | "if" NAME ":" _NL _INDENT stmt+ _DEDENT\n'
         "NAME: /[a-z]+/\n_NL: /\\n[ \\t]*/+\n%ignore \" \"\n%declare _INDENT _DEDENT\n"
     )
     compiler = stackmask.GrammarCompiler(gpt2)
-    with pytest.raises(stackmask.StackmaskError, match="indentation"):
-        compiler.compile_lark(grammar, tab_len=4)
+    compiled = compiler.compile_lark(grammar, tab_len=4)
+    good = "if a:\n    if b:\n        x = y\n    z = w\n"
+    m = stackmask.GrammarMatcher(compiled)
+    for t in gpt2.encode(good):
+        assert t in allowed(m, gpt2.vocab_size)
+        assert 50256 not in allowed(m, gpt2.vocab_size)
+        assert m.accept_token(t)
+    assert m.is_accepting() and 50256 in allowed(m, gpt2.vocab_size)
+    # Two columns: no level is open there.
+    bad = "if a:\n    if b:\n        x = y\n  z = w\n"
+    m = stackmask.GrammarMatcher(compiled)
+    seen = b""
+    for t in gpt2.encode(bad):
+        if t not in allowed(m, gpt2.vocab_size):
+            break
+        assert m.accept_token(t)
+        seen += gpt2.token_bytes(t)
+    else:
+        raise AssertionError("the bad dedent was allowed")
+    assert seen.startswith(b"if a:\n    if b:\n        x = y\n")
+    assert b"z" not in seen
     renamed = grammar.replace("_NL", "NEWLINE").replace("_INDENT", "IND").replace("_DEDENT", "DED")
     with pytest.raises(stackmask.StackmaskError, match="%declare"):
         compiler.compile_lark(renamed)
-    with pytest.raises(stackmask.StackmaskError, match="indentation"):
-        compiler.compile_lark(renamed, indenter=("NEWLINE", "IND", "DED"))
+    compiler.compile_lark(renamed, indenter=("NEWLINE", "IND", "DED"))
+    between = grammar.replace('NAME "=" NAME _NL', '"(" NAME _NL NAME ")" _NL')
+    with pytest.raises(stackmask.StackmaskError, match="between brackets"):
+        compiler.compile_lark(between)
     with pytest.raises(stackmask.StackmaskError, match="tab width"):
         compiler.compile_lark('start: "a"\n', tab_len=4)
 

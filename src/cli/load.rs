@@ -45,8 +45,8 @@ pub struct GrammarArgs {
     pub tab_len: Option<u32>,
     /// Cut lexemes by longest match, backing up to the last complete match when a
     /// lexeme dies incomplete (as flex, and in effect Lark, do), instead of 1-lookahead
-    /// maximal munch. SynCode's Python grammar needs it. Commit and the reference follow
-    /// it; the mask automaton refuses it for now.
+    /// maximal munch. SynCode's Python grammar needs it. Commit, the reference and the
+    /// mask automaton follow it.
     #[arg(long)]
     pub longest_match: bool,
     /// Stop a compile step (the tables; the automaton) that runs past this many

@@ -249,8 +249,9 @@ impl<'v> Compiler<'v> {
         g: &Grammar,
         stop: &Interrupt,
     ) -> Result<(Tables, Dwa), GrammarError> {
-        if g.post_lexer()?.is_some() {
-            return Err(super::automaton_refuses_indentation());
+        let indenter = g.post_lexer()?;
+        if let Some(why) = indenter.as_ref().and_then(|i| i.automaton_refusal.as_ref()) {
+            return Err(super::automaton_refuses_indentation(why));
         }
         let (opts, limits, vocab) = (&self.lexer, &self.limits, self.vocab);
         // On one of rayon's threads, as `build_dwa_until` is: the automaton's parallel
@@ -265,22 +266,32 @@ impl<'v> Compiler<'v> {
                         || follow::build_follow(&lexer),
                         || string_split::plan(&lexer, limits.split),
                     );
-                    let half = dwa::build::lexer_half(&lexer, &follow, plan, vocab, limits, stop);
-                    Ok::<_, GrammarError>((lexer, follow, half))
+                    // Inside brackets the indenter drops newlines: what can follow there
+                    // steps over them.
+                    let inside = indenter
+                        .as_ref()
+                        .map(|ind| follow::build_follow_dropping(&lexer, Some(ind.nl)));
+                    let indent = indenter.as_ref().zip(inside.as_ref());
+                    let half =
+                        dwa::build::lexer_half(&lexer, &follow, indent, plan, vocab, limits, stop);
+                    Ok::<_, GrammarError>((lexer, follow, inside, half))
                 },
                 || lr::build_lr_until(g, stop),
             );
-            let (lexer, follow, half) = lexed?;
+            let (lexer, follow, inside, half) = lexed?;
             let lr = lr?.table;
             let refs = dwa::build::TableRefs {
                 lexer: &lexer,
                 follow: &follow,
                 lr: &lr,
+                indent: indenter.as_ref().zip(inside.as_ref()),
             };
             let dwa = dwa::build::finish_dwa(half?, refs, vocab, limits, stop)?;
             // The lexer and LR tables come from the same grammar, so they agree on
             // terminals.
-            let tables = Tables::from_parts(lexer, follow, lr).expect("tables from one grammar");
+            let mut tables =
+                Tables::from_parts(lexer, follow, lr).expect("tables from one grammar");
+            tables.indenter = indenter.zip(inside);
             Ok((tables, dwa))
         })
     }

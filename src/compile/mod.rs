@@ -132,12 +132,14 @@ pub(crate) fn build_glr_tables_until(
 }
 
 /// The mask automaton's refusal of a grammar behind an indenter.
-pub(crate) fn automaton_refuses_indentation() -> GrammarError {
+pub(crate) fn automaton_refuses_indentation(why: &str) -> GrammarError {
     GrammarError::Unsupported {
         span: Default::default(),
         construct: "indentation (`_INDENT` / `_DEDENT` from an indenter)".into(),
-        reason: "the mask automaton does not carry indentation yet: such a grammar commits \
-                 (GLR) and is checked by the reference, but has no automaton masks"
-            .into(),
+        reason: format!(
+            "the mask automaton carries an indenter only where the grammar's parses show its \
+             brackets and levels, and here {why}: such a grammar commits (GLR) and is checked \
+             by the reference, but has no automaton masks"
+        ),
     }
 }

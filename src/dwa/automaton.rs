@@ -281,6 +281,9 @@ pub struct Dwa {
     /// Classes with droppable lexemes, decided from virtual classes after the walk, and
     /// tokens the recognizer decides (empty without droppable terminals).
     pub(crate) drops: Drops,
+    /// Classes behind an indenter, decided from virtual classes after the walk (empty
+    /// without one).
+    pub(crate) indents: super::indents::Indents,
     /// Expansions of decided classes into token words, remembered across masks (never
     /// serialized).
     #[serde(skip)]
@@ -406,6 +409,7 @@ impl Dwa {
             classes[p.shape as usize] = classes[p.shape as usize].min(n);
         }
         self.drops.validate(&classes).map_err(DwaValidateError)?;
+        self.indents.validate(&classes).map_err(DwaValidateError)?;
         if self
             .drops
             .overflow
@@ -421,6 +425,12 @@ impl Dwa {
     #[inline]
     pub fn drops(&self) -> &Drops {
         &self.drops
+    }
+
+    /// Classes behind an indenter.
+    #[inline]
+    pub fn indents(&self) -> &super::indents::Indents {
+        &self.indents
     }
 
     /// The start entry of a configuration at `pos`.

@@ -12,6 +12,7 @@
 mod automaton;
 pub mod drops;
 pub mod expansions;
+pub mod indents;
 pub mod split;
 pub mod walk;
 pub mod walk_cache;

@@ -5,6 +5,7 @@
 
 use hashbrown::HashMap;
 
+use super::indents::{Indentation, Resolved};
 use super::walk_cache::{CacheView, WalkCache};
 use super::Dwa;
 use crate::ids::{DwaStateId, LrStateId};
@@ -161,6 +162,25 @@ pub fn collect<N: StackNode + Clone>(
     fresh: &mut bool,
     cache: Option<&mut WalkCache<N>>,
 ) -> usize {
+    collect_indented(dwa, pos, heads, out, fresh, cache, None)
+}
+
+/// Behind an indenter: the configuration's indentation, and the stacks it leaves after
+/// a newline lexeme resolved so (`None`: none, as when the stacks cannot take it).
+pub type IndentContext<'a, N> = (Indentation<'a>, &'a dyn Fn(Resolved) -> Option<Vec<N>>);
+
+/// [`collect`] for a configuration behind an indenter (`indent`; see
+/// [`super::indents`]): classes whose first lexeme is a newline lexeme also read walks
+/// from the stacks after it, one per distinct resolution.
+pub fn collect_indented<N: StackNode + Clone>(
+    dwa: &Dwa,
+    pos: LexPos,
+    heads: &[N],
+    out: &mut [u32],
+    fresh: &mut bool,
+    cache: Option<&mut WalkCache<N>>,
+    indent: Option<IndentContext<'_, N>>,
+) -> usize {
     let Some(sp) = dwa.start_pos(pos) else {
         return 0;
     };
@@ -174,7 +194,6 @@ pub fn collect<N: StackNode + Clone>(
         // A position no token can start from.
         return 0;
     }
-    let w = |id| weights.get(id);
     let mut cache = cache;
     // The last walk's buffers when the sequence has a cache (they go back at the end).
     let mut scratch = cache
@@ -191,59 +210,55 @@ pub fn collect<N: StackNode + Clone>(
     // Work items: a stack node still to read, the state that reads it, and the classes
     // still undecided on this path; `seen` merges paths meeting at (node, state).
     // Sized for the common walk (a few entries per head) so it rarely grows.
-    let mut work: Work<'_, N> = Vec::with_capacity(2 * heads.len());
     let mut arena = Arena { cw, words };
-    let mut reads = 0;
-    let mine = w(dwa.shape_classes(sp.shape));
-    let mut view = cache.as_deref_mut().map(|c| {
+    let view = cache.as_deref_mut().map(|c| {
         c.begin(dwa);
         CacheView::new(c, weights)
     });
-    for h in heads {
-        reads += 1;
-        let Some(e) = dwa.start_edge(h.state()) else {
-            continue;
-        };
-        for ((d, &w), &m) in decided.iter_mut().zip(w(e.decided)).zip(mine) {
-            *d |= w & m;
-        }
-        for &(next, filter) in dwa.targets(e) {
-            if and_not(w(filter), mine, &decided, &mut r2) {
-                push(&mut work, &mut seen, &mut arena, h, next, &r2, 1);
+    let mut reads = read_stacks(
+        dwa,
+        sp.shape,
+        &weights,
+        heads,
+        (&mut seen, &mut arena),
+        (&mut decided, &mut r2),
+        view,
+    );
+    // Classes behind an indenter, from the virtual classes just decided and those of
+    // the walks after a newline.
+    if let Some((ind, after)) = indent.filter(|_| dwa.indents().has_rules(sp.shape)) {
+        let mut needed = Vec::new();
+        dwa.indents().needed(sp.shape, &ind, &mut needed);
+        let mut walks: Vec<(Resolved, Vec<u64>)> = Vec::with_capacity(needed.len());
+        for res in needed {
+            let mut words = vec![0u64; cw];
+            if let Some(hs) = after(res) {
+                let mut seen2 = HashMap::new();
+                let mut arena2 = Arena {
+                    cw,
+                    words: Vec::new(),
+                };
+                let mut r2b = vec![0u64; cw];
+                reads += read_stacks(
+                    dwa,
+                    sp.shape,
+                    &weights,
+                    &hs,
+                    (&mut seen2, &mut arena2),
+                    (&mut words, &mut r2b),
+                    None,
+                );
             }
+            walks.push((res, words));
         }
-    }
-    while let Some((node, s, slot, depth)) = work.pop() {
-        reads += 1;
-        let r = arena.get_mut(slot);
-        let mut any = 0;
-        for (x, d) in r.iter_mut().zip(&decided) {
-            *x &= !d;
-            any |= *x;
-        }
-        if any == 0 {
-            continue;
-        }
-        if let Some(v) = view.as_mut().filter(|v| depth >= v.depth()) {
-            // Deep enough to be stable across commits: answered (and remembered) by the
-            // cache.
-            v.decide(dwa, node, s, arena.get(slot), &mut decided);
-            continue;
-        }
-        let Some(e) = dwa.edge(s, node.state()) else {
-            continue;
-        };
-        if e.decided.index() != 0 {
-            let r = arena.get(slot);
-            for ((d, &w), &x) in decided.iter_mut().zip(w(e.decided)).zip(r) {
-                *d |= w & x;
-            }
-        }
-        for &(next, filter) in dwa.targets(e) {
-            if and_not(arena.get(slot), w(filter), &decided, &mut r2) {
-                push(&mut work, &mut seen, &mut arena, node, next, &r2, depth + 1);
-            }
-        }
+        dwa.indents().apply(
+            sp.shape,
+            table.base as usize,
+            range.start,
+            &ind,
+            &walks,
+            &mut decided,
+        );
     }
     // Classes with droppable lexemes, from the virtual classes just decided.
     dwa.drops()
@@ -265,6 +280,71 @@ pub fn collect<N: StackNode + Clone>(
             r2,
         }
         .kept();
+    }
+    reads
+}
+
+/// Reads stacks `heads` through the automaton from shape `shape`'s start edges, setting
+/// in `decided` the classes decided (`r2` scratch; `seen` and `arena` empty). With a
+/// cache view, paths past its depth are answered by it. Returns the entries read.
+fn read_stacks<'h, N: StackNode + Clone>(
+    dwa: &Dwa,
+    shape: u32,
+    weights: &crate::dwa::ShapeWeights<'_>,
+    heads: &'h [N],
+    (seen, arena): (&mut HashMap<(usize, DwaStateId), usize>, &mut Arena),
+    (decided, r2): (&mut Vec<u64>, &mut Vec<u64>),
+    mut view: Option<CacheView<'_, '_, N>>,
+) -> usize {
+    let w = |id| weights.get(id);
+    let mut work: Work<'h, N> = Vec::with_capacity(2 * heads.len());
+    let mut reads = 0;
+    let mine = w(dwa.shape_classes(shape));
+    for h in heads {
+        reads += 1;
+        let Some(e) = dwa.start_edge(h.state()) else {
+            continue;
+        };
+        for ((d, &w), &m) in decided.iter_mut().zip(w(e.decided)).zip(mine) {
+            *d |= w & m;
+        }
+        for &(next, filter) in dwa.targets(e) {
+            if and_not(w(filter), mine, decided, r2) {
+                push(&mut work, seen, arena, h, next, r2, 1);
+            }
+        }
+    }
+    while let Some((node, s, slot, depth)) = work.pop() {
+        reads += 1;
+        let r = arena.get_mut(slot);
+        let mut any = 0;
+        for (x, d) in r.iter_mut().zip(decided.iter()) {
+            *x &= !d;
+            any |= *x;
+        }
+        if any == 0 {
+            continue;
+        }
+        if let Some(v) = view.as_mut().filter(|v| depth >= v.depth()) {
+            // Deep enough to be stable across commits: answered (and remembered) by the
+            // cache.
+            v.decide(dwa, node, s, arena.get(slot), decided);
+            continue;
+        }
+        let Some(e) = dwa.edge(s, node.state()) else {
+            continue;
+        };
+        if e.decided.index() != 0 {
+            let r = arena.get(slot);
+            for ((d, &w), &x) in decided.iter_mut().zip(w(e.decided)).zip(r) {
+                *d |= w & x;
+            }
+        }
+        for &(next, filter) in dwa.targets(e) {
+            if and_not(arena.get(slot), w(filter), decided, r2) {
+                push(&mut work, seen, arena, node, next, r2, depth + 1);
+            }
+        }
     }
     reads
 }

@@ -446,6 +446,25 @@ impl GlrState {
         (!heads.is_empty()).then_some((indent, heads))
     }
 
+    /// `c`'s stacks after a newline lexeme outside brackets that leaves `keep` levels
+    /// open (one more than `c`'s: an indent; fewer: one dedent per level closed), `None`
+    /// when none can take it. What the mask automaton's indentation rules read
+    /// (`dwa::indents`); the width that resolved to `keep` is theirs to compare.
+    pub fn heads_after_newline(&self, c: &Config, keep: usize) -> Option<Vec<Arc<Node>>> {
+        let (ind, _) = self.tables.indenter.as_ref()?;
+        let lr = &self.tables.lr;
+        let open = c.indent.get().levels.len();
+        let mut heads = step::shift(lr, &c.heads, &[ind.nl]);
+        if keep > open {
+            heads = step::shift(lr, &heads, &[ind.indent]);
+        } else {
+            for _ in keep..open {
+                heads = step::shift(lr, &heads, &[ind.dedent]);
+            }
+        }
+        (!heads.is_empty()).then(|| heads.into_iter().collect())
+    }
+
     /// `c`'s stacks with every open level closed (as at the end of input): one dedent
     /// per level.
     fn closed(&self, c: &Config) -> Heads {

@@ -2,10 +2,12 @@
 //! makes (see `compile::grammar::ir::IndenterSpec` for what it does), and the per-lexeme
 //! count it reads.
 
+use serde::{Deserialize, Serialize};
+
 use crate::ids::TerminalId;
 
 /// Lark's `Indenter` with terminal ids.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Indenter {
     /// The newline terminal.
     pub nl: TerminalId,
@@ -19,6 +21,9 @@ pub struct Indenter {
     pub close: Vec<TerminalId>,
     /// Columns a tab counts.
     pub tab_len: u32,
+    /// Why the mask automaton cannot carry this indentation for its grammar, or `None`
+    /// when it can (`compile::grammar::indent_check`).
+    pub automaton_refusal: Option<String>,
 }
 
 /// What a lexeme's bytes so far say about its indentation: the width of the spaces and

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dwa::Dwa;
 use crate::glr::{GlrState, Tables};
-use crate::lexer::{LexFollow, LexPos, LexerDfa};
+use crate::lexer::{Indenter, LexFollow, LexPos, LexerDfa};
 use crate::lr::LrTable;
 use crate::vocab::Vocab;
 
@@ -21,7 +21,7 @@ use super::start_mask::StartMask;
 
 const MAGIC: &[u8; 8] = b"STKMASK\0";
 /// Bumped whenever the payload's encoding changes.
-pub const FORMAT_VERSION: u32 = 13;
+pub const FORMAT_VERSION: u32 = 14;
 const HEADER: usize = 8 + 4 + 4 + 8;
 /// Largest payload accepted (bounds what a hostile length field can make us allocate).
 pub const MAX_ARTIFACT_BYTES: u64 = 4 << 30;
@@ -102,6 +102,8 @@ struct Payload {
     lexer: LexerDfa,
     follow: LexFollow,
     lr: LrTable,
+    /// The indenter and the follow sets inside brackets, behind one.
+    indenter: Option<(Indenter, LexFollow)>,
     dwa: Dwa,
     vocab: VocabFingerprint,
 }
@@ -147,6 +149,7 @@ impl CompiledGrammar {
             lexer: self.tables.lexer.clone(),
             follow: self.tables.follow.clone(),
             lr: self.tables.lr.clone(),
+            indenter: self.tables.indenter.clone(),
             dwa: (*self.dwa).clone(),
             vocab: self.vocab,
         })
@@ -193,8 +196,20 @@ impl CompiledGrammar {
         p.follow
             .validate(p.lexer.num_states(), p.lr.num_terminals())
             .map_err(|e| invalid(e.to_string()))?;
-        let tables =
+        if let Some((ind, inside)) = &p.indenter {
+            let nt = p.lr.num_terminals();
+            let terms = [ind.nl, ind.indent, ind.dedent];
+            let all = terms.iter().chain(&ind.open).chain(&ind.close);
+            if all.clone().any(|t| t.index() >= nt) || ind.tab_len == 0 {
+                return Err(invalid("indenter names a terminal the tables lack".into()));
+            }
+            inside
+                .validate(p.lexer.num_states(), nt)
+                .map_err(|e| invalid(e.to_string()))?;
+        }
+        let mut tables =
             Tables::from_parts(p.lexer, p.follow, p.lr).map_err(|e| invalid(e.to_string()))?;
+        tables.indenter = p.indenter;
         p.dwa.validate().map_err(|e| invalid(e.to_string()))?;
         if p.dwa.num_lr() != tables.lr.num_states() {
             return Err(invalid(
@@ -319,6 +334,7 @@ mod tests {
             lexer: tables.lexer.clone(),
             follow: tables.follow.clone(),
             lr: tables.lr.clone(),
+            indenter: None,
             dwa,
             vocab: g.vocab,
         };

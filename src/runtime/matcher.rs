@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 use roaring::RoaringBitmap;
 use smallvec::SmallVec;
 
+use crate::dwa::indents::{Indentation, Resolved};
 use crate::dwa::split::PartFilter;
-use crate::dwa::walk::{collect, StackNode};
+use crate::dwa::walk::{collect, collect_indented, StackNode};
 use crate::dwa::walk_cache::WalkCache;
 use crate::dwa::Dwa;
 use crate::glr::gss::Node;
@@ -62,6 +63,30 @@ pub fn fill_mask_words_cached(
         let pos = lexer.rep_pos(c.pos);
         let Some((parts, at)) = dwa.split().and_then(|s| s.parts_at(pos)) else {
             let from = dwa.lexer_pos(pos);
+            if glr.tables().indenter.is_some() {
+                // Behind an indenter: the rules read the configuration's indentation, and
+                // walks from the stacks after a newline.
+                let ind = c.indent.get();
+                let indentation = Indentation {
+                    levels: &ind.levels,
+                    brackets: ind.brackets,
+                    tail: (c.tail.newline, c.tail.width),
+                };
+                let after = |res: Resolved| match res {
+                    Resolved::Shifted(keep) => glr.heads_after_newline(c, keep),
+                    _ => None,
+                };
+                reads += collect_indented(
+                    dwa,
+                    from,
+                    &c.heads,
+                    out,
+                    &mut fresh,
+                    cache.as_deref_mut(),
+                    Some((indentation, &after)),
+                );
+                continue;
+            }
             reads += collect(dwa, from, &c.heads, out, &mut fresh, cache.as_deref_mut());
             continue;
         };

@@ -296,6 +296,8 @@ fn reshape(shape: &Shape, marked: &RoaringBitmap, virtuals: &Virtuals, trees: Dr
         finals,
         consumes,
         drops: DropTrees { nodes, ..trees },
+        inside: shape.inside.clone(),
+        indents: shape.indents.clone(),
     }
 }
 

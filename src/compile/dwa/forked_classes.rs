@@ -140,6 +140,8 @@ pub fn classify_forked(trie: TerminalTrie<Vec<u32>>) -> Result<ClassedTrie<Vec<u
             finals,
             consumes: Vec::new(),
             drops: DropTrees::default(),
+            inside: Vec::new(),
+            indents: Default::default(),
         },
         tokens,
     })

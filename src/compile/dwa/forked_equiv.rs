@@ -33,13 +33,15 @@ pub struct ForkedEquiv {
 }
 
 impl ForkedEquiv {
-    /// Refines the states of `lexer` (a longest-match lexer) until stable.
-    pub fn new(lexer: &LexerDfa, follow: &LexFollow) -> Self {
+    /// Refines the states of `lexer` until stable. Behind an indenter, ends are alike only
+    /// when their follow sets inside brackets (`inside`) are alike too.
+    pub fn new(lexer: &LexerDfa, follow: &LexFollow, inside: Option<&LexFollow>) -> Self {
         let n = lexer.num_states();
         let ids = || (0..n).map(LexStateId::new);
         // The least state per follow set, pending and at a boundary.
-        fn rep_by<'a>(n: usize, f: impl Fn(LexStateId) -> Option<&'a TermSet>) -> Vec<LexStateId> {
-            let mut first: HashMap<&TermSet, LexStateId> = HashMap::new();
+        type Sets<'a> = (&'a TermSet, Option<&'a TermSet>);
+        fn rep_by<'a>(n: usize, f: impl Fn(LexStateId) -> Option<Sets<'a>>) -> Vec<LexStateId> {
+            let mut first: HashMap<Sets<'a>, LexStateId> = HashMap::new();
             (0..n)
                 .map(LexStateId::new)
                 .map(|q| match f(q) {
@@ -50,11 +52,12 @@ impl ForkedEquiv {
         }
         let live = |q: LexStateId| q.index() >= 2;
         let pending_rep = rep_by(n, |q| {
-            (live(q) && lexer.can_extend(q)).then(|| follow.after_pending(q))
+            (live(q) && lexer.can_extend(q))
+                .then(|| (follow.after_pending(q), inside.map(|f| f.after_pending(q))))
         });
         let boundary_rep = rep_by(n, |q| {
             (live(q) && !lexer.emits(q).is_empty() && lexer.inhibitor(q) == q)
-                .then(|| follow.at_boundary(q))
+                .then(|| (follow.at_boundary(q), inside.map(|f| f.at_boundary(q))))
         });
         // One byte per byte class.
         let mut bytes: Vec<u8> = Vec::new();

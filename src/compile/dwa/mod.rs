@@ -25,7 +25,9 @@
 //! Under longest match, steps 1–4 are replaced (`build::forked_half`): no string split;
 //! walks fork, so a token may end at several nodes of one path; [`forked_equiv`] says
 //! which lexer states the forked walks cannot tell apart; atoms are tokens with equal
-//! outcomes in every trie; [`forked_classes`] makes the classes.
+//! outcomes in every trie; [`forked_classes`] makes the classes. Behind an indenter the
+//! same steps run (the forked walks tag newline lexemes), then [`indentation`] turns the
+//! classes the indentation changes into virtual classes and the rules that decide them.
 //!
 //! # Glossary
 //!
@@ -55,6 +57,12 @@
 //!   them, `WalkOutcomes` are walks `alike_positions` made for `atomize` to read. (At
 //!   run time, [`crate::dwa::walk`] is the other walk: the mask's read of the parse
 //!   stack through the automaton.)
+//! - **tag** (indenter): what a token's bytes say about a newline lexeme's indentation
+//!   (its newline, the width after it), carried in the emission's id so that tokens whose
+//!   lines indent differently fall into different classes.
+//! - **stay / plain variant** (`indentation`): a class with a newline lexeme read with
+//!   the lexeme skipped (on the stacks the indenter leaves after it) or as its other
+//!   terminals; an **inside** variant reads its end with the follow sets inside brackets.
 //! - **fork** (longest match): a token walk's branch point, at a complete lexeme that can
 //!   grow — one branch emits it (carrying it as a shadow), one grows it.
 //! - **split lexer** (`string_split`): the lexer the automaton is built over when string
@@ -72,6 +80,7 @@ pub(crate) mod droppable;
 pub(crate) mod emission_trie;
 pub(crate) mod forked_classes;
 pub(crate) mod forked_equiv;
+pub(crate) mod indentation;
 pub(crate) mod position_equiv;
 pub(crate) mod stack_top_equiv;
 pub(crate) mod string_split;

@@ -51,6 +51,22 @@ pub struct Shape {
     /// How classes with droppable lexemes are decided from their virtual classes (see
     /// `droppable`; empty otherwise).
     pub drops: DropTrees,
+    /// `inside[d]`: each position with the (virtual) classes that end there after `d`
+    /// lexemes read with the follow sets inside brackets (added by `indentation`; empty
+    /// otherwise).
+    pub inside: Vec<Vec<(LexPos, ClassList)>>,
+    /// How classes behind an indenter are decided from their virtual classes (see
+    /// `indentation`; empty otherwise).
+    pub indents: IndentRules,
+}
+
+/// The rules of one shape's classes behind an indenter (see `indentation`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct IndentRules {
+    /// Classes `first_virtual..` are virtual when there are rules.
+    pub first_virtual: u32,
+    pub rules: Vec<crate::compile::dwa::indentation::Rule>,
+    pub terms: Vec<crate::compile::dwa::indentation::Term>,
 }
 
 /// The decision trees of one shape's classes with droppable lexemes (see `droppable`).
@@ -244,6 +260,8 @@ pub fn classify<S: Default + PartialEq + std::fmt::Debug>(
             finals: finals.into_iter().map(freeze_f).collect(),
             consumes: Vec::new(),
             drops: DropTrees::default(),
+            inside: Vec::new(),
+            indents: IndentRules::default(),
         },
         tokens,
     }

@@ -285,14 +285,18 @@ impl Grammar {
                 // Brackets the grammar does not use are not counted.
                 let ids =
                     |ns: &[String]| ns.iter().filter_map(|n| self.terminal_named(n)).collect();
-                Some(Indenter {
+                let mut ind = Indenter {
                     nl: id(&spec.nl)?,
                     indent: id(&spec.indent)?,
                     dedent: id(&spec.dedent)?,
                     open: ids(&spec.open),
                     close: ids(&spec.close),
                     tab_len: spec.tab_len,
-                })
+                    automaton_refusal: None,
+                };
+                ind.automaton_refusal =
+                    crate::compile::grammar::indent_check::automaton_refusal(self, &ind);
+                Some(ind)
             }
         };
         for (name, span) in &self.declared {

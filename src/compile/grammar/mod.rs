@@ -10,5 +10,6 @@
 //!   and productive, ids are dense.
 
 pub(crate) mod ebnf;
+pub(crate) mod indent_check;
 pub mod ir;
 pub(crate) mod prune;

@@ -46,13 +46,20 @@ impl<'a> Explorer<'a> {
     }
 
     /// Every way of consuming terminal `t` on the known stack `k`, by index into
-    /// `consumes`.
+    /// `consumes`. Behind an indenter, end of input is consumed after any number of
+    /// `_DEDENT`s (the indenter closes every open level first, and balanced levels let
+    /// only the right number through: `compile::grammar::indent_check`).
     pub(super) fn consume(&mut self, k: &[LrStateId], t: TerminalId) -> u32 {
         let key = (Stack::from_slice(k), t);
         if let Some(&c) = self.consume_memo.get(&key) {
             return c;
         }
         let lr = self.tables.lr;
+        let closing = self
+            .tables
+            .indent
+            .filter(|_| t == lr.eof())
+            .map(|(ind, _)| ind.dedent);
         let mut out = Consume::default();
         let mut work: SmallVec<[Stack; 4]> = SmallVec::from_elem(key.0.clone(), 1);
         // Stacks reached by reductions: a short list (a lexeme's reduction chains are
@@ -62,8 +69,25 @@ impl<'a> Explorer<'a> {
         let mut seen: SmallVec<[Stack; 4]> = SmallVec::new();
         let mut seen_set: hashbrown::HashSet<Stack> = hashbrown::HashSet::new();
         while let Some(s) = work.pop() {
-            for a in lr.actions(s[0], t) {
+            let dedents = match closing {
+                Some(d) => lr.actions(s[0], d),
+                None => &[],
+            };
+            let actions = lr.actions(s[0], t).iter().map(|a| (a, false));
+            for (a, dedent) in actions.chain(dedents.iter().map(|a| (a, true))) {
                 match *a {
+                    // A `_DEDENT` shifted on the way to end of input: its stack goes on
+                    // (each one closes a level the known stack opened, so they are few).
+                    Action::Shift(n) if dedent => {
+                        let ns = shifted(self.rep[n.index()], &s);
+                        if !seen.contains(&ns) && !seen_set.contains(&ns) {
+                            seen.push(ns.clone());
+                            if seen.len() > SEEN_LIST {
+                                seen_set.extend(seen.drain(..));
+                            }
+                            work.push(ns);
+                        }
+                    }
                     Action::Shift(n) => out.results.push(shifted(self.rep[n.index()], &s)),
                     Action::Accept => out.accepted = true,
                     Action::Reduce(p) => {

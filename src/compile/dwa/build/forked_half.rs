@@ -1,4 +1,5 @@
-//! The lexer half under longest match, where token walks fork (`terminal_trie`): every
+//! The lexer half under longest match or behind an indenter (whose newline lexemes only
+//! the forked walks tag), where token walks fork (`terminal_trie`): every
 //! start position gets its own trie of token walks (blocks shared by the state a first
 //! byte enters, as always), atoms are the tokens with equal outcomes in every trie, and
 //! each trie over atoms is split into classes by `forked_classes`.
@@ -12,6 +13,7 @@ use super::*;
 use crate::compile::dwa::class_tables::ClassAtoms;
 use crate::compile::dwa::forked_classes::classify_forked;
 use crate::compile::dwa::forked_equiv::ForkedEquiv;
+use crate::compile::dwa::indentation::{with_indentation, IndentTables};
 use crate::compile::dwa::terminal_trie::{build_tries_shared, TerminalTrie, TrieNode};
 use crate::compile::dwa::token_atoms::NO_ATOM;
 use lexer_half::{AtomMap, LexerHalf, StartTries};
@@ -20,6 +22,7 @@ use lexer_half::{AtomMap, LexerHalf, StartTries};
 pub(super) fn lexer_half_forked(
     lexer: &LexerDfa,
     follow: &LexFollow,
+    indent: Option<(&Indenter, &LexFollow)>,
     vocab: &Vocab,
     limits: &DwaLimits,
     stop: &Interrupt,
@@ -27,18 +30,22 @@ pub(super) fn lexer_half_forked(
     if lexer.has_droppable() {
         return Err(GrammarError::Unsupported {
             span: Default::default(),
-            construct: "droppable terminals under longest match".into(),
+            construct: if indent.is_some() {
+                "droppable terminals behind an indenter".into()
+            } else {
+                "droppable terminals under longest match".into()
+            },
             reason: "the mask automaton decides a lexeme's droppable terminal or its forks, \
                      not both"
                 .into(),
         });
     }
     let tokens = vocab.parts();
-    let emits = EmitTable::new(lexer);
+    let emits = EmitTable::with_indenter(lexer, indent.map(|(i, _)| i));
     let positions = start_positions(lexer);
     // Positions whose first bytes enter states of one class (byte by byte) have equal
     // tries, ends canonical: one trie per such key.
-    let equiv = ForkedEquiv::new(lexer, follow);
+    let equiv = ForkedEquiv::new(lexer, follow, indent.map(|(_, inside)| inside));
     let mut trie_index: HashMap<Vec<u32>, usize> = HashMap::new();
     let mut built: Vec<LexPos> = Vec::new();
     let trie_of: Vec<usize> = positions
@@ -74,7 +81,14 @@ pub(super) fn lexer_half_forked(
     }
     stop.check()?;
     // Each trie over atoms, classified; shapes and tables interned in position order.
-    let classified: Vec<Result<(Shape, ClassAtoms), GrammarError>> = tries
+    let indent_tables = indent.map(|(indenter, inside)| IndentTables {
+        lexer,
+        follow,
+        inside,
+        indenter,
+    });
+    type Classified = (Shape, ClassAtoms, Vec<u32>);
+    let classified: Vec<Result<Classified, GrammarError>> = tries
         .into_par_iter()
         .map(|t| {
             let over = over_atoms(t, &atoms, &size)?;
@@ -83,8 +97,17 @@ pub(super) fn lexer_half_forked(
                 construct: "a token that lexes along two paths under longest match".into(),
                 reason: "the mask automaton decides a token along one path of lexemes".into(),
             })?;
+            let (c, overflow) = match &indent_tables {
+                Some(it) => with_indentation(c, it, &emits)?,
+                None => (c, Vec::new()),
+            };
+            // The atoms of classes left to the recognizer.
+            let overflow = overflow
+                .iter()
+                .flat_map(|&k| c.tokens[k as usize].iter().copied())
+                .collect();
             let table = ClassAtoms::new(&c.tokens);
-            Ok((c.shape, table))
+            Ok((c.shape, table, overflow))
         })
         .collect();
     stop.check()?;
@@ -92,10 +115,12 @@ pub(super) fn lexer_half_forked(
     let mut own_tables: Interner<ClassAtoms> = Interner::default();
     let mut trie_shape = Vec::with_capacity(built.len());
     let mut own_local = Vec::with_capacity(built.len());
+    let mut overflow = RoaringBitmap::new();
     for c in classified {
-        let (shape, table) = c?;
+        let (shape, table, over) = c?;
         trie_shape.push(shapes.intern(shape));
         own_local.push(own_tables.intern(table));
+        overflow.extend(over);
     }
     let dead = trie_of[positions
         .iter()
@@ -106,7 +131,7 @@ pub(super) fn lexer_half_forked(
         emits,
         atoms,
         shapes: shapes.into_list(),
-        overflow: RoaringBitmap::new(),
+        overflow,
         starts: StartTries {
             trie_of,
             own_trie: positions,

@@ -57,14 +57,16 @@ pub(super) struct StartTries {
 pub(crate) fn lexer_half(
     lexer: &LexerDfa,
     follow: &LexFollow,
+    indent: Option<(&Indenter, &LexFollow)>,
     plan: Option<SplitPlan>,
     vocab: &Vocab,
     limits: &DwaLimits,
     stop: &Interrupt,
 ) -> Result<LexerHalf, GrammarError> {
     stop.check()?;
-    if lexer.longest_match() {
-        return super::forked_half::lexer_half_forked(lexer, follow, vocab, limits, stop);
+    // Behind an indenter, walks tag newline lexemes, which only the forked walks do.
+    if lexer.longest_match() || indent.is_some() {
+        return super::forked_half::lexer_half_forked(lexer, follow, indent, vocab, limits, stop);
     }
     // A token walked from a counted run's template must not reach the next critical
     // count, or the template would stand for iterations it differs from.

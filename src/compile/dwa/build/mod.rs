@@ -46,7 +46,7 @@ use crate::compile::dwa::stack_top_equiv::{
 };
 use crate::compile::dwa::string_split::{self, SplitLexer, SplitMode, SplitPlan};
 use crate::compile::dwa::terminal_trie::{
-    start_positions, EmitId, EmitTable, WalkShare, Walks, STAY,
+    start_positions, EmitId, EmitTable, WalkShare, Walks, NO_NEWLINE, STAY,
 };
 use crate::compile::dwa::token_atoms::{alike_positions, atomize, Atoms, WalkOutcomes};
 use crate::compile::dwa::token_classes::{classify, ClassList, Shape};
@@ -55,11 +55,12 @@ use crate::compile::error::GrammarError;
 use crate::compile::interner::Interner;
 use crate::compile::interrupt::Interrupt;
 use crate::dwa::drops::{DropRule, Drops, ShapeDrops};
+use crate::dwa::indents::{IndentGroup, IndentRule, IndentTerm, Indents, ShapeIndents};
 use crate::dwa::word_pool::WordPool;
 use crate::dwa::{ClassTokens, Dwa, StartPos, WeightSpan, NO_EDGE};
 use crate::glr::Tables;
 use crate::ids::{DwaStateId, LexStateId, LrStateId, ProductionId, TerminalId, TokenId, WeightId};
-use crate::lexer::{LexFollow, LexPos, LexerDfa};
+use crate::lexer::{Indenter, LexFollow, LexPos, LexerDfa};
 use crate::lr::{Action, LrTable};
 use crate::termset::TermSet;
 use crate::vocab::{TokenParts, Vocab};
@@ -667,6 +668,7 @@ const SHORT_RANGES: u64 = 8;
 type FinalsAt = (
     Vec<Vec<(LexPos, RoaringBitmap)>>,
     Vec<Vec<(TerminalId, RoaringBitmap)>>,
+    Vec<Vec<(LexPos, RoaringBitmap)>>,
 );
 
 /// Lays the shapes side by side in one class space; returns the sets (finals left empty),
@@ -677,7 +679,13 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
     let mut shape_all = Vec::with_capacity(shapes.len());
     let depth = shapes
         .iter()
-        .map(|s| s.emits.len().max(s.finals.len()).max(s.consumes.len()))
+        .map(|s| {
+            s.emits
+                .len()
+                .max(s.finals.len())
+                .max(s.consumes.len())
+                .max(s.inside.len())
+        })
         .max()
         .unwrap_or(0);
     // Class ranges by emission (finals: by position), per depth, in increasing order:
@@ -687,6 +695,7 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
     let mut em: Vec<HashMap<EmitId, Ranges>> = vec![HashMap::new(); depth];
     let mut fi: Vec<HashMap<LexPos, Ranges>> = vec![HashMap::new(); depth];
     let mut co: Vec<HashMap<TerminalId, Ranges>> = vec![HashMap::new(); depth];
+    let mut ins: Vec<HashMap<LexPos, Ranges>> = vec![HashMap::new(); depth];
     // Without run containers, as every set the builder interns (see `WeightTable`).
     let to_set = |ranges: Ranges| -> RoaringBitmap {
         let classes: u64 = ranges.iter().map(|&(lo, hi)| u64::from(hi - lo) + 1).sum();
@@ -730,6 +739,11 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
                 shift(c, next, co[d].entry(*t).or_default());
             }
         }
+        for (d, fs) in sh.inside.iter().enumerate() {
+            for (p, c) in fs {
+                shift(c, next, ins[d].entry(*p).or_default());
+            }
+        }
         next += sh.num_classes;
     }
     let sets = ClassSets {
@@ -765,7 +779,15 @@ fn class_sets(shapes: &[&Shape], emits: &EmitTable) -> (ClassSets, Vec<u32>, Fin
             v.into_iter().map(|(t, c)| (t, to_set(c))).collect()
         })
         .collect();
-    (sets, base, (finals, consumes))
+    let inside = ins
+        .into_iter()
+        .map(|m| {
+            let mut v: Vec<(LexPos, Ranges)> = m.into_iter().collect();
+            v.sort_by_key(|(p, _)| *p);
+            v.into_iter().map(|(p, c)| (p, to_set(c))).collect()
+        })
+        .collect();
+    (sets, base, (finals, consumes, inside))
 }
 
 /// Builds the mask automaton of a grammar's tables for a vocabulary, within `limits`,
@@ -777,8 +799,12 @@ pub(crate) fn build_dwa_until(
     limits: DwaLimits,
     stop: &Interrupt,
 ) -> Result<Dwa, GrammarError> {
-    if tables.indenter.is_some() {
-        return Err(crate::compile::automaton_refuses_indentation());
+    if let Some(why) = tables
+        .indenter
+        .as_ref()
+        .and_then(|(i, _)| i.automaton_refusal.as_ref())
+    {
+        return Err(crate::compile::automaton_refuses_indentation(why));
     }
     // Run on one of rayon's threads (in place when already on one): called from another
     // thread, each of the build's dozen parallel steps would be sent to the pool and
@@ -798,6 +824,8 @@ pub struct TableRefs<'a> {
     pub follow: &'a LexFollow,
     /// LR tables over the lexer's terminals.
     pub lr: &'a LrTable,
+    /// Behind an indenter: it, and what can follow each lexer position inside brackets.
+    pub indent: Option<(&'a Indenter, &'a LexFollow)>,
 }
 
 impl<'a> From<&'a Tables> for TableRefs<'a> {
@@ -806,6 +834,7 @@ impl<'a> From<&'a Tables> for TableRefs<'a> {
             lexer: &t.lexer,
             follow: &t.follow,
             lr: &t.lr,
+            indent: t.indenter.as_ref().map(|(i, f)| (i, f)),
         }
     }
 }
@@ -817,7 +846,16 @@ fn build_on_worker(
     stop: &Interrupt,
 ) -> Result<Dwa, GrammarError> {
     let plan = string_split::plan(&tables.lexer, limits.split);
-    let half = lexer_half(&tables.lexer, &tables.follow, plan, vocab, &limits, stop)?;
+    let indent = tables.indenter.as_ref().map(|(i, f)| (i, f));
+    let half = lexer_half(
+        &tables.lexer,
+        &tables.follow,
+        indent,
+        plan,
+        vocab,
+        &limits,
+        stop,
+    )?;
     finish_dwa(half, tables.into(), vocab, &limits, stop)
 }
 
@@ -845,6 +883,7 @@ pub(crate) fn finish_dwa(
             lexer: &w.lexer,
             follow: &w.follow,
             lr: tables.lr,
+            indent: tables.indent,
         },
         None => tables,
     };
@@ -858,7 +897,16 @@ pub(crate) fn finish_dwa(
     // What the starts need of the LR table alone (its state classes, tens of ms on large
     // schemas) is made beside the two, which are mostly serial.
     let lr_facts = || {
-        let actionable = actionable_terminals(lr);
+        let mut actionable = actionable_terminals(lr);
+        // Behind an indenter, end of input is read after `_DEDENT`s (`Explorer::consume`):
+        // a state acting on `_DEDENT` acts on it.
+        if let Some((ind, _)) = tables.indent {
+            for set in &mut actionable {
+                if set.contains(ind.dedent) {
+                    set.insert(lr.eof());
+                }
+            }
+        }
         let canon = canonical_productions(lr);
         let class = state_classes(lr, &actionable);
         let rep = class_representatives(&class);
@@ -911,6 +959,7 @@ pub(crate) fn finish_dwa(
         eos: vocab.eos().to_vec(),
         split: split_lexer.map(|w| w.into_split(vocab)),
         drops: drop_tables(&shape_list, &atoms.of_token, &overflow, vocab),
+        indents: indent_tables(&shape_list),
         expansions: Default::default(),
     };
     dwa.validate()
@@ -924,6 +973,54 @@ pub(crate) fn finish_dwa(
         || drop((groups, unions, shapes, atoms, det.weights)),
     );
     Ok(dwa)
+}
+
+/// The shapes' indentation rules, side by side (empty when no shape has any).
+fn indent_tables(shapes: &[&Shape]) -> Indents {
+    let mut out = Indents::default();
+    if shapes.iter().all(|s| s.indents.rules.is_empty()) {
+        return out;
+    }
+    for sh in shapes {
+        let t = &sh.indents;
+        let lo = out.groups.len() as u32;
+        let offset = out.terms.len() as u32;
+        out.terms.extend(t.terms.iter().map(|x| IndentTerm {
+            stay: x.stay,
+            delta: x.delta,
+            out: x.out,
+            inside: x.inside,
+        }));
+        // Rules grouped by their newline lexeme's tag: one resolution per group.
+        let first = |r: &crate::compile::dwa::indentation::Rule| {
+            r.first.map(|tail| {
+                let dead = !tail.newline && tail.width == NO_NEWLINE;
+                (tail.newline, if dead { u32::MAX } else { tail.width })
+            })
+        };
+        let mut rules: Vec<&crate::compile::dwa::indentation::Rule> = t.rules.iter().collect();
+        rules.sort_by_key(|r| (first(r), r.class));
+        for run in rules.chunk_by(|a, b| first(a) == first(b)) {
+            let from = out.rules.len() as u32;
+            out.rules.extend(run.iter().map(|r| IndentRule {
+                class: r.class,
+                terms: (offset + r.terms.0, offset + r.terms.1),
+            }));
+            out.groups.push(IndentGroup {
+                first: first(run[0]),
+                rules: (from, out.rules.len() as u32),
+            });
+        }
+        out.shapes.push(ShapeIndents {
+            groups: (lo, out.groups.len() as u32),
+            virtuals: if t.rules.is_empty() {
+                (0, 0)
+            } else {
+                (t.first_virtual, sh.num_classes)
+            },
+        });
+    }
+    out
 }
 
 /// The shapes' decision trees for droppable lexemes, side by side, and the tokens of
@@ -988,10 +1085,11 @@ fn automaton_class_sets(
             goto_sources[n.index()].push(s);
         }
     }
-    let (mut sets, base, (finals_at, consumes_at)) = class_sets(shape_list, emits);
+    let (mut sets, base, (finals_at, consumes_at, inside_at)) = class_sets(shape_list, emits);
     // Terminals plus end of input, as in the follow sets.
     let width = tables.lr.num_terminals() + 1;
     let mut consumes_at = consumes_at.into_iter();
+    let mut inside_at = inside_at.into_iter();
     sets.finals = finals_at
         .into_iter()
         .map(|fs| {
@@ -1017,6 +1115,17 @@ fn automaton_class_sets(
                 let mut only = TermSet::new(width);
                 only.insert(t);
                 add(&only, c);
+            }
+            // Ends inside brackets read the follow sets with newlines dropped.
+            for (p, c) in inside_at.next().into_iter().flatten() {
+                let Some((_, inside)) = tables.indent else {
+                    unreachable!("only an indenter's shapes end inside brackets")
+                };
+                let follow = match p {
+                    LexPos::Pending(q) => inside.after_pending(q),
+                    LexPos::Boundary(q) => inside.at_boundary(q),
+                };
+                add(follow, c);
             }
             merged
         })

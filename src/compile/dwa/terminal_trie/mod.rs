@@ -22,7 +22,7 @@ use roaring::RoaringBitmap;
 
 use crate::compile::dwa::position_equiv::classes_at_depths;
 use crate::ids::{LexStateId, TerminalId, TokenId};
-use crate::lexer::{LexPos, LexerDfa};
+use crate::lexer::{Indenter, LexPos, LexerDfa, Tail};
 use crate::vocab::{TokenParts, Vocab};
 
 /// An interned lexeme emission: the sorted terminals one lexeme is emitted as.
@@ -54,11 +54,49 @@ pub struct EmitTable {
     drops: Vec<Option<DropRule>>,
     /// An emission with two droppable terminals (the mask automaton refuses it).
     two_droppable: Option<EmitId>,
+    /// Behind an indenter: the newline emissions and their tagged forms.
+    newline: Option<NewlineEmits>,
 }
+
+/// Behind an indenter, a token's first lexeme, when it is a newline lexeme closed inside
+/// the token, is emitted *tagged* with what the token's bytes up to its end say about its
+/// indentation (a [`Tail`]): tokens whose newline lexemes indent differently are then
+/// told apart by their tries. Tagged ids are computed, not interned: `base +
+/// (index << 22) + (newline << 21) + width`, `index` the untagged emission's among
+/// `emits`.
+#[derive(Debug, Clone)]
+struct NewlineEmits {
+    /// Columns a tab counts.
+    tab_len: u32,
+    /// The emissions holding `nl`, by index.
+    emits: Vec<EmitId>,
+    /// Per emission, its index in `emits` (`u32::MAX`: none).
+    index: Vec<u32>,
+    /// Per index, the emission without `nl` (its other terminals; `None` when none).
+    plain: Vec<Option<EmitId>>,
+    /// The emission holding only [`STAY`].
+    stay: EmitId,
+    /// The first tagged id (past every interned emission).
+    base: u32,
+}
+
+/// Widths from here on are not tagged (the emission stays untagged, which the automaton
+/// leaves to the recognizer).
+const MAX_TAGGED_WIDTH: u32 = (1 << 21) - 1;
+
+/// The tag width of a newline lexeme that starts in the token and holds no newline (its
+/// `_NL` reading dies).
+pub const NO_NEWLINE: u32 = MAX_TAGGED_WIDTH - 1;
 
 impl EmitTable {
     /// Interns the emission of every lexer state that emits something.
     pub fn new(lexer: &LexerDfa) -> Self {
+        Self::with_indenter(lexer, None)
+    }
+
+    /// [`Self::new`], with the newline emissions of `indenter` tagged (see
+    /// [`Self::tagged`]).
+    pub fn with_indenter(lexer: &LexerDfa, indenter: Option<&Indenter>) -> Self {
         let mut sets: Vec<Vec<TerminalId>> = Vec::new();
         let mut index: HashMap<Vec<TerminalId>, EmitId> = HashMap::new();
         let by_state = (0..lexer.num_states())
@@ -97,19 +135,116 @@ impl EmitTable {
                 skipped: EmitId(sets.len() as u32 - 1),
             });
         }
+        let newline = indenter.map(|ind| {
+            let own = sets.len();
+            let mut emits = Vec::new();
+            let mut index = vec![u32::MAX; own];
+            let mut rests = Vec::new();
+            for (i, terms) in sets.iter().enumerate() {
+                if !terms.contains(&ind.nl) {
+                    continue;
+                }
+                index[i] = emits.len() as u32;
+                emits.push(EmitId(i as u32));
+                let rest: Vec<TerminalId> =
+                    terms.iter().copied().filter(|&t| t != ind.nl).collect();
+                rests.push(rest);
+            }
+            let mut intern = |terms: Vec<TerminalId>| match sets.iter().position(|s| *s == terms) {
+                Some(i) => EmitId(i as u32),
+                None => {
+                    sets.push(terms);
+                    EmitId(sets.len() as u32 - 1)
+                }
+            };
+            let plain = rests
+                .into_iter()
+                .map(|rest| (!rest.is_empty()).then(|| intern(rest)))
+                .collect();
+            let stay = intern(vec![STAY]);
+            NewlineEmits {
+                tab_len: ind.tab_len,
+                emits,
+                index,
+                plain,
+                stay,
+                base: sets.len() as u32,
+            }
+        });
         drops.resize(sets.len(), None);
         Self {
             sets,
             by_state,
             drops,
             two_droppable,
+            newline,
         }
+    }
+
+    /// Behind an indenter: the tab width the tags count with.
+    pub fn tab_len(&self) -> Option<u32> {
+        self.newline.as_ref().map(|n| n.tab_len)
+    }
+
+    /// Whether emission `e` (tagged or not) holds the indenter's newline terminal.
+    #[inline]
+    pub fn is_newline(&self, e: EmitId) -> bool {
+        self.newline.as_ref().is_some_and(|n| {
+            e.0 >= n.base || n.index.get(e.0 as usize).is_some_and(|&i| i != u32::MAX)
+        })
+    }
+
+    /// Newline emission `e` tagged with its lexeme's bytes `tail` (`e` itself when it is
+    /// not a newline emission, or the width is past what tags hold). The lexeme is the
+    /// token's `first`, whose bytes continue the configuration's pending ones, or starts
+    /// in the token: then, without a newline of its own, it can never be `_NL` (tagged
+    /// [`NO_NEWLINE`]).
+    #[inline]
+    pub fn tagged(&self, e: EmitId, tail: Tail, first: bool) -> EmitId {
+        let Some(n) = &self.newline else { return e };
+        let dead = Tail {
+            width: NO_NEWLINE,
+            newline: false,
+        };
+        let tail = if first || tail.newline { tail } else { dead };
+        match n.index.get(e.0 as usize) {
+            Some(&i) if i != u32::MAX && (tail.width < NO_NEWLINE || tail == dead) => {
+                EmitId(n.base + (i << 22) + (u32::from(tail.newline) << 21) + tail.width)
+            }
+            _ => e,
+        }
+    }
+
+    /// A tagged emission's untagged form and tag.
+    #[inline]
+    pub fn tag(&self, e: EmitId) -> Option<(EmitId, Tail)> {
+        let n = self.newline.as_ref()?;
+        let x = e.0.checked_sub(n.base)?;
+        let tail = Tail {
+            width: x & MAX_TAGGED_WIDTH,
+            newline: (x >> 21) & 1 == 1,
+        };
+        Some((n.emits[(x >> 22) as usize], tail))
+    }
+
+    /// A newline emission (tagged or not) without the newline terminal: its other
+    /// terminals, `None` when it has none.
+    pub fn without_newline(&self, e: EmitId) -> Option<EmitId> {
+        let n = self.newline.as_ref()?;
+        let e = self.tag(e).map_or(e, |(u, _)| u);
+        let i = *n.index.get(e.0 as usize)?;
+        n.plain.get(i as usize).copied().flatten()
+    }
+
+    /// The emission holding only [`STAY`] (behind an indenter).
+    pub fn stay(&self) -> Option<EmitId> {
+        self.newline.as_ref().map(|n| n.stay)
     }
 
     /// The rule of emission `e` when it holds a droppable terminal (and no ignored one).
     #[inline]
     pub fn drop_rule(&self, e: EmitId) -> Option<DropRule> {
-        self.drops[e.0 as usize]
+        self.drops.get(e.0 as usize).copied().flatten()
     }
 
     /// Some emission with two droppable terminals, if the lexer has one.
@@ -133,6 +268,7 @@ impl EmitTable {
 
     /// The terminals of an emission.
     pub fn terminals(&self, e: EmitId) -> &[TerminalId] {
+        let e = self.tag(e).map_or(e, |(u, _)| u);
         &self.sets[e.0 as usize]
     }
 }
@@ -360,7 +496,9 @@ fn walk_block(
     j: usize,
     after_first: LexStateId,
 ) -> Vec<TrieNode> {
-    if lexer.longest_match() {
+    // Behind an indenter the forked walk tags newline lexemes (the plain walk does not);
+    // without longest match it forks only where maximal munch then kills a branch.
+    if lexer.longest_match() || emits.tab_len().is_some() {
         return walk_block_forked(lexer, emits, parts, j, after_first);
     }
     let mut b = Builder::new();
@@ -439,26 +577,53 @@ fn walk_block_forked(
     j: usize,
     after_first: LexStateId,
 ) -> Vec<TrieNode> {
-    type Branches = smallvec::SmallVec<[(LexPos, u32); 4]>;
+    // A branch: where it stands, its trie node, and (behind an indenter) the bytes of
+    // its pending lexeme as a newline lexeme's tail.
+    type Branches = smallvec::SmallVec<[(LexPos, u32, Tail); 4]>;
     let mut b = Builder::new();
-    // The branches after a byte took a branch to `q1` (not dead) at `node`.
-    let enter = |b: &mut Builder, out: &mut Branches, q1: LexStateId, node: u32| {
-        let mut push = |x: (LexPos, u32)| {
+    let tagging = emits.tab_len().is_some();
+    let tab_len = emits.tab_len().unwrap_or(0);
+    // Per trie node, whether every lexeme on its path is ignored: a newline lexeme
+    // emitted there is tagged (see `EmitTable::tagged`).
+    let mut clean: Vec<bool> = vec![true];
+    // The branches after a byte took a branch to `q1` (not dead) at `node`, its lexeme's
+    // bytes now `tail`.
+    let mut enter = |b: &mut Builder, out: &mut Branches, q1: LexStateId, node: u32, tail: Tail| {
+        let mut push = |x: (LexPos, u32, Tail)| {
             if !out.contains(&x) {
                 out.push(x);
             }
         };
         if lexer.can_extend(q1) {
-            push((LexPos::Pending(q1), node));
+            push((LexPos::Pending(q1), node, tail));
         }
         if let Some(e) = emits.of_state(q1) {
+            let e = if tagging && clean[node as usize] {
+                emits.tagged(e, tail, node == 0)
+            } else {
+                e
+            };
             let c = b.child(node, e);
-            push((LexPos::Boundary(lexer.inhibitor(q1)), c));
+            if c as usize == clean.len() {
+                let ignored = emits.terminals(e).iter().all(|&t| lexer.is_ignored(t));
+                clean.push(clean[node as usize] && ignored);
+            }
+            push((LexPos::Boundary(lexer.inhibitor(q1)), c, Tail::default()));
+        }
+    };
+    let step = |tail: Tail, byte: u8| {
+        if tagging {
+            tail.step(byte, tab_len)
+        } else {
+            tail
         }
     };
     let nodes = parts.part_nodes(j);
     let mut first = Branches::new();
-    enter(&mut b, &mut first, after_first, 0);
+    if nodes.start < nodes.end {
+        let t1 = step(Tail::default(), parts.byte(nodes.start));
+        enter(&mut b, &mut first, after_first, 0, t1);
+    }
     // The branches at each depth of the current path (index 0 unused).
     let mut at: Vec<Branches> = vec![first; parts.longest() + 1];
     let mut n = nodes.start;
@@ -467,13 +632,16 @@ fn walk_block_forked(
         if d > 1 {
             let byte = parts.byte(n);
             let mut next = Branches::new();
-            for &(pos, node) in &at[d - 1] {
-                let q1 = match pos {
-                    LexPos::Pending(q) => lexer.next_rep(q, byte),
-                    LexPos::Boundary(p) => lexer.boundary_next_rep(p, byte),
+            for &(pos, node, tail) in &at[d - 1] {
+                let (q1, tail) = match pos {
+                    LexPos::Pending(q) => (lexer.next_rep(q, byte), step(tail, byte)),
+                    LexPos::Boundary(p) => (
+                        lexer.boundary_next_rep(p, byte),
+                        step(Tail::default(), byte),
+                    ),
                 };
                 if !lexer.is_dead(q1) {
-                    enter(&mut b, &mut next, q1, node);
+                    enter(&mut b, &mut next, q1, node, tail);
                 }
             }
             if next.is_empty() {
@@ -484,7 +652,7 @@ fn walk_block_forked(
         }
         for o in parts.ending_at(n) {
             let id = parts.id(o);
-            for &(pos, node) in &at[d] {
+            for &(pos, node, _) in &at[d] {
                 b.add_final(node, pos, id);
             }
         }
