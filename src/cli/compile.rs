@@ -32,6 +32,8 @@ pub fn run(grammar: &GrammarArgs, tokenizer: &TokenizerArgs, out: &str) -> Resul
             "weights": d.num_weights(),
             "class_words": d.class_words(),
             "shapes": d.num_shapes(),
+            // Tokens each mask commits on the recognizer instead (`Drops::overflow`).
+            "recognizer_tokens": d.drops().overflow.len(),
             "artifact_bytes": bytes.len(),
             "out": out,
         })

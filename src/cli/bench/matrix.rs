@@ -22,6 +22,8 @@ pub struct Workload {
     /// Lexing by longest match (`--longest-match`).
     #[serde(default)]
     pub longest_match: bool,
+    /// Columns a tab counts for the indenter (`--tab-len`).
+    pub tab_len: Option<u32>,
     /// A tokenizer file or `builtin:o200k`.
     pub tokenizer: String,
     /// The document decoded token by token.

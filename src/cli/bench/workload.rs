@@ -146,7 +146,7 @@ pub fn load_inputs(w: &Workload) -> Result<(Vocab, load::Loaded), String> {
             compact: false,
             droppable: w.droppable.clone(),
             indenter: None,
-            tab_len: None,
+            tab_len: w.tab_len,
             longest_match: w.longest_match,
             time_limit_ms: None,
         },

@@ -152,12 +152,18 @@ pub fn with_indentation<S: Default>(
     let mut changed = false;
     for o in &mut outcomes {
         let ends = o.ends.clone();
-        o.ends.retain(|&mut (d, p)| {
-            let LexPos::Boundary(q) = p else { return true };
-            !(d >= 1
-                && emits.is_newline(o.emits[d - 1])
-                && ends.contains(&(d - 1, LexPos::Pending(q)))
-                && subsumed(t, emits, o.emits[d - 1], q))
+        o.ends.retain(|&mut (d, end)| {
+            let LexPos::Boundary(q) = end else {
+                return true;
+            };
+            // The pending partner (ends are canonical: its state may differ from the
+            // inhibitor's, its follow sets do not).
+            let partner = ends.iter().find_map(|&(pd, pe)| match pe {
+                LexPos::Pending(p) if pd + 1 == d => Some(p),
+                _ => None,
+            });
+            let Some(p) = partner else { return true };
+            !(emits.is_newline(o.emits[d - 1]) && subsumed(t, emits, o.emits[d - 1], p, q))
         });
         // Lexemes only a dropped outcome emitted are no longer the class's.
         let deepest = o.ends.iter().map(|&(d, _)| d).max().unwrap_or(0);
@@ -269,14 +275,20 @@ pub fn with_indentation<S: Default>(
 }
 
 /// Whether the closed outcome emitting `e` at the boundary `q` inhibits allows nothing
-/// its partner pending in `q` does not (see the module doc).
-fn subsumed(t: &IndentTables<'_>, emits: &EmitTable, e: EmitId, q: crate::ids::LexStateId) -> bool {
+/// its partner pending in `p` does not (see the module doc).
+fn subsumed(
+    t: &IndentTables<'_>,
+    emits: &EmitTable,
+    e: EmitId,
+    p: crate::ids::LexStateId,
+    q: crate::ids::LexStateId,
+) -> bool {
     // Per reading of the lexeme, outside brackets and in: a terminal the stacks take
-    // must be one `q` can still become (the pending partner then takes it); a reading
+    // must be one `p` can still become (the pending partner then takes it); a reading
     // that leaves the stacks as they were (ignored, or the newline dropped inside
-    // brackets) must leave nothing next that `q` cannot still lead to.
+    // brackets) must leave nothing next that `p` cannot still lead to.
     let stays_within = |f: &LexFollow| {
-        let after = f.after_pending(q);
+        let after = f.after_pending(p);
         f.at_boundary(q)
             .words()
             .iter()
@@ -288,12 +300,12 @@ fn subsumed(t: &IndentTables<'_>, emits: &EmitTable, e: EmitId, q: crate::ids::L
         let outside = if stays {
             stays_within(t.follow)
         } else {
-            t.follow.after_pending(q).contains(x)
+            t.follow.after_pending(p).contains(x)
         };
         let inside = if stays || x == t.indenter.nl {
             stays_within(t.inside)
         } else {
-            t.inside.after_pending(q).contains(x)
+            t.inside.after_pending(p).contains(x)
         };
         outside && inside
     })
