@@ -8,7 +8,9 @@
 //! droppable terminal `D` (`;`), taken where some parse can take it and skipped elsewhere,
 //! so tokens carry several droppable lexemes. A third of the others are lexed by longest
 //! match, with a terminal `P` (`a-…-b`) whose lexemes die incomplete and back up, so token
-//! walks fork.
+//! walks fork. One grammar in four instead runs behind Lark's indenter (blocks, brackets,
+//! a random tab width, sometimes longest match) over a vocabulary of newlines, spaces and
+//! tabs beside words.
 #![no_main]
 
 use std::sync::Arc;
@@ -93,9 +95,45 @@ fn grammar(b: &mut Bytes) -> (String, bool, bool) {
     (out, drop, longest)
 }
 
+/// Characters of the indenter grammars' tokens.
+const INDENT_ALPHA: &[u8] = b"ab:=( )\n\t#";
+
+/// A grammar behind Lark's indenter: statements in blocks, brackets across lines,
+/// comments in newlines, a few random simple statements.
+fn indent_grammar(b: &mut Bytes) -> String {
+    let mut simple = vec!["W \"=\" e".to_string()];
+    for _ in 0..b.below(3) {
+        let w: Vec<u8> = word(b, 3)
+            .into_iter()
+            .filter(|c| b"ab:=".contains(c))
+            .collect();
+        if !w.is_empty() {
+            simple.push(format!("{:?}", String::from_utf8(w).unwrap()));
+        }
+    }
+    let comment = if b.below(2) == 0 { "|/#[^\\n]*/" } else { "" };
+    format!(
+        "start: (_NL | stmt)*\n\
+         stmt: simple _NL | W \":\" suite\n\
+         suite: simple _NL | _NL _INDENT stmt+ _DEDENT\n\
+         simple: {}\n\
+         e: W | \"(\" e \")\" | \"(\" e W \")\"\n\
+         W: /[ab]+/\n\
+         _NL: (/\\n[ \\t]*/{comment})+\n\
+         %ignore \" \"\n\
+         %declare _INDENT _DEDENT\n",
+        simple.join(" | ")
+    )
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut b = Bytes(data);
-    let (text, drop, longest) = grammar(&mut b);
+    let indent = b.below(4) == 0;
+    let (text, drop, longest) = if indent {
+        (indent_grammar(&mut b), false, b.below(3) == 0)
+    } else {
+        grammar(&mut b)
+    };
     let Ok(mut g) = compile_grammar(&text, GrammarFormat::Lark) else {
         return;
     };
@@ -103,12 +141,28 @@ fuzz_target!(|data: &[u8]| {
     if drop && g.set_droppable(&["D".to_string()]).is_err() {
         return;
     }
+    if indent {
+        let tab = 1 + u32::from(b.below(8));
+        g.set_tab_len(tab).expect("an indenter grammar");
+    }
     let Ok(tables) = build_glr_tables(&g) else {
         return;
     };
     let tables = Arc::new(tables);
     let ntok = 4 + b.below(20) as usize;
-    let mut toks: Vec<Option<Vec<u8>>> = (0..ntok).map(|_| Some(word(&mut b, 4))).collect();
+    let mut toks: Vec<Option<Vec<u8>>> = (0..ntok)
+        .map(|_| {
+            Some(if indent {
+                let len = 1 + b.below(4);
+                let alpha = INDENT_ALPHA;
+                (0..len)
+                    .map(|_| alpha[b.below(alpha.len() as u8) as usize])
+                    .collect()
+            } else {
+                word(&mut b, 4)
+            })
+        })
+        .collect();
     toks.push(Some(b"<eos>".to_vec()));
     let Ok(vocab) = Vocab::from_byte_tokens("fuzz", toks, &[TokenId::new(ntok)]) else {
         return;

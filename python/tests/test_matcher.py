@@ -281,9 +281,13 @@ def test_indentation_runs_in_masks(gpt2):
     m = stackmask.GrammarMatcher(compiled)
     for t in gpt2.encode(good):
         assert t in allowed(m, gpt2.vocab_size)
-        assert 50256 not in allowed(m, gpt2.vocab_size)
         assert m.accept_token(t)
     assert m.is_accepting() and 50256 in allowed(m, gpt2.vocab_size)
+    # A block opened and empty: the document cannot end there.
+    m = stackmask.GrammarMatcher(compiled)
+    for t in gpt2.encode("if a:\n"):
+        assert m.accept_token(t)
+    assert 50256 not in allowed(m, gpt2.vocab_size)
     # Two columns: no level is open there.
     bad = "if a:\n    if b:\n        x = y\n  z = w\n"
     m = stackmask.GrammarMatcher(compiled)
