@@ -170,8 +170,8 @@ pub fn collect<N: StackNode + Clone>(
 pub type IndentContext<'a, N> = (Indentation<'a>, &'a dyn Fn(Resolved) -> Option<Vec<N>>);
 
 /// [`collect`] for a configuration behind an indenter (`indent`; see
-/// [`super::indents`]): classes whose first lexeme is a newline lexeme also read walks
-/// from the stacks after it, one per distinct resolution.
+/// [`super::indents`]): classes with a newline lexeme after ignored lexemes only also
+/// read walks from the stacks the indenter leaves after it, one per distinct resolution.
 pub fn collect_indented<N: StackNode + Clone>(
     dwa: &Dwa,
     pos: LexPos,

@@ -6,9 +6,10 @@
 //! rest (`compile::grammar::indent_check`: brackets and levels pair up within
 //! productions, no newline between brackets), so only three things are left to decide
 //! at mask time, from the configuration:
-//! - **A newline lexeme emitted first.** Its indentation is the configuration's pending
-//!   tail continued by the token's bytes up to the lexeme's end (the tag `terminal_trie`
-//!   gives it). The class is decided from two *variants*: the *plain* one, the lexeme's
+//! - **A newline lexeme after ignored lexemes only.** The stacks it meets are the
+//!   configuration's. Its indentation is its bytes' (the tag `terminal_trie` gives it),
+//!   after the configuration's pending ones when it is the token's first lexeme. The
+//!   class is decided from two *variants*: the *plain* one, the lexeme's
 //!   other terminals (a comment, a string that `_NL` also matches), read on the
 //!   configuration's stacks; and the *stay* one, the lexeme skipped, read on the stacks
 //!   the indenter leaves after it — the same stacks inside brackets (the newline is
@@ -18,14 +19,15 @@
 //!   with newlines dropped; where those hold a terminal the plain ones lack (after a
 //!   pending newline, what comes after the newline), the end gets an *inside* variant,
 //!   chosen when the configuration's open brackets plus the token's own are positive.
-//! - **Any other newline lexeme** in a token (after a first lexeme that is not one): the
-//!   class is left to the recognizer, which commits its tokens at each mask. Tokenizers
-//!   whose pre-tokenizers split lines (GPT-2's, Llama-3's, Qwen's) have none.
+//! - **Any other newline lexeme** in a token (a second one, or one after a lexeme the
+//!   parser takes): the class is left to the recognizer, which commits its tokens at
+//!   each mask. For `python.lark`, GPT-2's, Llama-2's and Llama-3's vocabularies have none.
 //!
 //! A closed newline lexeme at a token's end (`Boundary(q)`, the lexeme also pending in
-//! `q`) is dropped when it allows nothing its pending partner does not — when `q` can
-//! still become each of its terminals and what may follow it, outside brackets and in:
-//! the pending one asks only that `_NL` be consumable, which the closed one needs too.
+//! `p` one lexeme earlier) is dropped when it allows nothing its pending partner does
+//! not — when `p` can still become each of its terminals and what may follow it,
+//! outside brackets and in: the pending one asks only that `_NL` be consumable, which the
+//! closed one needs too.
 //! End of input needs no variant: the automaton builder reads it as "some `_DEDENT`s,
 //! then end of input", which balanced levels make exact.
 //!
