@@ -26,6 +26,7 @@ pub struct Shadows {
     /// States below this id carry no shadow.
     pub base: u32,
     /// `boundary[p * stride + class]`: the state the first byte after an emission in state
-    /// `p` leads to (0: a shadow completes, or no lexeme starts with the byte).
+    /// `p` leads to (0: a shadow completes, no lexeme starts with the byte, or `p`
+    /// completes no lexeme and so is never emitted in).
     pub boundary: Vec<u32>,
 }

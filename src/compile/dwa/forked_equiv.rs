@@ -55,8 +55,11 @@ impl ForkedEquiv {
             (live(q) && lexer.can_extend(q))
                 .then(|| (follow.after_pending(q), inside.map(|f| f.after_pending(q))))
         });
+        // The plain boundary (`DEAD`, nothing inhibited) is a candidate too, and the least:
+        // a boundary whose shadows leave its follow sets as they are is the plain one.
         let boundary_rep = rep_by(n, |q| {
-            (live(q) && !lexer.emits(q).is_empty() && lexer.inhibitor(q) == q)
+            (q == LexerDfa::DEAD
+                || live(q) && !lexer.emits(q).is_empty() && lexer.inhibitor(q) == q)
                 .then(|| (follow.at_boundary(q), inside.map(|f| f.at_boundary(q))))
         });
         // One byte per byte class.
@@ -69,7 +72,6 @@ impl ForkedEquiv {
                 bytes.push(b);
             }
         }
-        let dead = LexerDfa::DEAD;
         // What a branch entering `q` shows at once: dead, growing (where it ends), closed
         // (its emission, where it ends).
         let label = |q: LexStateId| -> (bool, Option<LexStateId>, Option<(&[_], LexPos)>) {
@@ -79,12 +81,7 @@ impl ForkedEquiv {
             let grows = lexer.can_extend(q).then(|| pending_rep[q.index()]);
             let emits = lexer.emits(q);
             let closes = (!emits.is_empty()).then(|| {
-                let inh = lexer.inhibitor(q);
-                let end = if inh == dead {
-                    LexPos::Boundary(dead)
-                } else {
-                    LexPos::Boundary(boundary_rep[inh.index()])
-                };
+                let end = LexPos::Boundary(boundary_rep[lexer.inhibitor(q).index()]);
                 (emits, end)
             });
             (false, grows, closes)
@@ -167,10 +164,7 @@ impl ForkedEquiv {
     pub fn canonical(&self, p: LexPos) -> LexPos {
         match p {
             LexPos::Pending(q) => LexPos::Pending(self.pending_rep[q.index()]),
-            LexPos::Boundary(q) if q != LexerDfa::DEAD => {
-                LexPos::Boundary(self.boundary_rep[q.index()])
-            }
-            p => p,
+            LexPos::Boundary(q) => LexPos::Boundary(self.boundary_rep[q.index()]),
         }
     }
 }

@@ -87,45 +87,61 @@ pub(super) fn lexer_half_forked(
         inside,
         indenter,
     });
-    type Classified = (Shape, ClassAtoms, Vec<u32>);
-    let classified: Vec<Result<Classified, GrammarError>> = tries
+    let tries: Vec<TerminalTrie<Vec<u32>>> = tries
         .into_par_iter()
-        .map(|t| {
-            let over = over_atoms(t, &atoms, &size)?;
-            let c = classify_forked(over).map_err(|_| GrammarError::Unsupported {
-                span: Default::default(),
-                construct: "a token that lexes along two paths under longest match".into(),
-                reason: "the mask automaton decides a token along one path of lexemes".into(),
-            })?;
-            let (c, overflow) = match &indent_tables {
-                Some(it) => with_indentation(c, it, &emits)?,
-                None => (c, Vec::new()),
-            };
-            // The atoms of classes left to the recognizer.
-            let overflow = overflow
-                .iter()
-                .flat_map(|&k| c.tokens[k as usize].iter().copied())
-                .collect();
-            let table = ClassAtoms::new(&c.tokens);
-            Ok((c.shape, table, overflow))
-        })
-        .collect();
+        .map(|t| over_atoms(t, &atoms, &size))
+        .collect::<Result<_, _>>()?;
     stop.check()?;
-    let mut shapes: Interner<Shape> = Interner::default();
-    let mut own_tables: Interner<ClassAtoms> = Interner::default();
-    let mut trie_shape = Vec::with_capacity(built.len());
-    let mut own_local = Vec::with_capacity(built.len());
-    let mut overflow = RoaringBitmap::new();
-    for c in classified {
-        let (shape, table, over) = c?;
-        trie_shape.push(shapes.intern(shape));
-        own_local.push(own_tables.intern(table));
-        overflow.extend(over);
-    }
     let dead = trie_of[positions
         .iter()
         .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
         .expect("the plain boundary is always a start position")];
+    // Boundaries read one shape, the union of their tries; other positions their own.
+    let in_union: Vec<bool> = tries
+        .iter()
+        .map(|t| matches!(t.start, LexPos::Boundary(_)))
+        .collect();
+    let union = BoundaryUnion::new(&tries, &in_union);
+    stop.check()?;
+    type Classified = (Shape, ClassAtoms, Vec<u32>);
+    let (union_classified, classified) = rayon::join(
+        || classify(union.trie.clone(), indent_tables.as_ref(), &emits),
+        || {
+            tries
+                .into_par_iter()
+                .zip(&in_union)
+                .map(|(over, &u)| (!u).then(|| classify(over, indent_tables.as_ref(), &emits)))
+                .collect::<Vec<Option<Result<Classified, GrammarError>>>>()
+        },
+    );
+    stop.check()?;
+    let mut shapes: Interner<Shape> = Interner::default();
+    let mut own_tables: Interner<ClassAtoms> = Interner::default();
+    let mut trie_shape = vec![0; built.len()];
+    let mut own_local = vec![0; built.len()];
+    let mut overflow = RoaringBitmap::new();
+    for (i, c) in classified.into_iter().enumerate() {
+        let Some(c) = c else { continue };
+        let (shape, table, over) = c?;
+        trie_shape[i] = shapes.intern(shape);
+        own_local[i] = own_tables.intern(table);
+        overflow.extend(over);
+    }
+    let (shape, table, over) = union_classified?;
+    let shape = shapes.intern(shape);
+    let tables: Vec<(usize, ClassAtoms, Vec<u32>)> = union
+        .members
+        .par_iter()
+        .map(|(i, pairs)| {
+            let (t, o) = union.member_table(&table, &over, pairs);
+            (*i, t, o)
+        })
+        .collect();
+    for (i, t, o) in tables {
+        trie_shape[i] = shape;
+        own_local[i] = own_tables.intern(t);
+        overflow.extend(o);
+    }
     Ok(LexerHalf {
         split_lexer: None,
         emits,
@@ -142,6 +158,145 @@ pub(super) fn lexer_half_forked(
             own_local,
         },
     })
+}
+
+/// Trie `over` split into classes (with indentation variants behind an indenter): its
+/// shape, class → atom table, and the atoms left to the recognizer.
+fn classify(
+    over: TerminalTrie<Vec<u32>>,
+    indent_tables: Option<&IndentTables>,
+    emits: &EmitTable,
+) -> Result<(Shape, ClassAtoms, Vec<u32>), GrammarError> {
+    let c = classify_forked(over).map_err(|_| GrammarError::Unsupported {
+        span: Default::default(),
+        construct: "a token that lexes along two paths under longest match".into(),
+        reason: "the mask automaton decides a token along one path of lexemes".into(),
+    })?;
+    let (c, overflow) = match indent_tables {
+        Some(it) => with_indentation(c, it, emits)?,
+        None => (c, Vec::new()),
+    };
+    // The atoms of classes left to the recognizer.
+    let overflow = overflow
+        .iter()
+        .flat_map(|&k| c.tokens[k as usize].iter().copied())
+        .collect();
+    let table = ClassAtoms::new(&c.tokens);
+    Ok((c.shape, table, overflow))
+}
+
+/// The tries of the boundaries merged into one. After different lexemes (and under
+/// different shadows) most tokens lex alike, so boundary tries differ in a few tokens
+/// each; apart, each would be a shape of thousands of classes that every weight spans.
+/// Merged, the union's "atoms" are the distinct outcome sets an atom has in some member
+/// (its emission paths, merged by path, and where it ends), each one class; a member
+/// reads the union's classes through a table that gives each class the member's atoms
+/// with that outcome set. A class none of a member's atoms has is empty there: the walk
+/// may decide it, and it adds no token. What a class does depends only on its outcomes,
+/// so each member's masks are its own trie's.
+struct BoundaryUnion {
+    /// The merged trie over outcome-set ids.
+    trie: TerminalTrie<Vec<u32>>,
+    /// Per member (index among the tries), its atoms as `(outcome set, atom)`, sorted.
+    members: Vec<(usize, Vec<(u32, u32)>)>,
+}
+
+impl BoundaryUnion {
+    fn new(tries: &[TerminalTrie<Vec<u32>>], member: &[bool]) -> Self {
+        let empty = || TrieNode {
+            children: Vec::new(),
+            finals: Vec::new(),
+        };
+        let mut nodes: Vec<TrieNode<Vec<u32>>> = vec![empty()];
+        let mut child: HashMap<(u32, EmitId), u32> = HashMap::new();
+        let mut set_ids: HashMap<SmallVec<[(u32, LexPos); 2]>, u32> = HashMap::new();
+        let mut sets: Vec<SmallVec<[(u32, LexPos); 2]>> = Vec::new();
+        let mut members = Vec::new();
+        for (i, t) in tries.iter().enumerate().filter(|&(i, _)| member[i]) {
+            // Each node of `t` as the merged node with its emission path.
+            let mut at = vec![0u32; t.nodes.len()];
+            let mut outcomes: HashMap<u32, SmallVec<[(u32, LexPos); 2]>> = HashMap::new();
+            let mut stack = vec![0u32];
+            while let Some(v) = stack.pop() {
+                let (node, m) = (&t.nodes[v as usize], at[v as usize]);
+                for &(e, c) in &node.children {
+                    at[c as usize] = match child.get(&(m, e)) {
+                        Some(&mc) => mc,
+                        None => {
+                            let mc = nodes.len() as u32;
+                            nodes.push(empty());
+                            nodes[m as usize].children.push((e, mc));
+                            child.insert((m, e), mc);
+                            mc
+                        }
+                    };
+                    stack.push(c);
+                }
+                for (pos, list) in &node.finals {
+                    for &a in list {
+                        outcomes.entry(a).or_default().push((m, *pos));
+                    }
+                }
+            }
+            let mut pairs: Vec<(u32, u32)> = outcomes
+                .into_iter()
+                .map(|(a, mut o)| {
+                    o.sort_unstable();
+                    let s = *set_ids.entry(o).or_insert_with_key(|o| {
+                        sets.push(o.clone());
+                        sets.len() as u32 - 1
+                    });
+                    (s, a)
+                })
+                .collect();
+            pairs.sort_unstable();
+            members.push((i, pairs));
+        }
+        // Outcome sets into the merged nodes' finals, in id order (lists stay sorted).
+        let mut finals: Vec<HashMap<LexPos, Vec<u32>>> = vec![HashMap::new(); nodes.len()];
+        for (s, outcomes) in sets.iter().enumerate() {
+            for &(v, pos) in outcomes {
+                finals[v as usize].entry(pos).or_default().push(s as u32);
+            }
+        }
+        for (node, f) in nodes.iter_mut().zip(finals) {
+            node.children.sort_unstable();
+            node.finals = f.into_iter().collect();
+            node.finals.sort_unstable_by_key(|f| f.0);
+        }
+        Self {
+            trie: TerminalTrie {
+                start: LexPos::Boundary(LexerDfa::DEAD),
+                nodes,
+            },
+            members,
+        }
+    }
+
+    /// A member's class → atom table over the union's classes (`table`, class → outcome
+    /// sets), and its atoms in the classes left to the recognizer (`over`, sets).
+    fn member_table(
+        &self,
+        table: &ClassAtoms,
+        over: &[u32],
+        pairs: &[(u32, u32)],
+    ) -> (ClassAtoms, Vec<u32>) {
+        let atoms_of = |s: u32| {
+            let lo = pairs.partition_point(|&(x, _)| x < s);
+            let hi = pairs.partition_point(|&(x, _)| x <= s);
+            pairs[lo..hi].iter().map(|&(_, a)| a)
+        };
+        let classes: Vec<Vec<u32>> = (0..table.num_classes())
+            .map(|k| {
+                let mut atoms: Vec<u32> =
+                    table.class(k).iter().flat_map(|&s| atoms_of(s)).collect();
+                atoms.sort_unstable();
+                atoms
+            })
+            .collect();
+        let overflow = over.iter().flat_map(|&s| atoms_of(s)).collect();
+        (ClassAtoms::new(&classes), overflow)
+    }
 }
 
 /// A 128-bit hash of one outcome `(trie, node, position)`.
@@ -248,4 +403,107 @@ fn over_atoms(
         start: t.start,
         nodes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::dwa::terminal_trie::{build_tries, start_positions};
+    use crate::compile::dwa::token_classes::{class_outcomes, token_outcomes};
+    use crate::compile::{build_glr_tables, frontend::lark};
+
+    /// Merged, the boundaries' tries give every member token the class whose outcomes
+    /// (emissions depth by depth, ends) are its own in its member's trie, each token in
+    /// one class; the union has fewer classes than the members apart.
+    #[test]
+    fn boundaries_read_the_union_as_their_own_tries() {
+        let mut g = lark::compile(
+            "start: (NAME | NUM | \".\" | ELL | AB | ABD | EQ | EQEQ)*\nNAME: /[a-z]+/\n\
+             NUM: /[0-9]+([eE][0-9]+)?/\nELL: \"...\"\nAB: \"ab\"\nABD: /abc+d/\n\
+             EQ: \"=\"\nEQEQ: \"==\"\n%ignore \" \"\n",
+        )
+        .unwrap();
+        g.longest_match = true;
+        let tables = build_glr_tables(&g).unwrap();
+        let lexer = &tables.lexer;
+        let words: Vec<&[u8]> = vec![
+            b"a", b"ab", b"abc", b"abcc", b"abccd", b"1e", b"1e5", b"1ex", b"..", b"...", b"..x",
+            b"1", b". 1e", b" ", b"x1e", b"abcab", b"=", b"==", b"= 1", b"=a", b"c", b"d", b"e5",
+            b"5", b"=.", b"==.",
+        ];
+        let vocab = Vocab::from_byte_tokens(
+            "test",
+            words.iter().map(|w| Some(w.to_vec())).collect(),
+            &[],
+        )
+        .unwrap();
+        let emits = EmitTable::new(lexer);
+        let tries = build_tries(lexer, &emits, vocab.parts(), &start_positions(lexer));
+        // Tokens as their own atoms.
+        let over: Vec<TerminalTrie<Vec<u32>>> = tries
+            .iter()
+            .map(|t| TerminalTrie {
+                start: t.start,
+                nodes: t
+                    .nodes
+                    .iter()
+                    .map(|n| TrieNode {
+                        children: n.children.clone(),
+                        finals: n
+                            .finals
+                            .iter()
+                            .map(|(p, s)| (*p, s.iter().collect()))
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let member: Vec<bool> = over
+            .iter()
+            .map(|t| matches!(t.start, LexPos::Boundary(_)))
+            .collect();
+        let union = BoundaryUnion::new(&over, &member);
+        assert!(
+            union.members.len() >= 4,
+            "{} boundaries",
+            union.members.len()
+        );
+        let (shape, table, _) = classify(union.trie.clone(), None, &emits).unwrap();
+        let mut apart = 0;
+        for (i, pairs) in &union.members {
+            let (mine, _) = union.member_table(&table, &[], pairs);
+            assert_eq!(mine.num_classes() as u32, shape.num_classes);
+            apart += classify(over[*i].clone(), None, &emits)
+                .unwrap()
+                .0
+                .num_classes;
+            let mut seen = std::collections::BTreeSet::new();
+            for c in 0..mine.num_classes() {
+                for &t in mine.class(c) {
+                    assert!(seen.insert(t), "token {t} in two classes");
+                    let outs = tries[*i].outcomes_of(crate::ids::TokenId::new(t as usize));
+                    assert_eq!(
+                        class_outcomes(&shape, c as u32),
+                        token_outcomes(&outs),
+                        "token {:?} at {:?}",
+                        String::from_utf8_lossy(words[t as usize]),
+                        over[*i].start
+                    );
+                }
+            }
+            let alive = (0..words.len())
+                .filter(|&t| {
+                    !tries[*i]
+                        .outcomes_of(crate::ids::TokenId::new(t))
+                        .is_empty()
+                })
+                .count();
+            assert_eq!(seen.len(), alive, "every live token has a class");
+        }
+        assert!(
+            shape.num_classes < apart,
+            "{} of {apart}",
+            shape.num_classes
+        );
+    }
 }

@@ -87,7 +87,11 @@ pub fn add_shadows(lexer: LexerDfa, max_states: usize) -> Result<LexerDfa, Gramm
     while s < keys.len() {
         let (q, set) = keys[s].clone();
         // The first byte after an emission in this state: the state's own shadow and its
-        // shadows move with it. The dead state stands for "nothing inhibited".
+        // shadows move with it. The dead state stands for "nothing inhibited". A state
+        // that completes nothing never closes a lexeme, so its boundary row stays dead:
+        // filling it would add (state, shadow set) pairs no input reaches (a comment body
+        // as the shadow of every state of a name's Unicode letters, say).
+        let emits = q == 0 || !lexer.emits(id(q)).is_empty();
         let mut behind = set.clone();
         if q != 0 {
             behind.push(q);
@@ -103,8 +107,8 @@ pub fn add_shadows(lexer: LexerDfa, max_states: usize) -> Result<LexerDfa, Gramm
             };
             trans.push(grow);
             let start = match advance(&behind, b) {
-                Some(moved) => intern(lexer.next(LexerDfa::START, b), moved, &mut keys)?,
-                None => 0,
+                Some(moved) if emits => intern(lexer.next(LexerDfa::START, b), moved, &mut keys)?,
+                _ => 0,
             };
             boundary.push(start);
         }
@@ -353,6 +357,52 @@ mod tests {
         assert!(
             !longest.is_dead(x) && x.index() < munch.num_states(),
             "shadow forgotten"
+        );
+    }
+
+    /// Every shadowed state is reached from the plain ones by growing, or by a byte after
+    /// an emission in a state that completes something: states whose lexeme never closes
+    /// get no boundary row (inside a string `'a`, a name could otherwise start with the
+    /// string as its shadow, a pair no input reaches).
+    #[test]
+    fn shadowed_states_are_reached_only_through_emissions() {
+        let text = "start: (NAME | STR | AB | ABD)*\nNAME: /[a-z]+/\nSTR: /'[^']*'/\n\
+                    AB: \"a.b\"\nABD: /a\\.bc+d/\n%ignore \" \"\n";
+        let lexer = lexer_of(text, true);
+        let n = lexer.num_states();
+        let reps = reps_by_class(&lexer);
+        let id = LexStateId::new;
+        let base = lexer_of(text, false).num_states();
+        assert!(n > base, "the toy has shadowed states");
+        let mut seen = vec![false; n];
+        let mut work: Vec<usize> = (0..base).collect();
+        for &q in &work {
+            seen[q] = true;
+        }
+        while let Some(q) = work.pop() {
+            let mut next: Vec<LexStateId> = reps.iter().map(|&b| lexer.next(id(q), b)).collect();
+            let emits = q == 0 || !lexer.emits(id(q)).is_empty();
+            if emits {
+                next.extend(reps.iter().map(|&b| lexer.boundary_next(id(q), b)));
+            } else {
+                for &b in &reps {
+                    assert!(
+                        lexer.is_dead(lexer.boundary_next(id(q), b)),
+                        "state {q} closes nothing"
+                    );
+                }
+            }
+            for s in next {
+                if !seen[s.index()] {
+                    seen[s.index()] = true;
+                    work.push(s.index());
+                }
+            }
+        }
+        let unreached: Vec<usize> = (0..n).filter(|&q| !seen[q]).collect();
+        assert!(
+            unreached.is_empty(),
+            "states no input reaches: {unreached:?}"
         );
     }
 
