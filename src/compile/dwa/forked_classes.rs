@@ -183,22 +183,7 @@ mod tests {
         let tries = build_tries(lexer, &emits, vocab.parts(), &positions);
         let mut most_outcomes = 0;
         for trie in &tries {
-            // Tokens as their own atoms.
-            let over = TerminalTrie {
-                start: trie.start,
-                nodes: trie
-                    .nodes
-                    .iter()
-                    .map(|n| TrieNode {
-                        children: n.children.clone(),
-                        finals: n
-                            .finals
-                            .iter()
-                            .map(|(p, s)| (*p, s.iter().collect()))
-                            .collect(),
-                    })
-                    .collect(),
-            };
+            let over = trie.over_tokens();
             let ct = classify_forked(over).expect("forks stay on one path");
             let mut seen = std::collections::BTreeSet::new();
             for (c, toks) in ct.tokens.iter().enumerate() {

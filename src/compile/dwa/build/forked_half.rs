@@ -525,25 +525,7 @@ mod tests {
         .unwrap();
         let emits = EmitTable::new(lexer);
         let tries = build_tries(lexer, &emits, vocab.parts(), &start_positions(lexer));
-        // Tokens as their own atoms.
-        let over: Vec<TerminalTrie<Vec<u32>>> = tries
-            .iter()
-            .map(|t| TerminalTrie {
-                start: t.start,
-                nodes: t
-                    .nodes
-                    .iter()
-                    .map(|n| TrieNode {
-                        children: n.children.clone(),
-                        finals: n
-                            .finals
-                            .iter()
-                            .map(|(p, s)| (*p, s.iter().collect()))
-                            .collect(),
-                    })
-                    .collect(),
-            })
-            .collect();
+        let over: Vec<TerminalTrie<Vec<u32>>> = tries.iter().map(|t| t.over_tokens()).collect();
         let member: Vec<bool> = over
             .iter()
             .map(|t| matches!(t.start, LexPos::Boundary(_)))

@@ -318,6 +318,27 @@ impl TerminalTrie {
         out
     }
 
+    /// The same trie with each token as its own atom (finals as sorted token lists), as
+    /// the tests classify it.
+    #[cfg(test)]
+    pub fn over_tokens(&self) -> TerminalTrie<Vec<u32>> {
+        TerminalTrie {
+            start: self.start,
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| TrieNode {
+                    children: n.children.clone(),
+                    finals: n
+                        .finals
+                        .iter()
+                        .map(|(p, s)| (*p, s.iter().collect()))
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
     /// Replaces every final position by `canon(pos)`, merging the token sets of finals
     /// that then coincide at a node (sorted by position, so equal outcomes give equal
     /// nodes whatever the positions were before).
