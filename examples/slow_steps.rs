@@ -3,7 +3,7 @@
 //! was slowest: where a mask's tail comes from, and whether it is the engine's or the
 //! machine's.
 //! `cargo run --release --example slow_steps -- GRAMMAR TOKENIZER DOCUMENT
-//! [--budget N] [--droppable NAME]…` (`--budget`: `DwaLimits::determinize_budget`).
+//! [--budget N] [--droppable NAME]… [--tab-len N] [--longest-match]` (`--budget`: `DwaLimits::determinize_budget`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,16 +16,26 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mut limits = stackmask::compile::DwaLimits::default();
     let mut droppable = Vec::new();
-    for opt in args[4..].chunks(2) {
-        match opt {
-            [k, v] if k == "--budget" => limits.determinize_budget = v.parse().unwrap(),
-            [k, v] if k == "--droppable" => droppable.push(v.clone()),
-            _ => panic!("unknown option {opt:?}"),
+    let mut tab_len = None;
+    let mut longest = false;
+    let mut rest = args[4..].iter();
+    while let Some(k) = rest.next() {
+        let mut value = || rest.next().expect("option without a value");
+        match k.as_str() {
+            "--budget" => limits.determinize_budget = value().parse().unwrap(),
+            "--droppable" => droppable.push(value().clone()),
+            "--tab-len" => tab_len = Some(value().parse().unwrap()),
+            "--longest-match" => longest = true,
+            _ => panic!("unknown option {k:?}"),
         }
     }
     let text = std::fs::read_to_string(&args[1]).unwrap();
     let mut g = compile_grammar(&text, GrammarFormat::from_path(&args[1])).unwrap();
     g.set_droppable(&droppable).unwrap();
+    if let Some(n) = tab_len {
+        g.set_tab_len(n).unwrap();
+    }
+    g.longest_match |= longest;
     let tables = Arc::new(build_glr_tables(&g).unwrap());
     let vocab = Vocab::load(&args[2]).unwrap();
     let t0 = Instant::now();

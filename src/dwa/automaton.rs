@@ -375,9 +375,17 @@ impl Dwa {
         if self.positions.windows(2).any(|w| w[0].pos >= w[1].pos) {
             return bad("positions not sorted");
         }
+        // Per shape, the first class and class count of its positions' tables: the walk
+        // reads a shape's classes at one place of the class space.
+        let mut placed: Vec<Option<(u32, usize)>> = vec![None; nshapes];
         for p in &self.positions {
             if p.shape as usize >= nshapes || p.table as usize >= self.tables.len() {
                 return bad("position out of range");
+            }
+            let t = &self.tables[p.table as usize];
+            let here = (t.base, t.num_classes());
+            if *placed[p.shape as usize].get_or_insert(here) != here {
+                return bad("tables of one shape placed apart");
             }
         }
         let vw = (self.vocab_len as usize).div_ceil(32);

@@ -3,7 +3,11 @@
 //! its terms' variants into its class, reading the configuration's walk or, for a newline
 //! lexeme emitted first, the walk from the stacks the indenter leaves after it.
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
+
+use super::derived::Derived;
 
 /// One shape's rule groups `groups.0..groups.1` and virtual classes (shape-local ids
 /// `virtuals.0..virtuals.1`).
@@ -49,7 +53,30 @@ pub struct Indents {
     pub groups: Vec<IndentGroup>,
     pub rules: Vec<IndentRule>,
     pub terms: Vec<IndentTerm>,
+    /// Per shape, the variants each walk carries, made on the shape's first mask.
+    #[serde(skip)]
+    riders: RiderMemo,
 }
+
+/// Per shape (on first use): its virtual classes, and per group the variants its terms
+/// read from the configuration's walk (`plain`) and from the walk after the newline
+/// (`stay`), out and inside alike, as class-space words over the shape's word range;
+/// and per group its rules outside brackets as `(variant, class)` bit pairs (bit `i` is
+/// word `i / 64` of that range), those read from the configuration's walk and those read
+/// from the walk after the newline.
+#[derive(Debug)]
+struct ShapeRiders {
+    virtuals: Vec<u64>,
+    plain: Vec<Vec<u64>>,
+    stay: Vec<Vec<u64>>,
+    outside: Vec<(BitPairs, BitPairs)>,
+}
+
+/// `(variant bit, class bit)` pairs: the class is set where the variant is.
+type BitPairs = Vec<(u32, u32)>;
+
+/// [`ShapeRiders`] per shape, each made on its shape's first mask.
+type RiderMemo = Derived<Box<[OnceLock<ShapeRiders>]>>;
 
 /// What the indenter leaves after a newline lexeme, for the stacks to read: the same
 /// stacks (inside brackets), the stacks after the newline and its indent or dedents
@@ -130,6 +157,94 @@ impl Indents {
         }
     }
 
+    /// Shape `shape`'s [`ShapeRiders`] (`cw` words from `first_word`; its classes from
+    /// class `base`), made on first use.
+    fn shape_riders(&self, shape: u32, base: usize, first_word: usize, cw: usize) -> &ShapeRiders {
+        let memo = self
+            .riders
+            .get_or_init(|| self.shapes.iter().map(|_| OnceLock::new()).collect());
+        memo[shape as usize].get_or_init(|| {
+            let sd = self.shapes[shape as usize];
+            let at = |local: u32| base + local as usize - first_word * 64;
+            let set = |d: &mut [u64], local: u32| {
+                let i = at(local);
+                d[i / 64] |= 1 << (i % 64);
+            };
+            let mut virtuals = vec![0u64; cw];
+            for v in sd.virtuals.0..sd.virtuals.1 {
+                set(&mut virtuals, v);
+            }
+            let groups = &self.groups[sd.groups.0 as usize..sd.groups.1 as usize];
+            let mut plain = vec![vec![0u64; cw]; groups.len()];
+            let mut stay = vec![vec![0u64; cw]; groups.len()];
+            let mut outside = vec![(Vec::new(), Vec::new()); groups.len()];
+            for (g, group) in groups.iter().enumerate() {
+                for r in &self.rules[group.rules.0 as usize..group.rules.1 as usize] {
+                    for t in &self.terms[r.terms.0 as usize..r.terms.1 as usize] {
+                        let words = if t.stay { &mut stay[g] } else { &mut plain[g] };
+                        set(words, t.out);
+                        set(words, t.inside);
+                        // No bracket open before the token: the token's own decide.
+                        let v = if t.delta > 0 { t.inside } else { t.out };
+                        let pairs = if t.stay {
+                            &mut outside[g].1
+                        } else {
+                            &mut outside[g].0
+                        };
+                        pairs.push((at(v) as u32, at(r.class) as u32));
+                    }
+                }
+            }
+            ShapeRiders {
+                virtuals,
+                plain,
+                stay,
+                outside,
+            }
+        })
+    }
+
+    /// The classes each walk of shape `shape` carries (`cw` words from `first_word`; the
+    /// shape's classes from class `base`; `mine` holds them all on entry): in `mine`, the
+    /// configuration's walk keeps its real classes and the variants a rule may read from
+    /// it; in `stay[i]`, the walk after the newline resolved as `needed[i]` carries only
+    /// the variants its rules may read from it. A variant no rule reads (a group whose
+    /// newline reading dies) rides on no walk. The walk is linear in its classes, so
+    /// what it decides for the rest is unchanged.
+    #[allow(clippy::too_many_arguments)]
+    pub fn riders(
+        &self,
+        shape: u32,
+        base: usize,
+        first_word: usize,
+        ind: &Indentation<'_>,
+        needed: &[Resolved],
+        mine: &mut [u64],
+        stay: &mut [Vec<u64>],
+    ) {
+        let Some(sd) = self.shapes.get(shape as usize) else {
+            return;
+        };
+        let sr = self.shape_riders(shape, base, first_word, mine.len());
+        let or = |d: &mut [u64], s: &[u64]| d.iter_mut().zip(s).for_each(|(d, s)| *d |= s);
+        for (m, v) in mine.iter_mut().zip(&sr.virtuals) {
+            *m &= !v;
+        }
+        let groups = &self.groups[sd.groups.0 as usize..sd.groups.1 as usize];
+        for (g, group) in groups.iter().enumerate() {
+            or(mine, &sr.plain[g]);
+            match group.first.map(|f| ind.resolve(f)) {
+                None | Some(Resolved::Dead) => {}
+                Some(Resolved::Same) => or(mine, &sr.stay[g]),
+                Some(k) => {
+                    if let Some(i) = needed.iter().position(|&x| x == k) {
+                        or(&mut stay[i], &sr.stay[g]);
+                    }
+                }
+            }
+        }
+    }
+
     /// Sets in `decided` the classes of shape `shape` its rules allow and clears its
     /// virtual classes. `decided` (this configuration's walk) and each of `after` (the
     /// walk after a newline resolved so) hold class-space words from word `first_word`;
@@ -155,7 +270,12 @@ impl Indents {
             (d[i / 64] >> (i % 64)) & 1 != 0
         };
         let b = i64::from(ind.brackets);
-        for g in &self.groups[sd.groups.0 as usize..sd.groups.1 as usize] {
+        let sr = self.shape_riders(shape, base, first_word, decided.len());
+        let (lo, hi) = (at(sd.virtuals.0), at(sd.virtuals.1));
+        for (gi, g) in self.groups[sd.groups.0 as usize..sd.groups.1 as usize]
+            .iter()
+            .enumerate()
+        {
             // The walk the group's stay terms read (`None`: their reading dies;
             // `usize::MAX`: the configuration's own).
             let stay_at: Option<usize> = match g.first.map(|f| ind.resolve(f)) {
@@ -163,7 +283,33 @@ impl Indents {
                 Some(Resolved::Same) => Some(usize::MAX),
                 Some(k) => after.iter().position(|(x, _)| *x == k),
             };
+            if b == 0 {
+                // Outside brackets each term reads a fixed variant: a class is the OR of
+                // its pairs' variant bits.
+                let (plain, stay) = &sr.outside[gi];
+                let bit = |d: &[u64], i: u32| (d[i as usize / 64] >> (i % 64)) & 1;
+                for &(v, c) in plain {
+                    decided[c as usize / 64] |= bit(decided, v) << (c % 64);
+                }
+                match stay_at {
+                    None => {}
+                    Some(usize::MAX) => {
+                        for &(v, c) in stay {
+                            decided[c as usize / 64] |= bit(decided, v) << (c % 64);
+                        }
+                    }
+                    Some(k) => {
+                        let words = &after[k].1;
+                        for &(v, c) in stay {
+                            decided[c as usize / 64] |= bit(words, v) << (c % 64);
+                        }
+                    }
+                }
+                continue;
+            }
             for r in &self.rules[g.rules.0 as usize..g.rules.1 as usize] {
+                // Without early exits: which term allows a class is unpredictable, and
+                // rules have one or two terms.
                 let mut on = false;
                 for t in &self.terms[r.terms.0 as usize..r.terms.1 as usize] {
                     let v = if b + i64::from(t.delta) > 0 {
@@ -176,18 +322,12 @@ impl Indents {
                         (true, Some(k)) => &after[k].1,
                         (true, None) => continue,
                     };
-                    if get(words, v) {
-                        on = true;
-                        break;
-                    }
+                    on |= get(words, v);
                 }
-                if on {
-                    let i = at(r.class);
-                    decided[i / 64] |= 1 << (i % 64);
-                }
+                let i = at(r.class);
+                decided[i / 64] |= u64::from(on) << (i % 64);
             }
         }
-        let (lo, hi) = (at(sd.virtuals.0), at(sd.virtuals.1));
         for i in lo..hi {
             decided[i / 64] &= !(1 << (i % 64));
         }
@@ -243,6 +383,124 @@ mod tests {
             levels,
             brackets,
             tail,
+        }
+    }
+
+    /// Random rules over one shape of `real` classes (placed from class `base`) and
+    /// `virt` variants: groups with and without a newline tag, one or two terms a rule.
+    fn random_rules(rng: &mut crate::rng::SplitMix64, real: u32, virt: u32) -> Indents {
+        let mut ix = Indents::default();
+        let tags = [Some((true, 4)), Some((true, 0)), Some((false, 4)), None];
+        let mut class = 0;
+        for first in tags {
+            let lo = ix.rules.len() as u32;
+            while class < real && !(rng.chance(0.2) && ix.rules.len() as u32 > lo) {
+                let t0 = ix.terms.len() as u32;
+                for _ in 0..1 + rng.below(2) {
+                    ix.terms.push(IndentTerm {
+                        stay: rng.chance(0.6),
+                        delta: rng.below(5) as i32 - 2,
+                        out: real + rng.below(virt as usize) as u32,
+                        inside: real + rng.below(virt as usize) as u32,
+                    });
+                }
+                ix.rules.push(IndentRule {
+                    class,
+                    terms: (t0, ix.terms.len() as u32),
+                });
+                class += 1 + rng.below(2) as u32;
+            }
+            ix.groups.push(IndentGroup {
+                first,
+                rules: (lo, ix.rules.len() as u32),
+            });
+        }
+        ix.shapes.push(ShapeIndents {
+            groups: (0, ix.groups.len() as u32),
+            virtuals: (real, real + virt),
+        });
+        ix
+    }
+
+    /// Rules' classes, variants and walks read as the module docs say, one rule at a
+    /// time: what `apply` must set, and the variants each walk must carry.
+    #[test]
+    fn rules_decide_classes_from_the_walks_their_riders_ride() {
+        let mut rng = crate::rng::SplitMix64::new(7);
+        let (base, first_word) = (70usize, 1usize);
+        for round in 0..200 {
+            let (real, virt) = (40 + rng.below(60) as u32, 10 + rng.below(80) as u32);
+            let ix = random_rules(&mut rng, real, virt);
+            let cw = (base + (real + virt) as usize).div_ceil(64) - first_word;
+            let bit = |local: u32| base + local as usize - first_word * 64;
+            let get = |d: &[u64], local: u32| d[bit(local) / 64] >> (bit(local) % 64) & 1 != 0;
+            let levels = [4u32];
+            let ind = Indentation {
+                levels: &levels,
+                brackets: [0, 0, 1, 2][round % 4],
+                tail: (round % 3 == 0, 2),
+            };
+            let mut needed = Vec::new();
+            ix.needed(0, &ind, &mut needed);
+            let random_words = |rng: &mut crate::rng::SplitMix64| -> Vec<u64> {
+                (0..cw).map(|_| rng.next_u64()).collect()
+            };
+            let walked = random_words(&mut rng);
+            let after: Vec<(Resolved, Vec<u64>)> = needed
+                .iter()
+                .map(|&r| (r, random_words(&mut rng)))
+                .collect();
+            // Riders: everything the configuration's walk held, minus variants.
+            let mut mine = vec![u64::MAX; cw];
+            let mut stay = vec![vec![0u64; cw]; needed.len()];
+            ix.riders(0, base, first_word, &ind, &needed, &mut mine, &mut stay);
+            let mut decided = walked.clone();
+            ix.apply(0, base, first_word, &ind, &after, &mut decided);
+            let mut expect = walked.clone();
+            for v in real..real + virt {
+                expect[bit(v) / 64] &= !(1 << (bit(v) % 64));
+            }
+            for g in &ix.groups {
+                let res = g.first.map(|f| ind.resolve(f));
+                for r in &ix.rules[g.rules.0 as usize..g.rules.1 as usize] {
+                    let mut on = get(&walked, r.class);
+                    for t in &ix.terms[r.terms.0 as usize..r.terms.1 as usize] {
+                        let inside = i64::from(ind.brackets) + i64::from(t.delta) > 0;
+                        let v = if inside { t.inside } else { t.out };
+                        let walk: Option<&[u64]> = match (t.stay, res) {
+                            (false, _) | (true, Some(Resolved::Same)) => Some(&walked),
+                            (true, Some(k @ Resolved::Shifted(_))) => {
+                                let i = needed.iter().position(|&x| x == k).unwrap();
+                                assert!(get(&stay[i], v), "round {round}: a stay variant rides");
+                                Some(&after[i].1)
+                            }
+                            (true, _) => None,
+                        };
+                        if let Some(w) = walk {
+                            if std::ptr::eq(w, walked.as_slice()) {
+                                assert!(get(&mine, v), "round {round}: a plain variant rides");
+                            }
+                            on |= get(w, v);
+                        }
+                    }
+                    if on {
+                        expect[bit(r.class) / 64] |= 1 << (bit(r.class) % 64);
+                    }
+                }
+            }
+            assert_eq!(decided, expect, "round {round}");
+            // Real classes ride the configuration's walk; no variant rides a walk after
+            // a newline that no group resolved to.
+            for c in 0..real {
+                assert!(get(&mine, c));
+            }
+            for (i, k) in needed.iter().enumerate() {
+                let resolved_here = ix
+                    .groups
+                    .iter()
+                    .any(|g| g.first.map(|f| ind.resolve(f)) == Some(*k));
+                assert!(resolved_here || stay[i].iter().all(|&w| w == 0));
+            }
         }
     }
 

@@ -10,6 +10,7 @@
 //! stack is seen through the [`walk::StackNode`] trait.
 
 mod automaton;
+mod derived;
 pub mod drops;
 pub mod expansions;
 pub mod indents;

@@ -215,9 +215,29 @@ pub fn collect_indented<N: StackNode + Clone>(
         c.begin(dwa);
         CacheView::new(c, weights)
     });
+    // Behind an indenter each walk carries only the classes read from it: the
+    // configuration's walk its real classes and the variants read from it, each walk
+    // after a newline the variants read from it (`Indents::riders`).
+    let indent = indent.filter(|_| dwa.indents().has_rules(sp.shape));
+    let mut mine = weights.get(dwa.shape_classes(sp.shape)).to_vec();
+    let mut needed = Vec::new();
+    let mut stay = Vec::new();
+    if let Some((ind, _)) = &indent {
+        dwa.indents().needed(sp.shape, ind, &mut needed);
+        stay.resize(needed.len(), vec![0u64; cw]);
+        dwa.indents().riders(
+            sp.shape,
+            table.base as usize,
+            range.start,
+            ind,
+            &needed,
+            &mut mine,
+            &mut stay,
+        );
+    }
     let mut reads = read_stacks(
         dwa,
-        sp.shape,
+        &mine,
         &weights,
         heads,
         (&mut seen, &mut arena),
@@ -225,27 +245,21 @@ pub fn collect_indented<N: StackNode + Clone>(
         view,
     );
     // Classes behind an indenter, from the virtual classes just decided and those of
-    // the walks after a newline.
-    if let Some((ind, after)) = indent.filter(|_| dwa.indents().has_rules(sp.shape)) {
-        let mut needed = Vec::new();
-        dwa.indents().needed(sp.shape, &ind, &mut needed);
+    // the walks after a newline (on the same buffers, emptied).
+    if let Some((ind, after)) = indent {
         let mut walks: Vec<(Resolved, Vec<u64>)> = Vec::with_capacity(needed.len());
-        for res in needed {
+        for (res, riders) in needed.into_iter().zip(&stay) {
             let mut words = vec![0u64; cw];
             if let Some(hs) = after(res) {
-                let mut seen2 = HashMap::new();
-                let mut arena2 = Arena {
-                    cw,
-                    words: Vec::new(),
-                };
-                let mut r2b = vec![0u64; cw];
+                seen.clear();
+                arena.words.clear();
                 reads += read_stacks(
                     dwa,
-                    sp.shape,
+                    riders,
                     &weights,
                     &hs,
-                    (&mut seen2, &mut arena2),
-                    (&mut words, &mut r2b),
+                    (&mut seen, &mut arena),
+                    (&mut words, &mut r2),
                     None,
                 );
             }
@@ -284,12 +298,13 @@ pub fn collect_indented<N: StackNode + Clone>(
     reads
 }
 
-/// Reads stacks `heads` through the automaton from shape `shape`'s start edges, setting
-/// in `decided` the classes decided (`r2` scratch; `seen` and `arena` empty). With a
-/// cache view, paths past its depth are answered by it. Returns the entries read.
+/// Reads stacks `heads` through the automaton from their start edges with classes `mine`
+/// (the shape's, or some of them: the walk is linear in its classes), setting in
+/// `decided` the classes decided (`r2` scratch; `seen` and `arena` empty). With a cache
+/// view, paths past its depth are answered by it. Returns the entries read.
 fn read_stacks<'h, N: StackNode + Clone>(
     dwa: &Dwa,
-    shape: u32,
+    mine: &[u64],
     weights: &crate::dwa::ShapeWeights<'_>,
     heads: &'h [N],
     (seen, arena): (&mut HashMap<(usize, DwaStateId), usize>, &mut Arena),
@@ -299,7 +314,6 @@ fn read_stacks<'h, N: StackNode + Clone>(
     let w = |id| weights.get(id);
     let mut work: Work<'h, N> = Vec::with_capacity(2 * heads.len());
     let mut reads = 0;
-    let mine = w(dwa.shape_classes(shape));
     for h in heads {
         reads += 1;
         let Some(e) = dwa.start_edge(h.state()) else {

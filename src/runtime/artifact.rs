@@ -355,6 +355,21 @@ mod tests {
         let mut unsplit = dwa.clone();
         unsplit.split = None;
         assert!(CompiledGrammar::from_bytes(&encode(&payload(unsplit))).is_err());
+        // Two positions of one shape whose tables place its classes apart.
+        let mut apart = dwa.clone();
+        let other = (1..apart.positions.len())
+            .find(|&i| {
+                let (a, b) = (apart.positions[0].table, apart.positions[i].table);
+                let (ta, tb) = (&apart.tables[a as usize], &apart.tables[b as usize]);
+                (ta.base, ta.num_classes()) != (tb.base, tb.num_classes())
+            })
+            .expect("two positions with tables placed apart");
+        apart.positions[other].shape = apart.positions[0].shape;
+        let err = CompiledGrammar::from_bytes(&encode(&payload(apart))).unwrap_err();
+        assert!(
+            matches!(&err, ArtifactError::Invalid(m) if m.contains("placed apart")),
+            "{err}"
+        );
     }
 
     use crate::ids::TokenId;

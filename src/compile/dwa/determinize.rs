@@ -61,6 +61,13 @@ pub(super) struct Det {
 
 type Members = Vec<(DwaStateId, WeightId)>;
 
+/// Members from which an edge gets one state past the budget too: a walk reading the
+/// edge would otherwise carry one class set per member down every stack path below it
+/// (at a statement boundary of `python.lark` with a 128K vocabulary, over a hundred).
+/// Such edges are few (on `python.lark`, 0.2% of those past the budget), and their
+/// states replace as many single-effect ones.
+pub(super) const WIDE_KEY: usize = 64;
+
 /// Fewest states of one breadth-first level planned in parallel: below it, waking the
 /// other thread costs more than the plans it takes over.
 const PLAN_PARALLEL_MIN: usize = 64;
@@ -300,7 +307,8 @@ impl Builder {
     }
 
     /// Plans the edge for `decided` and waking `members` (riders not yet reduced by
-    /// `decided`); `past_budget`: no new state of several members will be made.
+    /// `decided`); `past_budget`: no new state of several members will be made, unless
+    /// of [`WIDE_KEY`] members or more.
     fn plan_edge(
         &self,
         memo: &mut Memo,
@@ -329,7 +337,7 @@ impl Builder {
         }
         // A state of several members needs its filter only if it is new: known keys are
         // looked up, the rest get theirs made here, on the planning threads.
-        let filter = (key.len() > 1 && !past_budget)
+        let filter = (key.len() > 1 && (!past_budget || key.len() >= WIDE_KEY))
             .then(|| {
                 let ids: Option<Members> = key
                     .iter()
@@ -384,7 +392,7 @@ impl Builder {
             Vec::new()
         } else if let Some(s) = self.state_of(&key) {
             vec![(s, self.filters[s.index()])]
-        } else if self.states.len() < self.budget || key.len() == 1 {
+        } else if self.states.len() < self.budget || key.len() == 1 || key.len() >= WIDE_KEY {
             let s = self.state_for(key, filter)?;
             vec![(s, self.filters[s.index()])]
         } else {
@@ -616,8 +624,8 @@ impl Builder {
     }
 }
 
-/// Determinizes the effect automaton: fully up to `budget` states, then by effect
-/// (at most `max_states` states in all).
+/// Determinizes the effect automaton: fully up to `budget` states, then by effect except
+/// where an edge wakes [`WIDE_KEY`] effects or more (at most `max_states` states in all).
 pub(super) fn determinize(
     mut nfa: Nfa,
     budget: usize,
@@ -705,7 +713,7 @@ pub(super) fn determinize(
 
 #[cfg(test)]
 mod tests {
-    use super::{Builder, Nfa, WeightTable};
+    use super::{Builder, EdgePlan, Nfa, Set, WeightTable, WIDE_KEY};
     use crate::ids::{DwaStateId, WeightId};
     use hashbrown::HashSet;
     use roaring::RoaringBitmap;
@@ -781,5 +789,45 @@ mod tests {
             assert_eq!(b.targets[from as usize..to as usize], [(s, r)]);
         }
         assert_eq!(b.edges.len(), 6 + 3_000);
+    }
+
+    /// Past the budget, an edge waking fewer than [`WIDE_KEY`] effects targets each
+    /// effect's own state, with its riders; one waking more targets one state of them
+    /// all, whose filter is their riders' union.
+    #[test]
+    fn past_the_budget_only_wide_edges_share_a_state() {
+        let (mut b, _) = builder(2 * WIDE_KEY, &RoaringBitmap::from_iter(0u32..1_000));
+        b.budget = 0;
+        let plan = |b: &mut Builder, effects: std::ops::Range<usize>| {
+            let members = effects
+                .map(|i| {
+                    let w = b.weights.intern(&RoaringBitmap::from_iter([i as u32]));
+                    (DwaStateId::new(i), Set::Id(w))
+                })
+                .collect();
+            let edge = b
+                .apply_edge(EdgePlan {
+                    decided: Set::Id(WeightId::new(0)),
+                    members,
+                    filter: None,
+                })
+                .unwrap();
+            let (from, to) = b.edges[edge as usize].targets;
+            b.targets[from as usize..to as usize].to_vec()
+        };
+        let narrow = plan(&mut b, 0..WIDE_KEY - 1);
+        assert_eq!(narrow.len(), WIDE_KEY - 1);
+        for (i, &(s, w)) in narrow.iter().enumerate() {
+            assert_eq!(b.keys[s.index()].len(), 1);
+            assert_eq!(b.weights.get(w), &RoaringBitmap::from_iter([i as u32]));
+        }
+        let wide = plan(&mut b, WIDE_KEY..2 * WIDE_KEY);
+        assert_eq!(wide.len(), 1);
+        let (s, filter) = wide[0];
+        assert_eq!(b.keys[s.index()].len(), WIDE_KEY);
+        assert_eq!(
+            b.weights.get(filter),
+            &RoaringBitmap::from_iter(WIDE_KEY as u32..2 * WIDE_KEY as u32)
+        );
     }
 }

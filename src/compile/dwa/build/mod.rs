@@ -80,7 +80,8 @@ pub struct DwaLimits {
     /// fails with [`GrammarError::TooLarge`].
     pub max_states: usize,
     /// Deterministic states built by merging effects; past it each suspended effect gets
-    /// its own state (the walk then carries one class set per effect there). Exact either
+    /// its own state (the walk then carries one class set per effect there), except the
+    /// effects of an edge that wakes dozens, which still share one. Exact either
     /// way: this trades compile time and size against stack entries read per mask. The
     /// default, 20,000, keeps SynCode's Java grammar with a 128K
     /// vocabulary from walks of hundreds of entries after a closing brace.
