@@ -219,25 +219,31 @@ pub fn collect_indented<N: StackNode + Clone>(
     // configuration's walk its real classes and the variants read from it, each walk
     // after a newline the variants read from it (`Indents::riders`).
     let indent = indent.filter(|_| dwa.indents().has_rules(sp.shape));
-    let mut mine = weights.get(dwa.shape_classes(sp.shape)).to_vec();
+    let shape_classes = weights.get(dwa.shape_classes(sp.shape));
     let mut needed = Vec::new();
     let mut stay = Vec::new();
-    if let Some((ind, _)) = &indent {
-        dwa.indents().needed(sp.shape, ind, &mut needed);
-        stay.resize(needed.len(), vec![0u64; cw]);
-        dwa.indents().riders(
-            sp.shape,
-            table.base as usize,
-            range.start,
-            ind,
-            &needed,
-            &mut mine,
-            &mut stay,
-        );
-    }
+    let mut riders = Vec::new();
+    let mine = match &indent {
+        None => shape_classes,
+        Some((ind, _)) => {
+            riders.extend_from_slice(shape_classes);
+            dwa.indents().needed(sp.shape, ind, &mut needed);
+            stay.resize(needed.len(), vec![0u64; cw]);
+            dwa.indents().riders(
+                sp.shape,
+                table.base as usize,
+                range.start,
+                ind,
+                &needed,
+                &mut riders,
+                &mut stay,
+            );
+            &riders
+        }
+    };
     let mut reads = read_stacks(
         dwa,
-        &mine,
+        mine,
         &weights,
         heads,
         (&mut seen, &mut arena),
@@ -248,14 +254,14 @@ pub fn collect_indented<N: StackNode + Clone>(
     // the walks after a newline (on the same buffers, emptied).
     if let Some((ind, after)) = indent {
         let mut walks: Vec<(Resolved, Vec<u64>)> = Vec::with_capacity(needed.len());
-        for (res, riders) in needed.into_iter().zip(&stay) {
+        for (res, stay_riders) in needed.into_iter().zip(&stay) {
             let mut words = vec![0u64; cw];
             if let Some(hs) = after(res) {
                 seen.clear();
                 arena.words.clear();
                 reads += read_stacks(
                     dwa,
-                    riders,
+                    stay_riders,
                     &weights,
                     &hs,
                     (&mut seen, &mut arena),
