@@ -1,7 +1,10 @@
 //! Classes behind an indenter, decided after the walk from the virtual classes it decided
 //! (the compile side, `compile::dwa::indentation`, explains the rules): each rule ORs
 //! its terms' variants into its class, reading the configuration's walk or, for a newline
-//! lexeme emitted first, the walk from the stacks the indenter leaves after it.
+//! lexeme emitted first, the walk from the stacks the indenter leaves after it. Each walk
+//! carries only what is read from it ([`Indents::riders`]): at a statement boundary the
+//! walk after the newline carries the stay variants alone, not the shape's thousands of
+//! classes.
 
 use std::sync::OnceLock;
 
