@@ -441,6 +441,21 @@ impl Dwa {
         &self.indents
     }
 
+    /// Derives what each shape's indentation rules need at mask time (see
+    /// [`super::indents::Indents::prepare`]) now rather than at the shape's first mask;
+    /// nothing without an indenter. Called once the automaton is built or loaded and
+    /// validated (a clone derives it again on first use).
+    pub fn prepare_indents(&self) {
+        if self.indents.shapes.is_empty() {
+            return;
+        }
+        self.indents.prepare(self.positions.iter().map(|p| {
+            let t = &self.tables[p.table as usize];
+            let r = t.word_range();
+            (p.shape, t.base as usize, r.start, r.len())
+        }));
+    }
+
     /// The start entry of a configuration at `pos`.
     pub fn start_pos(&self, pos: LexPos) -> Option<StartPos> {
         self.positions

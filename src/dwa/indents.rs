@@ -9,6 +9,7 @@
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use super::derived::Derived;
 
@@ -63,23 +64,42 @@ pub struct Indents {
 
 /// Per shape (on first use): its virtual classes, and per group the variants its terms
 /// read from the configuration's walk (`plain`) and from the walk after the newline
-/// (`stay`), out and inside alike, as class-space words over the shape's word range;
-/// and per group its rules outside brackets as `(variant, class)` bit pairs (bit `i` is
-/// word `i / 64` of that range), those read from the configuration's walk and those read
-/// from the walk after the newline.
+/// (`stay`), out and inside alike, as class-space words over the shape's word range (bit
+/// `i` is word `i / 64` of that range); and the terms by the variant they read, so that
+/// deciding the classes costs the variants a walk set, not the shape's rules.
 #[derive(Debug)]
 struct ShapeRiders {
     virtuals: Vec<u64>,
     plain: Vec<Vec<u64>>,
     stay: Vec<Vec<u64>>,
-    outside: Vec<(BitPairs, BitPairs)>,
+    /// The terms reading variant bit `lo + i` are `fans[fan[i]..fan[i + 1]]` (`lo`: the
+    /// first virtual class's bit).
+    fan: Vec<u32>,
+    fans: Vec<Fan>,
 }
 
-/// `(variant bit, class bit)` pairs: the class is set where the variant is.
-type BitPairs = Vec<(u32, u32)>;
+/// A term as its variant sees it: it sets bit `class` where it reads this variant from
+/// the walk `from` names (0: the configuration's; `g + 1`: the walk group `g`'s newline
+/// resolves to). A term reads its `inside` variant where `brackets ≥ at` and its `out`
+/// variant elsewhere: `inside` says which this is (a term whose two variants are one has
+/// one fan, `at` = `i32::MIN`, `inside` set).
+#[derive(Debug, Clone, Copy)]
+struct Fan {
+    class: u32,
+    from: u32,
+    at: i32,
+    inside: bool,
+}
 
 /// [`ShapeRiders`] per shape, each made on its shape's first mask.
 type RiderMemo = Derived<Box<[OnceLock<ShapeRiders>]>>;
+
+/// The bit of shape-local class `local` in class-space words from word `first_word`, the
+/// shape's classes starting at class `base`.
+#[inline]
+fn at_bit(base: usize, first_word: usize, local: u32) -> u32 {
+    (base + local as usize - first_word * 64) as u32
+}
 
 /// What the indenter leaves after a newline lexeme, for the stacks to read: the same
 /// stacks (inside brackets), the stacks after the newline and its indent or dedents
@@ -180,31 +200,79 @@ impl Indents {
             let groups = &self.groups[sd.groups.0 as usize..sd.groups.1 as usize];
             let mut plain = vec![vec![0u64; cw]; groups.len()];
             let mut stay = vec![vec![0u64; cw]; groups.len()];
-            let mut outside = vec![(Vec::new(), Vec::new()); groups.len()];
+            // Each term as the fans of its variants: (variant, fan).
+            let each_fan = |visit: &mut dyn FnMut(u32, Fan)| {
+                for (g, group) in groups.iter().enumerate() {
+                    for r in &self.rules[group.rules.0 as usize..group.rules.1 as usize] {
+                        for t in &self.terms[r.terms.0 as usize..r.terms.1 as usize] {
+                            let fan = |at, inside| Fan {
+                                class: at_bit(base, first_word, r.class),
+                                from: if t.stay { g as u32 + 1 } else { 0 },
+                                at,
+                                inside,
+                            };
+                            if t.out == t.inside {
+                                visit(t.out, fan(i32::MIN, true));
+                            } else {
+                                // Inside where `brackets + delta > 0`: `brackets ≥ 1 - delta`.
+                                let at = 1i32.saturating_sub(t.delta);
+                                visit(t.inside, fan(at, true));
+                                visit(t.out, fan(at, false));
+                            }
+                        }
+                    }
+                }
+            };
             for (g, group) in groups.iter().enumerate() {
                 for r in &self.rules[group.rules.0 as usize..group.rules.1 as usize] {
                     for t in &self.terms[r.terms.0 as usize..r.terms.1 as usize] {
                         let words = if t.stay { &mut stay[g] } else { &mut plain[g] };
                         set(words, t.out);
                         set(words, t.inside);
-                        // No bracket open before the token: the token's own decide.
-                        let v = if t.delta > 0 { t.inside } else { t.out };
-                        let pairs = if t.stay {
-                            &mut outside[g].1
-                        } else {
-                            &mut outside[g].0
-                        };
-                        pairs.push((at(v) as u32, at(r.class) as u32));
                     }
                 }
             }
+            // The fans by variant: counted, then placed (a counting sort).
+            let nv = (sd.virtuals.1 - sd.virtuals.0) as usize;
+            let mut fan = vec![0u32; nv + 1];
+            each_fan(&mut |v, _| fan[(v - sd.virtuals.0) as usize + 1] += 1);
+            for i in 0..nv {
+                fan[i + 1] += fan[i];
+            }
+            let mut fans = vec![
+                Fan {
+                    class: 0,
+                    from: 0,
+                    at: 0,
+                    inside: false
+                };
+                fan[nv] as usize
+            ];
+            let mut next = fan.clone();
+            each_fan(&mut |v, f| {
+                let i = &mut next[(v - sd.virtuals.0) as usize];
+                fans[*i as usize] = f;
+                *i += 1;
+            });
             ShapeRiders {
                 virtuals,
                 plain,
                 stay,
-                outside,
+                fan,
+                fans,
             }
         })
+    }
+
+    /// Makes the [`ShapeRiders`] of every shape with rules placed as `placed` yields
+    /// `(shape, base, first_word, cw)` (see [`Indents::riders`]), so that no mask pays for
+    /// its shape's: the largest shapes take tens of microseconds.
+    pub fn prepare(&self, placed: impl Iterator<Item = (u32, usize, usize, usize)>) {
+        for (shape, base, first_word, cw) in placed {
+            if self.has_rules(shape) {
+                self.shape_riders(shape, base, first_word, cw);
+            }
+        }
     }
 
     /// The classes each walk of shape `shape` carries (`cw` words from `first_word`; the
@@ -251,7 +319,9 @@ impl Indents {
     /// Sets in `decided` the classes of shape `shape` its rules allow and clears its
     /// virtual classes. `decided` (this configuration's walk) and each of `after` (the
     /// walk after a newline resolved so) hold class-space words from word `first_word`;
-    /// the shape's classes start at class `base`.
+    /// the shape's classes start at class `base`. Costs the variants the walks set (a
+    /// fifth of a large shape's at a statement boundary) and a pass over the variants'
+    /// words, not one step per rule.
     pub fn apply(
         &self,
         shape: u32,
@@ -267,72 +337,49 @@ impl Indents {
         if sd.groups.0 == sd.groups.1 {
             return;
         }
-        let at = |local: u32| base + local as usize - first_word * 64;
-        let get = |d: &[u64], local: u32| {
-            let i = at(local);
-            (d[i / 64] >> (i % 64)) & 1 != 0
-        };
-        let b = i64::from(ind.brackets);
         let sr = self.shape_riders(shape, base, first_word, decided.len());
-        let (lo, hi) = (at(sd.virtuals.0), at(sd.virtuals.1));
-        for (gi, g) in self.groups[sd.groups.0 as usize..sd.groups.1 as usize]
-            .iter()
-            .enumerate()
-        {
-            // The walk the group's stay terms read (`None`: their reading dies;
-            // `usize::MAX`: the configuration's own).
-            let stay_at: Option<usize> = match g.first.map(|f| ind.resolve(f)) {
-                None | Some(Resolved::Dead) => None,
-                Some(Resolved::Same) => Some(usize::MAX),
-                Some(k) => after.iter().position(|(x, _)| *x == k),
-            };
-            if b == 0 {
-                // Outside brackets each term reads a fixed variant: a class is the OR of
-                // its pairs' variant bits.
-                let (plain, stay) = &sr.outside[gi];
-                let bit = |d: &[u64], i: u32| (d[i as usize / 64] >> (i % 64)) & 1;
-                for &(v, c) in plain {
-                    decided[c as usize / 64] |= bit(decided, v) << (c % 64);
-                }
-                match stay_at {
-                    None => {}
-                    Some(usize::MAX) => {
-                        for &(v, c) in stay {
-                            decided[c as usize / 64] |= bit(decided, v) << (c % 64);
-                        }
+        // The walk each fan's `from` reads: 0 none (its newline reading dies), 1 the
+        // configuration's, `k + 2` the walk `after[k]`.
+        let mut walk_of: SmallVec<[u32; 16]> = SmallVec::new();
+        walk_of.push(1);
+        for g in &self.groups[sd.groups.0 as usize..sd.groups.1 as usize] {
+            walk_of.push(match g.first.map(|f| ind.resolve(f)) {
+                None | Some(Resolved::Dead) => 0,
+                Some(Resolved::Same) => 1,
+                Some(k) => after
+                    .iter()
+                    .position(|(x, _)| *x == k)
+                    .map_or(0, |i| i as u32 + 2),
+            });
+        }
+        let b = i32::try_from(ind.brackets).unwrap_or(i32::MAX);
+        let lo = at_bit(base, first_word, sd.virtuals.0) as usize;
+        let hi = at_bit(base, first_word, sd.virtuals.1) as usize;
+        if lo == hi {
+            return;
+        }
+        // Rule classes are real (`validate`), so the variant bits read below are those
+        // the walks set, whatever this sets meanwhile.
+        for walk in 1..=after.len() as u32 + 1 {
+            for wi in lo / 64..hi.div_ceil(64) {
+                let word = if walk == 1 {
+                    decided[wi]
+                } else {
+                    after[walk as usize - 2].1[wi]
+                };
+                let mut x = word & sr.virtuals[wi];
+                while x != 0 {
+                    let v = wi * 64 + x.trailing_zeros() as usize - lo;
+                    x &= x - 1;
+                    for f in &sr.fans[sr.fan[v] as usize..sr.fan[v + 1] as usize] {
+                        let on = (walk_of[f.from as usize] == walk) & ((b >= f.at) == f.inside);
+                        decided[f.class as usize / 64] |= u64::from(on) << (f.class % 64);
                     }
-                    Some(k) => {
-                        let words = &after[k].1;
-                        for &(v, c) in stay {
-                            decided[c as usize / 64] |= bit(words, v) << (c % 64);
-                        }
-                    }
                 }
-                continue;
-            }
-            for r in &self.rules[g.rules.0 as usize..g.rules.1 as usize] {
-                // Without early exits: which term allows a class is unpredictable, and
-                // rules have one or two terms.
-                let mut on = false;
-                for t in &self.terms[r.terms.0 as usize..r.terms.1 as usize] {
-                    let v = if b + i64::from(t.delta) > 0 {
-                        t.inside
-                    } else {
-                        t.out
-                    };
-                    let words: &[u64] = match (t.stay, stay_at) {
-                        (false, _) | (true, Some(usize::MAX)) => decided,
-                        (true, Some(k)) => &after[k].1,
-                        (true, None) => continue,
-                    };
-                    on |= get(words, v);
-                }
-                let i = at(r.class);
-                decided[i / 64] |= u64::from(on) << (i % 64);
             }
         }
-        for i in lo..hi {
-            decided[i / 64] &= !(1 << (i % 64));
+        for (d, v) in decided.iter_mut().zip(&sr.virtuals) {
+            *d &= !v;
         }
     }
 
@@ -440,7 +487,7 @@ mod tests {
             let levels = [4u32];
             let ind = Indentation {
                 levels: &levels,
-                brackets: [0, 0, 1, 2][round % 4],
+                brackets: [0, 0, 1, 2, 3][round % 5],
                 tail: (round % 3 == 0, 2),
             };
             let mut needed = Vec::new();

@@ -237,6 +237,7 @@ impl CompiledGrammar {
                 "mask automaton and vocabulary fingerprint disagree".into(),
             ));
         }
+        p.dwa.prepare_indents();
         Ok(Self::with_fingerprint(
             Arc::new(tables),
             Arc::new(p.dwa),

@@ -965,6 +965,7 @@ pub(crate) fn finish_dwa(
     };
     dwa.validate()
         .map_err(|e| too_large(&format!("mask automaton ({e})"), 0))?;
+    dwa.prepare_indents();
     // The build's own structures (hundreds of thousands of small sets and lists) are
     // freed here, in two parts side by side, and not on a thread left running after the
     // compile returns, where they would slow the masks decoded meanwhile.
