@@ -94,6 +94,18 @@ struct HeadsMemo {
     facts: Arc<HeadsFacts>,
     /// Emissions from these heads: the terminals, the heads after them, and their facts.
     emitted: Mutex<SmallVec<[Emitted; 1]>>,
+    /// Behind an indenter: the heads after a newline lexeme and what follows it, each
+    /// shifted once for every mask and commit at a statement boundary (empty: none can
+    /// take them). Dedent counts are filled up to the largest asked for, each from the
+    /// one before.
+    after_newline: Mutex<SmallVec<[(AfterNewline, Heads); 2]>>,
+}
+
+/// What the indenter shifts after a newline terminal: one indent, or `n` dedents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterNewline {
+    Indent,
+    Dedents(usize),
 }
 
 /// Verdicts on a set of GSS heads. They refer to no stacks, so keeping them keeps no
@@ -424,26 +436,78 @@ impl GlrState {
     /// if its line is deeper than the last open level, or one dedent per level it closes
     /// (landing on an open level). `None` if that fails or the lexeme has no newline.
     fn newline(&self, ind: &Indenter, c: &Config, tail: Tail) -> Option<(Indentation, Heads)> {
-        let lr = &self.tables.lr;
         if !tail.newline {
             return None;
         }
-        let mut heads = step::shift(lr, &c.heads, &[ind.nl]);
         let mut indent = c.indent.get().clone();
         let top = |i: &Indentation| i.levels.last().copied().unwrap_or(0);
-        if tail.width > top(&indent) {
+        let then = if tail.width > top(&indent) {
             indent.levels.push(tail.width);
-            heads = step::shift(lr, &heads, &[ind.indent]);
+            AfterNewline::Indent
         } else {
+            let mut n = 0;
             while tail.width < top(&indent) {
                 indent.levels.pop();
-                heads = step::shift(lr, &heads, &[ind.dedent]);
+                n += 1;
             }
             if tail.width != top(&indent) {
                 return None;
             }
-        }
+            AfterNewline::Dedents(n)
+        };
+        let heads = self.after_newline(ind, c, then);
         (!heads.is_empty()).then_some((indent, heads))
+    }
+
+    /// `c`'s heads after the newline terminal and `then` (empty: none can take them),
+    /// remembered with `c`'s heads: the masks at a statement boundary read them for each
+    /// indentation a token can reach, and the commit that ends the newline lexeme again.
+    fn after_newline(&self, ind: &Indenter, c: &Config, then: AfterNewline) -> Heads {
+        let lr = &self.tables.lr;
+        let shift = |heads: &Heads, t| {
+            if heads.is_empty() {
+                Heads::new()
+            } else {
+                step::shift(lr, heads, &[t])
+            }
+        };
+        let mut memo = c
+            .memo
+            .after_newline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some((_, heads)) = memo.iter().find(|(k, _)| *k == then) {
+            return heads.clone();
+        }
+        // The most dedents known up to those asked for (none: the newline alone).
+        let upto = match then {
+            AfterNewline::Indent => 0,
+            AfterNewline::Dedents(n) => n,
+        };
+        let known = memo
+            .iter()
+            .filter_map(|(k, h)| match *k {
+                AfterNewline::Dedents(d) if d <= upto => Some((d, h)),
+                _ => None,
+            })
+            .max_by_key(|&(d, _)| d)
+            .map(|(d, h)| (d, h.clone()));
+        let (mut d, mut heads) = known.unwrap_or_else(|| {
+            let heads = step::shift(lr, &c.heads, &[ind.nl]);
+            memo.push((AfterNewline::Dedents(0), heads.clone()));
+            (0, heads)
+        });
+        if then == AfterNewline::Indent {
+            heads = shift(&heads, ind.indent);
+            memo.push((then, heads.clone()));
+            return heads;
+        }
+        while d < upto {
+            heads = shift(&heads, ind.dedent);
+            d += 1;
+            memo.push((AfterNewline::Dedents(d), heads.clone()));
+        }
+        heads
     }
 
     /// `c`'s stacks after a newline lexeme outside brackets that leaves `keep` levels
@@ -452,16 +516,13 @@ impl GlrState {
     /// (`dwa::indents`); the width that resolved to `keep` is theirs to compare.
     pub fn heads_after_newline(&self, c: &Config, keep: usize) -> Option<Vec<Arc<Node>>> {
         let (ind, _) = self.tables.indenter.as_ref()?;
-        let lr = &self.tables.lr;
         let open = c.indent.get().levels.len();
-        let mut heads = step::shift(lr, &c.heads, &[ind.nl]);
-        if keep > open {
-            heads = step::shift(lr, &heads, &[ind.indent]);
+        let then = if keep > open {
+            AfterNewline::Indent
         } else {
-            for _ in keep..open {
-                heads = step::shift(lr, &heads, &[ind.dedent]);
-            }
-        }
+            AfterNewline::Dedents(open - keep)
+        };
+        let heads = self.after_newline(ind, c, then);
         (!heads.is_empty()).then(|| heads.into_iter().collect())
     }
 
@@ -494,6 +555,7 @@ impl GlrState {
         let memo = Arc::new(HeadsMemo {
             facts,
             emitted: Mutex::default(),
+            after_newline: Mutex::default(),
         });
         (heads, memo)
     }
@@ -621,5 +683,76 @@ impl GlrState {
                     step::can_consume(&self.tables.lr, &self.closed(c), eof)
                 }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{Config, GlrState, HeadsMemo, Node};
+    use crate::compile::{build_glr_tables, compile_grammar, GrammarFormat};
+    use crate::ids::LrStateId;
+
+    /// Every path of states from `heads` to the bottom, sorted: two head sets with equal
+    /// paths are the same stacks, whichever nodes hold them.
+    fn paths(heads: &[Arc<Node>]) -> Vec<Vec<LrStateId>> {
+        fn down(n: &Node, path: &mut Vec<LrStateId>, out: &mut Vec<Vec<LrStateId>>) {
+            path.push(n.state());
+            if n.preds().is_empty() {
+                out.push(path.clone());
+            }
+            for p in n.preds() {
+                down(p, path, out);
+            }
+            path.pop();
+        }
+        let mut out = Vec::new();
+        for h in heads {
+            down(h, &mut Vec::new(), &mut out);
+        }
+        out.sort();
+        out
+    }
+
+    /// The heads after a pending newline, asked for in an order that makes the memo
+    /// start from a shorter dedent chain, from the newline alone and from an indent,
+    /// equal those shifted from scratch for each (a fresh memo per question).
+    #[test]
+    fn remembered_heads_after_a_newline_equal_those_shifted_afresh() {
+        let text = include_str!("../../tests/corpus/indent/grammar.lark");
+        let g = compile_grammar(text, GrammarFormat::Lark).unwrap();
+        let tables = Arc::new(build_glr_tables(&g).unwrap());
+        let doc = "if a:\n    if b:\n        while c:\n            x = d\n";
+        let mut state = GlrState::new(tables);
+        state.commit_bytes(doc.as_bytes()).unwrap();
+        let pending: Vec<&Config> = state
+            .configs()
+            .iter()
+            .filter(|c| c.tail.newline && c.indent.get().levels.len() == 3)
+            .collect();
+        assert!(
+            !pending.is_empty(),
+            "a configuration with a pending newline"
+        );
+        for c in pending {
+            let mut taken = 0;
+            for keep in [2, 0, 4, 3, 1, 0, 4] {
+                let fresh = Config {
+                    memo: Arc::new(HeadsMemo::default()),
+                    ..c.clone()
+                };
+                let afresh = state.heads_after_newline(&fresh, keep);
+                let remembered = state.heads_after_newline(c, keep);
+                assert_eq!(
+                    afresh.as_deref().map(paths),
+                    remembered.as_deref().map(paths),
+                    "keep {keep}"
+                );
+                taken += usize::from(remembered.is_some());
+            }
+            // Dedenting to level 0 or 1, staying at 3 and indenting to 4 all parse here.
+            assert!(taken >= 3, "{taken} resolutions took the newline");
+        }
     }
 }
