@@ -4,7 +4,8 @@
 //! lexeme emitted first, the walk from the stacks the indenter leaves after it. Each walk
 //! carries only what is read from it ([`Indents::riders`]): at a statement boundary the
 //! walk after the newline carries the stay variants alone, not the shape's thousands of
-//! classes.
+//! classes. The rules are evaluated from the variants the walks set ([`Indents::apply`]
+//! visits each set variant's terms), so a mask pays for those, not for every rule.
 
 use std::sync::OnceLock;
 
