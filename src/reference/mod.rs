@@ -144,11 +144,14 @@ impl Reference {
         f: impl FnOnce() -> follow::Next,
     ) -> std::sync::Arc<follow::Next> {
         // A poisoned lock only means another thread panicked mid-insert; the map is still
-        // a valid cache.
-        let mut m = self.follow_memo.lock().unwrap_or_else(|e| e.into_inner());
-        m.entry(key)
-            .or_insert_with(|| std::sync::Arc::new(f()))
-            .clone()
+        // a valid cache. The search runs outside the lock, so threads sharing a reference
+        // do not wait on each other's searches (two may make the same entry; it is equal).
+        let lock = || self.follow_memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(next) = lock().get(&key) {
+            return next.clone();
+        }
+        let next = std::sync::Arc::new(f());
+        lock().entry(key).or_insert(next).clone()
     }
 
     /// Reads one closed lexeme (its emitted terminals) into every thread: the threads

@@ -103,13 +103,33 @@ fn load_case(dir: &Path) -> Case {
     }
 }
 
+/// Documents longer than this many bytes (the counted cases' strings written out to their
+/// bounds, thousands of characters) get fewer mutants and, where each step costs a
+/// reference mask, sampled steps in their middle: what they test is the bound, near
+/// their end, and they were two thirds of the suite's time checked like short ones.
+const LONG_DOC: usize = 2000;
+
+/// Whether a check at step `i` of `n` runs when every step of a long document's middle
+/// need not: every step within 32 of either end, and every `every`-th between.
+fn near_ends_or_every(i: usize, n: usize, every: usize) -> bool {
+    i < 32 || i + 32 >= n || i % every == 0
+}
+
 /// Whether the whole corpus runs (no `STACKMASK_CORPUS` filter): only then do checks that
 /// count cases apply.
 fn whole_corpus() -> bool {
     std::env::var_os("STACKMASK_CORPUS").is_none()
 }
 
-fn cases() -> Vec<Case> {
+/// The corpus, loaded once per test process: the tests share each case's reference, so
+/// what it remembers (its lexer follow sets, seconds to fill on the long counted strings)
+/// is filled once, not once per test.
+fn cases() -> &'static [Case] {
+    static CASES: std::sync::OnceLock<Vec<Case>> = std::sync::OnceLock::new();
+    CASES.get_or_init(load_cases)
+}
+
+fn load_cases() -> Vec<Case> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -199,7 +219,7 @@ fn byte_level_reference_matches_expectations_and_glr_agrees() {
     for case in cases() {
         for doc in &case.accept {
             assert_eq!(
-                reference_bad_at(&case, doc),
+                reference_bad_at(case, doc),
                 doc.len(),
                 "{}: {:?}",
                 case.name,
@@ -212,7 +232,7 @@ fn byte_level_reference_matches_expectations_and_glr_agrees() {
                 String::from_utf8_lossy(doc)
             );
             assert_eq!(
-                glr_bad_at(&case, doc),
+                glr_bad_at(case, doc),
                 doc.len(),
                 "{}: GLR rejected {:?}",
                 case.name,
@@ -220,7 +240,7 @@ fn byte_level_reference_matches_expectations_and_glr_agrees() {
             );
         }
         for (doc, bad_at) in &case.reject {
-            let r = reference_bad_at(&case, doc);
+            let r = reference_bad_at(case, doc);
             assert_eq!(
                 r,
                 *bad_at,
@@ -229,7 +249,7 @@ fn byte_level_reference_matches_expectations_and_glr_agrees() {
                 String::from_utf8_lossy(doc)
             );
             assert_eq!(
-                glr_bad_at(&case, doc),
+                glr_bad_at(case, doc),
                 *bad_at,
                 "{}: GLR on {:?}",
                 case.name,
@@ -241,10 +261,10 @@ fn byte_level_reference_matches_expectations_and_glr_agrees() {
         }
         let mut rng = SplitMix64::new(7);
         for doc in &case.accept {
-            for _ in 0..12 {
+            for _ in 0..if doc.len() > LONG_DOC { 3 } else { 12 } {
                 let m = mutate(doc, &mut rng);
-                let r = reference_bad_at(&case, &m);
-                let g = glr_bad_at(&case, &m);
+                let r = reference_bad_at(case, &m);
+                let g = glr_bad_at(case, &m);
                 assert_eq!(
                     r,
                     g,
@@ -334,12 +354,13 @@ fn token_run(case: &Case, v: &Vocab, ids: &[TokenId], what: &str) -> Option<usiz
 fn token_level_commits_agree_with_reference() {
     let big = big_vocabs();
     for case in cases() {
-        let tiny = tiny_vocab(&case);
+        let tiny = tiny_vocab(case);
         let vocabs: Vec<&Vocab> = std::iter::once(&tiny).chain(big.iter()).collect();
         for v in &vocabs {
             for doc in &case.accept {
-                for (how, ids) in segmentations(v, doc) {
-                    let r = token_run(&case, v, &ids, &format!("{} {how}", v.name()));
+                let segs = if doc.len() > LONG_DOC { 2 } else { usize::MAX };
+                for (how, ids) in segmentations(v, doc).into_iter().take(segs) {
+                    let r = token_run(case, v, &ids, &format!("{} {how}", v.name()));
                     assert_eq!(
                         r,
                         None,
@@ -351,15 +372,16 @@ fn token_level_commits_agree_with_reference() {
             }
             for (doc, _) in &case.reject {
                 for (how, ids) in segmentations(v, doc) {
-                    token_run(&case, v, &ids, &format!("{} reject {how}", v.name()));
+                    token_run(case, v, &ids, &format!("{} reject {how}", v.name()));
                 }
             }
             let mut rng = SplitMix64::new(11);
             for doc in &case.accept {
-                for _ in 0..4 {
+                let (mutants, segs) = if doc.len() > LONG_DOC { (1, 1) } else { (4, 2) };
+                for _ in 0..mutants {
                     let m = mutate(doc, &mut rng);
-                    for (how, ids) in segmentations(v, &m).into_iter().take(2) {
-                        token_run(&case, v, &ids, &format!("{} mutant {how}", v.name()));
+                    for (how, ids) in segmentations(v, &m).into_iter().take(segs) {
+                        token_run(case, v, &ids, &format!("{} mutant {how}", v.name()));
                     }
                 }
             }
@@ -373,7 +395,7 @@ fn token_level_commits_agree_with_reference() {
 fn masks_agree_with_reference_at_sampled_steps() {
     let big = big_vocabs();
     for case in cases() {
-        let tiny = tiny_vocab(&case);
+        let tiny = tiny_vocab(case);
         for (vi, v) in std::iter::once(&tiny).chain(big.iter()).enumerate() {
             let sorted = SortedTokens::new(v);
             // The first accepted document, canonically (or randomly) segmented.
@@ -452,8 +474,8 @@ fn dwa_masks_equal_reference_masks() {
     // Cases whose forced-split automaton did split string states (checked at the end, so
     // that the split path is not compared vacuously).
     let mut split_cases = std::collections::BTreeSet::new();
-    for case in cases.into_iter().filter(|c| c.dwa) {
-        let tiny = tiny_vocab(&case);
+    for case in cases.iter().filter(|c| c.dwa) {
+        let tiny = tiny_vocab(case);
         // The tiny vocabulary is also checked with no deterministic merging at all (every
         // suspended effect its own state), the fallback large grammars use past the
         // determinization budget, and with a budget of a few states, passed partway
@@ -528,6 +550,16 @@ fn dwa_masks_equal_reference_masks() {
                     .take(if vi < 3 { 4 } else { 2 })
                 {
                     let every = if vi < 3 { 1 } else { (ids.len() / 4).max(1) };
+                    // The reference's mask deep in a long counted string costs
+                    // milliseconds, so a long document's middle is sampled (the same steps
+                    // for every build, which the reference remembers).
+                    let check = |i: usize| {
+                        if vi < 3 && doc.len() > LONG_DOC {
+                            near_ends_or_every(i, ids.len(), 16)
+                        } else {
+                            i % every == 0 || i == ids.len()
+                        }
+                    };
                     let mut m = Matcher::new(case.tables.clone(), dwa.clone());
                     let mut ms: Vec<(&str, Matcher)> = others
                         .iter()
@@ -539,7 +571,7 @@ fn dwa_masks_equal_reference_masks() {
                     let mut cache = WalkCache::with_depth(1);
                     let mut words = vec![0u32; v.len().div_ceil(32)];
                     for i in 0..=ids.len() {
-                        if i % every == 0 || i == ids.len() {
+                        if check(i) {
                             let want = case.reference.mask(&p, v);
                             let got = m.mask_set();
                             for (name, mo) in &ms {
@@ -612,7 +644,7 @@ fn split_string_states_mask_as_unsplit_ones_at_every_step() {
     let mut compared = 0;
     // A longest-match lexer is never split (`string_split::plan`).
     for case in cases()
-        .into_iter()
+        .iter()
         .filter(|c| c.dwa && !c.tables.lexer.longest_match())
     {
         for v in &vocabs {
@@ -736,7 +768,7 @@ fn commits_leave_no_stack_node_behind() {
                 case.name
             );
             assert_eq!(
-                glr_bad_at(&case, doc),
+                glr_bad_at(case, doc),
                 doc.len(),
                 "{}: after reuse",
                 case.name
@@ -857,7 +889,7 @@ fn droppable_cases_decide_through_trees_and_the_recognizer() {
             .unwrap(),
     )
     .unwrap();
-    let cases: Vec<Case> = cases().into_iter().filter(|c| c.droppable).collect();
+    let cases: Vec<&Case> = cases().iter().filter(|c| c.droppable).collect();
     assert!(
         !whole_corpus() || cases.len() >= 3,
         "droppable cases are missing"
