@@ -260,6 +260,7 @@ impl<'a> ShapeWeights<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dwa {
     pub(crate) class_words: u32,
+    #[serde(with = "super::zero_runs")]
     pub(crate) weights: Vec<u64>,
     pub(crate) weight_spans: Vec<WeightSpan>,
     pub(crate) states: Vec<StateRow>,

@@ -18,6 +18,7 @@ pub mod split;
 pub mod walk;
 pub mod walk_cache;
 pub mod word_pool;
+mod zero_runs;
 
 pub use automaton::{
     ClassTokens, Dwa, DwaState, DwaValidateError, Edge, ShapeWeights, StartPos, StateRow,

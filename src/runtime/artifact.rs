@@ -3,9 +3,11 @@
 //! Layout: 8-byte magic `STKMASK\0`, format version (u32 LE), CRC-32 of the payload
 //! (u32 LE), payload length (u64 LE), then the payload: the recognizer tables, the mask
 //! automaton and a fingerprint of the vocabulary, encoded with `bincode` (standard
-//! configuration, bounded by the payload length). Loading checks magic, version, length
-//! and checksum before decoding, then every table's invariants and their agreement with
-//! each other, so a corrupt or foreign file is an error, never a panic later.
+//! configuration, bounded by the payload length), except the automaton's weight words,
+//! most of its bulk, which are stored as runs of zeros and nonzero words
+//! (`dwa::zero_runs`). Loading checks magic, version, length and checksum before
+//! decoding, then every table's invariants and their agreement with each other, so a
+//! corrupt or foreign file is an error, never a panic later.
 
 use std::sync::Arc;
 
@@ -21,7 +23,7 @@ use super::start_mask::StartMask;
 
 const MAGIC: &[u8; 8] = b"STKMASK\0";
 /// Bumped whenever the payload's encoding changes.
-pub const FORMAT_VERSION: u32 = 14;
+pub const FORMAT_VERSION: u32 = 15;
 const HEADER: usize = 8 + 4 + 4 + 8;
 /// Largest payload accepted (bounds what a hostile length field can make us allocate).
 pub const MAX_ARTIFACT_BYTES: u64 = 4 << 30;
