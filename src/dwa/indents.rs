@@ -113,9 +113,10 @@ pub enum Resolved {
     Dead,
 }
 
-/// A configuration's indentation as the rules read it.
+/// A configuration's indentation as the rules read it: a borrowed view of the
+/// recognizer's `glr::Indentation`, with the pending lexeme's tail.
 #[derive(Debug, Clone, Copy)]
-pub struct Indentation<'a> {
+pub struct IndentView<'a> {
     /// Open levels above level 0.
     pub levels: &'a [u32],
     pub brackets: u32,
@@ -123,7 +124,7 @@ pub struct Indentation<'a> {
     pub tail: (bool, u32),
 }
 
-impl Indentation<'_> {
+impl IndentView<'_> {
     /// What a newline lexeme emitted first, with the token's bytes up to its end tagged
     /// `first`, resolves to.
     pub fn resolve(&self, first: (bool, u32)) -> Resolved {
@@ -167,7 +168,7 @@ impl Indents {
 
     /// The resolutions shape `shape`'s rules read walks for (each once, `Same` and
     /// `Dead` left out: `Same` is the configuration's own walk).
-    pub fn needed(&self, shape: u32, ind: &Indentation<'_>, out: &mut Vec<Resolved>) {
+    pub fn needed(&self, shape: u32, ind: &IndentView<'_>, out: &mut Vec<Resolved>) {
         let Some(sd) = self.shapes.get(shape as usize) else {
             return;
         };
@@ -289,7 +290,7 @@ impl Indents {
         shape: u32,
         base: usize,
         first_word: usize,
-        ind: &Indentation<'_>,
+        ind: &IndentView<'_>,
         needed: &[Resolved],
         mine: &mut [u64],
         stay: &mut [Vec<u64>],
@@ -328,7 +329,7 @@ impl Indents {
         shape: u32,
         base: usize,
         first_word: usize,
-        ind: &Indentation<'_>,
+        ind: &IndentView<'_>,
         after: &[(Resolved, Vec<u64>)],
         decided: &mut [u64],
     ) {
@@ -429,8 +430,8 @@ impl Indents {
 mod tests {
     use super::*;
 
-    fn at<'a>(levels: &'a [u32], brackets: u32, tail: (bool, u32)) -> Indentation<'a> {
-        Indentation {
+    fn at<'a>(levels: &'a [u32], brackets: u32, tail: (bool, u32)) -> IndentView<'a> {
+        IndentView {
             levels,
             brackets,
             tail,
@@ -486,7 +487,7 @@ mod tests {
             let bit = |local: u32| base + local as usize - first_word * 64;
             let get = |d: &[u64], local: u32| d[bit(local) / 64] >> (bit(local) % 64) & 1 != 0;
             let levels = [4u32];
-            let ind = Indentation {
+            let ind = IndentView {
                 levels: &levels,
                 brackets: [0, 0, 1, 2, 3][round % 5],
                 tail: (round % 3 == 0, 2),

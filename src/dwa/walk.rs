@@ -5,7 +5,7 @@
 
 use hashbrown::HashMap;
 
-use super::indents::{Indentation, Resolved};
+use super::indents::{IndentView, Resolved};
 use super::walk_cache::{CacheView, WalkCache};
 use super::Dwa;
 use crate::ids::{DwaStateId, LrStateId};
@@ -167,7 +167,7 @@ pub fn collect<N: StackNode + Clone>(
 
 /// Behind an indenter: the configuration's indentation, and the stacks it leaves after
 /// a newline lexeme resolved so (`None`: none, as when the stacks cannot take it).
-pub type IndentContext<'a, N> = (Indentation<'a>, &'a dyn Fn(Resolved) -> Option<Vec<N>>);
+pub type IndentContext<'a, N> = (IndentView<'a>, &'a dyn Fn(Resolved) -> Option<Vec<N>>);
 
 /// [`collect`] for a configuration behind an indenter (`indent`; see
 /// [`super::indents`]): classes with a newline lexeme after ignored lexemes only also

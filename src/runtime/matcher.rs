@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use roaring::RoaringBitmap;
 use smallvec::SmallVec;
 
-use crate::dwa::indents::{Indentation, Resolved};
+use crate::dwa::indents::{IndentView, Resolved};
 use crate::dwa::split::PartFilter;
 use crate::dwa::walk::{collect, collect_indented, StackNode};
 use crate::dwa::walk_cache::WalkCache;
@@ -67,7 +67,7 @@ pub fn fill_mask_words_cached(
                 // Behind an indenter: the rules read the configuration's indentation, and
                 // walks from the stacks after a newline.
                 let ind = c.indent.get();
-                let indentation = Indentation {
+                let indentation = IndentView {
                     levels: &ind.levels,
                     brackets: ind.brackets,
                     tail: (c.tail.newline, c.tail.width),
