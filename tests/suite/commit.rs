@@ -106,7 +106,7 @@ fn load_case(dir: &Path) -> Case {
 /// Documents longer than this many bytes (the counted cases' strings written out to their
 /// bounds, thousands of characters) get fewer mutants and, where each step costs a
 /// reference mask, sampled steps in their middle: what they test is the bound, near
-/// their end, and they were two thirds of the suite's time checked like short ones.
+/// their end, and the reference is slowest along long counted strings.
 const LONG_DOC: usize = 2000;
 
 /// Whether a check at step `i` of `n` runs when every step of a long document's middle
