@@ -449,6 +449,50 @@ fn masks_agree_with_reference_at_sampled_steps() {
     }
 }
 
+/// The reference's mask (tokens tried in byte order, each extending the prefix it shares
+/// with the one before) against each token tried alone (`Reference::allows`): every token
+/// of the case's synthetic vocabulary at every step of its first document, and every 13th
+/// GPT-2 token (all byte lengths and first bytes occur) at its start, middle and end.
+#[test]
+fn reference_mask_is_each_token_tried_alone() {
+    let gpt2 = Vocab::load(shared_dir().join("tokenizers/gpt2.json").to_str().unwrap()).unwrap();
+    let mut allowed = 0usize;
+    for case in cases() {
+        let tiny = tiny_vocab(case);
+        for (vi, v) in [&tiny, &gpt2].into_iter().enumerate() {
+            let doc = &case.accept[0];
+            let Some((_, ids)) = segmentations(v, doc).into_iter().next() else {
+                continue;
+            };
+            let mut p = case.reference.empty();
+            for i in 0..=ids.len() {
+                if vi == 0 || [0, ids.len() / 2, ids.len()].contains(&i) {
+                    let mask = case.reference.mask(&p, v);
+                    let step = if vi == 0 { 1 } else { 13 };
+                    for k in (0..v.len()).step_by(step) {
+                        let alone = case.reference.allows(&p, v, TokenId::new(k));
+                        assert_eq!(
+                            mask[k],
+                            alone,
+                            "{}: {} step {i} token {k} {:?}",
+                            case.name,
+                            v.name(),
+                            v.token_bytes(TokenId::new(k))
+                                .map(|b| String::from_utf8_lossy(b).into_owned())
+                        );
+                        allowed += usize::from(alone);
+                    }
+                }
+                if i < ids.len() {
+                    p = case.reference.commit(&p, v.token_bytes(ids[i]).unwrap());
+                }
+            }
+        }
+    }
+    // Not vacuous: tokens were allowed (and, the corpus being grammars, most were not).
+    assert!(allowed > 1000, "{allowed}");
+}
+
 /// The mask automaton: at every step (synthetic vocabulary) or sampled steps (GPT-2,
 /// Llama-2, Llama-3, Qwen2.5), along canonical and random segmentations of the accepted
 /// documents, the matcher's mask is bit-identical to the reference mask, EOS included.
