@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use numpy::{PyReadwriteArray2, PyUntypedArrayMethods};
+use numpy::{PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -542,20 +542,37 @@ pub struct GrammarMatcher {
     tokenizer: TokenizerInfo,
 }
 
-/// The words of row `index` of a caller's `[batch, ceil(V/32)]` int32 bitmask, as u32.
-fn rows_of<'a>(
-    bitmask: &'a mut PyReadwriteArray2<'_, i32>,
+/// The bitmask a caller passes: int32 rows of `ceil(V/32)` words or more.
+type Bitmask<'py> = Bound<'py, PyArray2<i32>>;
+
+/// The words of a caller's `[batch, words]` int32 bitmask, as u32, with its row count and
+/// row length; `words` must be at least `need_words`.
+///
+/// Not through numpy's borrow tracking (`PyReadwriteArray2`): registering and releasing
+/// the borrow cost about 150 ns a call, a sixth of a JSON mask. What it guards against is
+/// another Rust extension holding a borrow of this same array while it calls into this
+/// one; Python code that writes the array from another thread while a fill runs without
+/// the GIL races either way (numpy has no locks).
+///
+/// # Safety
+/// While the returned slice lives, the caller makes no other slice of this array's data.
+// The data is the array's, not the handle's: a shared handle is all numpy gives.
+#[allow(clippy::mut_from_ref)]
+unsafe fn rows_of<'a>(
+    bitmask: &'a Bitmask<'_>,
     need_words: usize,
 ) -> PyResult<(&'a mut [u32], usize, usize)> {
-    let shape = bitmask.shape().to_vec();
+    let shape = bitmask.shape();
     let (rows, words) = (shape[0], shape[1]);
     if words < need_words {
         return Err(err(format!(
             "bitmask rows have {words} int32 words; the vocabulary needs {need_words}"
         )));
     }
-    let slice = bitmask
-        .as_slice_mut()
+    // SAFETY: the array is alive while `bitmask` is borrowed (it holds a reference, and
+    // numpy refuses to resize a referenced array); the caller makes no other slice of it
+    // (see above for other extensions').
+    let slice = unsafe { bitmask.as_slice_mut() }
         .map_err(|_| err("bitmask must be a C-contiguous int32 array"))?;
     // SAFETY: i32 and u32 have the same size and alignment and every bit pattern is valid
     // for both; the slice is borrowed mutably for the returned lifetime.
@@ -645,11 +662,12 @@ impl GrammarMatcher {
     fn fill_next_token_bitmask(
         &self,
         py: Python<'_>,
-        mut bitmask: PyReadwriteArray2<'_, i32>,
+        bitmask: &Bitmask<'_>,
         index: usize,
     ) -> PyResult<()> {
         let need = self.tokenizer.vocab.len().div_ceil(32);
-        let (all, rows, words) = rows_of(&mut bitmask, need)?;
+        // SAFETY: the row below is the only slice made of the bitmask's data.
+        let (all, rows, words) = unsafe { rows_of(bitmask, need)? };
         if index >= rows {
             return Err(err(format!(
                 "index {index} out of range for a bitmask of {rows} rows"
@@ -717,14 +735,15 @@ impl GrammarMatcher {
 fn fill_next_token_bitmask_batch(
     py: Python<'_>,
     matchers: Vec<PyRef<'_, GrammarMatcher>>,
-    mut bitmask: PyReadwriteArray2<'_, i32>,
+    bitmask: &Bitmask<'_>,
 ) -> PyResult<()> {
     let need = matchers
         .iter()
         .map(|m| m.tokenizer.vocab.len().div_ceil(32))
         .max()
         .unwrap_or(0);
-    let (all, rows, words) = rows_of(&mut bitmask, need)?;
+    // SAFETY: `fill_masks` splits this one slice into the rows it writes.
+    let (all, rows, words) = unsafe { rows_of(bitmask, need)? };
     if rows < matchers.len() {
         return Err(err(format!(
             "bitmask has {rows} rows for {} matchers",
@@ -736,10 +755,74 @@ fn fill_next_token_bitmask_batch(
         .map_err(err)
 }
 
+/// Commits `token_ids[i]` to `matchers[i]` for every `i`, with the GIL released once for
+/// the batch; returns whether each was accepted (a refused token changes nothing, as
+/// `accept_token`). Ids are checked before any commit: an unknown id or a length
+/// mismatch raises and commits nothing. A matcher may appear once.
+#[pyfunction]
+fn accept_token_batch(
+    py: Python<'_>,
+    mut matchers: Vec<PyRefMut<'_, GrammarMatcher>>,
+    token_ids: Vec<u32>,
+) -> PyResult<Vec<bool>> {
+    if matchers.len() != token_ids.len() {
+        return Err(err(format!(
+            "{} matchers for {} token ids",
+            matchers.len(),
+            token_ids.len()
+        )));
+    }
+    for (m, &t) in matchers.iter().zip(&token_ids) {
+        m.check_id(t)?;
+    }
+    let mut ms: Vec<&mut GrammarMatcher> = matchers.iter_mut().map(|m| &mut **m).collect();
+    // On the caller's thread: spread over the pool, commits measured slower.
+    Ok(py.detach(move || {
+        ms.iter_mut()
+            .zip(&token_ids)
+            .map(|(m, &t)| {
+                m.matcher
+                    .commit(&m.tokenizer.vocab, TokenId::from_u32(t))
+                    .is_ok()
+            })
+            .collect()
+    }))
+}
+
+/// Replays `token_ids` through a fresh matcher of `compiled` in Rust alone, timing each
+/// mask and commit, in ns: the engine's own cost on the states a Python replay of the
+/// same tokens goes through, so a benchmark can tell the binding's cost apart. Stops at
+/// the first token the grammar refuses (raises).
+#[pyfunction]
+fn _replay_timings(
+    py: Python<'_>,
+    compiled: &CompiledGrammar,
+    token_ids: Vec<u32>,
+) -> PyResult<Vec<(u64, u64)>> {
+    let vocab = &compiled.tokenizer.vocab;
+    let mut m = Matcher::from_compiled(&compiled.inner);
+    let mut row = vec![0u32; vocab.len().div_ceil(32)];
+    py.detach(|| {
+        let mut out = Vec::with_capacity(token_ids.len());
+        for &t in &token_ids {
+            if t as usize >= vocab.len() {
+                return Err(err(format!("token id {t} is out of range")));
+            }
+            let a = std::time::Instant::now();
+            m.fill_mask(&mut row).map_err(err)?;
+            let b = std::time::Instant::now();
+            m.commit(vocab, TokenId::from_u32(t)).map_err(err)?;
+            let c = std::time::Instant::now();
+            out.push(((b - a).as_nanos() as u64, (c - b).as_nanos() as u64));
+        }
+        Ok(out)
+    })
+}
+
 /// A type check with a clear message for callers passing the wrong object.
 #[pyfunction]
 fn _check_bitmask(bitmask: &Bound<'_, PyAny>) -> PyResult<()> {
-    if bitmask.extract::<PyReadwriteArray2<'_, i32>>().is_err() {
+    if bitmask.cast::<PyArray2<i32>>().is_err() {
         return Err(PyTypeError::new_err(
             "bitmask must be a 2-D numpy int32 array (see allocate_token_bitmask)",
         ));
@@ -766,7 +849,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CompiledGrammar>()?;
     m.add_class::<GrammarMatcher>()?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmask_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(accept_token_batch, m)?)?;
     m.add_function(wrap_pyfunction!(_check_bitmask, m)?)?;
+    m.add_function(wrap_pyfunction!(_replay_timings, m)?)?;
     m.add("StackmaskError", m.py().get_type::<StackmaskError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -27,6 +27,7 @@ from ._core import (
     StackmaskError,
     TokenizerInfo,
     __version__,
+    accept_token_batch,
     fill_next_token_bitmask_batch,
 )
 
@@ -41,6 +42,7 @@ __all__ = [
     "allocate_token_bitmask",
     "apply_token_bitmask",
     "bitmask_to_token_ids",
+    "accept_token_batch",
     "fill_next_token_bitmask_batch",
 ]
 

@@ -143,6 +143,50 @@ def test_batch_fill_equals_single_fills(gpt2, schema_grammar):
     assert ids_set.max() < gpt2.vocab_size
 
 
+def test_batch_accept_equals_single_accepts(gpt2, schema_grammar):
+    ids = gpt2.encode(VALID)
+    # Matchers at different steps; half get the document's next token, half a token the
+    # grammar refuses there (the mask says which), which must change nothing.
+    batch, single = [], []
+    for n in range(0, len(ids) - 1, 2):
+        a, b = stackmask.GrammarMatcher(schema_grammar), stackmask.GrammarMatcher(schema_grammar)
+        assert a.accept_tokens(ids[:n]) and b.accept_tokens(ids[:n])
+        batch.append(a)
+        single.append(b)
+    refused = []
+    for m in single:
+        banned = set(range(gpt2.vocab_size)) - set(allowed(m, gpt2.vocab_size))
+        refused.append(min(banned))
+    tokens = [ids[m.num_accepted_tokens] if i % 2 == 0 else refused[i]
+              for i, m in enumerate(single)]
+    got = stackmask.accept_token_batch(batch, tokens)
+    want = [m.accept_token(t) for m, t in zip(single, tokens)]
+    assert got == want
+    assert got == [i % 2 == 0 for i in range(len(tokens))]
+    for a, b in zip(batch, single):
+        assert a.num_accepted_tokens == b.num_accepted_tokens
+        assert allowed(a, gpt2.vocab_size) == allowed(b, gpt2.vocab_size)
+    # Bad input commits nothing: an unknown id anywhere, a length mismatch, a matcher twice.
+    before = [m.num_accepted_tokens for m in batch]
+    with pytest.raises(stackmask.StackmaskError, match="out of range"):
+        stackmask.accept_token_batch(batch[:2], [ids[0], gpt2.vocab_size])
+    with pytest.raises(stackmask.StackmaskError, match="matchers for"):
+        stackmask.accept_token_batch(batch[:2], [ids[0]])
+    with pytest.raises(RuntimeError):
+        stackmask.accept_token_batch([batch[0], batch[0]], [ids[0], ids[0]])
+    assert [m.num_accepted_tokens for m in batch] == before
+
+
+def test_engine_replay_timings_cover_every_token(gpt2, schema_grammar):
+    ids = gpt2.encode(VALID)
+    timings = stackmask._core._replay_timings(schema_grammar, ids)
+    assert len(timings) == len(ids) and all(a > 0 and b > 0 for a, b in timings)
+    start = set(allowed(stackmask.GrammarMatcher(schema_grammar), gpt2.vocab_size))
+    refused = min(set(range(gpt2.vocab_size)) - start)
+    with pytest.raises(stackmask.StackmaskError):
+        stackmask._core._replay_timings(schema_grammar, [refused])
+
+
 def test_serialize_roundtrip(gpt2, schema_grammar):
     data = schema_grammar.serialize()
     assert isinstance(data, bytes) and len(data) > 0
