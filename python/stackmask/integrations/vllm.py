@@ -73,6 +73,32 @@ def _as_numpy(bitmask: Any) -> np.ndarray:
     return to_numpy()
 
 
+def _tokenizer_info(hf_tokenizer: Any, vocab_size: int | None) -> TokenizerInfo:
+    """The stackmask tokenizer of a Hugging Face fast tokenizer (its ``tokenizer.json``
+    text and EOS id), with the model's (padded) vocabulary size."""
+    eos = getattr(hf_tokenizer, "eos_token_id", None)
+    return TokenizerInfo.from_tokenizer_json(
+        hf_tokenizer.backend_tokenizer.to_str(),
+        eos=None if eos is None else [eos],
+        vocab_size=vocab_size,
+    )
+
+
+def _compile(compiler: GrammarCompiler, kind: str, text: str) -> Any:
+    """Compiles one request's constraint of ``kind`` (one of :data:`REQUEST_KINDS`)."""
+    if kind == "json_schema":
+        return compiler.compile_json_schema(text)
+    if kind == "json_object":
+        return compiler.compile_builtin_json_grammar()
+    if kind == "lark":
+        return compiler.compile_lark(text)
+    if kind == "gbnf":
+        return compiler.compile_gbnf(text)
+    if kind == "regex":
+        return compiler.compile_regex(text)
+    raise ValueError(f"unknown request kind {kind!r}")
+
+
 class StackmaskGrammar(_Grammar):
     """One request's constraint state (vLLM's ``StructuredOutputGrammar``)."""
 
@@ -124,12 +150,7 @@ class StackmaskBackend(_Backend):
         self.vllm_config = vllm_config
         self.tokenizer = tokenizer
         self.vocab_size = vocab_size
-        eos = getattr(tokenizer, "eos_token_id", None)
-        self.tokenizer_info = TokenizerInfo.from_tokenizer_json(
-            tokenizer.backend_tokenizer.to_str(),
-            eos=None if eos is None else [eos],
-            vocab_size=vocab_size,
-        )
+        self.tokenizer_info = _tokenizer_info(tokenizer, vocab_size)
         self.compiler = GrammarCompiler(self.tokenizer_info)
 
     def compile_grammar(
@@ -138,20 +159,15 @@ class StackmaskBackend(_Backend):
         """Compiles one request's constraint. JSON: a JSON Schema; JSON_OBJECT: any JSON
         value; GRAMMAR: GBNF when it uses ``::=``, else Lark; REGEX: a whole-output regular
         expression. Other kinds raise ``ValueError``."""
-        kind = request_type.name
-        if kind == "JSON":
-            compiled = self.compiler.compile_json_schema(grammar_spec)
-        elif kind == "JSON_OBJECT":
-            compiled = self.compiler.compile_builtin_json_grammar()
-        elif kind == "GRAMMAR":
-            if "::=" in grammar_spec:
-                compiled = self.compiler.compile_gbnf(grammar_spec)
-            else:
-                compiled = self.compiler.compile_lark(grammar_spec)
-        elif kind == "REGEX" and hasattr(self.compiler, "compile_regex"):
-            compiled = self.compiler.compile_regex(grammar_spec)
-        else:
-            raise ValueError(f"stackmask does not support {kind} requests")
+        kind = {
+            "JSON": "json_schema",
+            "JSON_OBJECT": "json_object",
+            "GRAMMAR": "gbnf" if "::=" in grammar_spec else "lark",
+            "REGEX": "regex",
+        }.get(request_type.name)
+        if kind is None:
+            raise ValueError(f"stackmask does not support {request_type.name} requests")
+        compiled = _compile(self.compiler, kind, grammar_spec)
         return StackmaskGrammar(GrammarMatcher(compiled), self.vocab_size)
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> Any:
@@ -238,12 +254,7 @@ if _LogitsProcessor is not None:  # pragma: no cover - exercised only where vLLM
                 from vllm.tokenizers import cached_tokenizer_from_config  # noqa: PLC0415
 
                 tok = cached_tokenizer_from_config(model)
-                eos = getattr(tok, "eos_token_id", None)
-                self.info = TokenizerInfo.from_tokenizer_json(
-                    tok.backend_tokenizer.to_str(),
-                    eos=None if eos is None else [eos],
-                    vocab_size=model.get_vocab_size(),
-                )
+                self.info = _tokenizer_info(tok, model.get_vocab_size())
             else:
                 raise ValueError(
                     "StackmaskLogitsProcessor needs the model's tokenizer: a model config, "
@@ -259,15 +270,7 @@ if _LogitsProcessor is not None:  # pragma: no cover - exercised only where vLLM
         def _compile(self, spec: tuple[str, str]) -> Any:
             if spec in self.compiled:
                 return self.compiled[spec]
-            kind, text = spec
-            c = self.compiler
-            compiled = {
-                "json_schema": lambda: c.compile_json_schema(text),
-                "json_object": c.compile_builtin_json_grammar,
-                "lark": lambda: c.compile_lark(text),
-                "gbnf": lambda: c.compile_gbnf(text),
-                "regex": lambda: c.compile_regex(text),
-            }[kind]()
+            compiled = _compile(self.compiler, *spec)
             if len(self.compiled) >= self.max_cached:
                 self.compiled.pop(next(iter(self.compiled)))
             self.compiled[spec] = compiled
