@@ -369,3 +369,28 @@ def test_longest_match_backs_up_in_masks(gpt2):
             assert m.accept_token(t)
         assert m.is_accepting() == complete
         assert (50256 in allowed(m, gpt2.vocab_size)) == complete
+
+
+def test_special_tokens_are_allowed_where_the_grammar_names_them():
+    path = SHARED / "tokenizers" / "llama3.json"
+    if not path.exists():
+        pytest.skip(f"needs {path} (../shared beside the checkout)")
+    info = stackmask.TokenizerInfo.from_tokenizer_json(str(path))
+    compiler = stackmask.GrammarCompiler(info)
+    header, reserved = 128006, 128010  # <|start_header_id|>, <|reserved_special_token_5|>
+    g = compiler.compile_lark('start: "call " <|start_header_id|> NUM <[128010]>\nNUM: /[0-9]+/\n')
+    m = stackmask.GrammarMatcher(g)
+    assert header not in allowed(m, info.vocab_size)
+    assert m.accept_tokens(info.encode("call "))
+    now = allowed(m, info.vocab_size)
+    assert header in now and reserved not in now and len(now) == 1
+    assert not m.accept_token(reserved)
+    assert m.accept_token(header)
+    assert m.accept_tokens(info.encode("42"))
+    assert reserved in allowed(m, info.vocab_size)
+    assert m.validate_tokens([reserved]) == 1
+    assert m.accept_token(reserved) and m.is_accepting()
+    with pytest.raises(stackmask.StackmaskError, match="no special token of that name"):
+        compiler.compile_lark("start: <|no_such_token|>\n")
+    with pytest.raises(stackmask.StackmaskError, match="end-of-sequence"):
+        compiler.compile_gbnf("root ::= <|eot_id|>\n")

@@ -161,7 +161,9 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
                 break;
             }
         }
-        let bytes = vocab.token_bytes(t).map_err(|e| e.to_string())?;
+        let bytes = vocab
+            .mask_bytes(t)
+            .ok_or_else(|| format!("token {t} carries no text a grammar reads"))?;
         let t0 = Instant::now();
         let ok = match a.engine {
             Engine::Reference => {

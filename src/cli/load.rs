@@ -175,7 +175,12 @@ fn grammar_ir_plain(args: &GrammarArgs) -> Result<compile::Grammar, String> {
 pub fn grammar(args: &GrammarArgs, vocab: &Vocab) -> Result<Loaded, String> {
     let spec = args.grammar.as_str();
     let t0 = Instant::now();
-    let grammar = grammar_ir(args)?;
+    let mut grammar = grammar_ir(args)?;
+    // The reference reads the grammar too: it gets the special tokens named as the
+    // tables do.
+    grammar
+        .resolve_special_tokens(vocab)
+        .map_err(|e| format!("{spec}:{e}"))?;
     let tables = args
         .compiler(vocab)
         .tables(&grammar)

@@ -264,9 +264,7 @@ impl Sequence<'_> {
     fn commit(&mut self, vocab: &Vocab, t: TokenId) -> Result<(), String> {
         match self {
             Sequence::Automaton(m) => m.commit(vocab, t).map_err(|e| e.to_string()),
-            Sequence::Walk(g, _) => g
-                .commit_bytes(vocab.token_bytes(t).map_err(|e| e.to_string())?)
-                .map_err(|e| e.to_string()),
+            Sequence::Walk(g, _) => g.commit_token(vocab, t).map_err(|e| e.to_string()),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! targets) compiles through [`Compiler`], so the lexer's counting margin always matches
 //! the vocabulary and the automaton's limits are set in one place.
 
+use std::borrow::Cow;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -192,8 +193,20 @@ impl<'v> Compiler<'v> {
         if let Some(columns) = self.tab_len {
             g.set_tab_len(columns)?;
         }
+        g.resolve_special_tokens(self.vocab)?;
         stop.check()?;
         Ok(g)
+    }
+
+    /// `g` with its special tokens resolved against this compiler's vocabulary (borrowed
+    /// when it names none).
+    fn resolved<'g>(&self, g: &'g Grammar) -> Result<Cow<'g, Grammar>, GrammarError> {
+        if !g.has_special_tokens() {
+            return Ok(Cow::Borrowed(g));
+        }
+        let mut g = g.clone();
+        g.resolve_special_tokens(self.vocab)?;
+        Ok(Cow::Owned(g))
     }
 
     /// Grammar text in `format` → a compiled grammar for the vocabulary.
@@ -228,7 +241,7 @@ impl<'v> Compiler<'v> {
     /// Grammar IR → recognizer tables alone (commit without masks, the reference oracle's
     /// lexer), with the lexer options masks over this vocabulary need.
     pub fn tables(&self, g: &Grammar) -> Result<Tables, GrammarError> {
-        super::build_glr_tables_until(g, &self.lexer, &self.interrupt())
+        super::build_glr_tables_until(&*self.resolved(g)?, &self.lexer, &self.interrupt())
     }
 
     /// The mask automaton of recognizer tables for the vocabulary.
@@ -249,6 +262,7 @@ impl<'v> Compiler<'v> {
         g: &Grammar,
         stop: &Interrupt,
     ) -> Result<(Tables, Dwa), GrammarError> {
+        let g = &*self.resolved(g)?;
         let indenter = g.post_lexer()?;
         if let Some(why) = indenter.as_ref().and_then(|i| i.automaton_refusal.as_ref()) {
             return Err(super::automaton_refuses_indentation(why));

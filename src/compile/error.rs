@@ -122,6 +122,17 @@ pub enum GrammarError {
         /// The limit.
         limit_ms: u64,
     },
+    /// A special token the grammar names cannot be used with this tokenizer (or without
+    /// one).
+    #[error("{span}: special token `{token}`: {reason}")]
+    SpecialToken {
+        /// Where the grammar names it.
+        span: Span,
+        /// The token as written (`<|tool_call|>`, `<[128010]>`).
+        token: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// The grammar text is not valid UTF-8.
     #[error("grammar is not valid UTF-8 (byte {offset})")]
     InvalidUtf8 {
@@ -141,6 +152,7 @@ impl GrammarError {
             | GrammarError::BadRegex { span, .. }
             | GrammarError::EmptyTerminal { span, .. }
             | GrammarError::RecursiveTerminal { span, .. }
+            | GrammarError::SpecialToken { span, .. }
             | GrammarError::TooLarge { span, .. } => Some(*span),
             GrammarError::NoStart { .. }
             | GrammarError::Schema(_)

@@ -201,8 +201,9 @@ pub enum CommitError {
     /// The id is not a token of the vocabulary.
     #[error(transparent)]
     Token(crate::vocab::VocabError),
-    /// Special tokens carry no text to commit.
-    #[error("token {0} is a special token, not text")]
+    /// The token has no bytes a grammar reads: end of sequence, an unused id, a special
+    /// token without a name, or a normal token holding `vocab::SPECIAL_MARK`.
+    #[error("token {0} carries no text a grammar reads (end of sequence, unused, or not text)")]
     NotText(u32),
     /// The bytes leave no viable continuation.
     #[error(transparent)]
@@ -652,18 +653,19 @@ impl GlrState {
         })
     }
 
-    /// Commits one vocabulary token. Special tokens (EOS included: end of input is asked
-    /// with [`Self::is_accepting`]) and invalid ids are errors; nothing changes on error.
+    /// Commits one vocabulary token, as the bytes a grammar reads for it
+    /// ([`crate::vocab::Vocab::mask_bytes`]: a named special token reads as its lexeme).
+    /// End of sequence (asked with [`Self::is_accepting`]), tokens no grammar reads and
+    /// invalid ids are errors; nothing changes on error.
     pub fn commit_token(
         &mut self,
         vocab: &crate::vocab::Vocab,
         t: crate::ids::TokenId,
     ) -> Result<(), CommitError> {
-        match vocab.kind(t).map_err(CommitError::Token)? {
-            crate::vocab::TokenKind::Normal => {}
-            _ => return Err(CommitError::NotText(t.as_u32())),
-        }
-        let bytes = vocab.token_bytes(t).map_err(CommitError::Token)?;
+        vocab.check_id(t).map_err(CommitError::Token)?;
+        let bytes = vocab
+            .mask_bytes(t)
+            .ok_or(CommitError::NotText(t.as_u32()))?;
         self.commit_bytes(bytes).map_err(CommitError::Rejected)
     }
 

@@ -20,7 +20,7 @@ impl SortedTokens {
     /// Sorts the normal tokens of `vocab`.
     pub fn new(vocab: &Vocab) -> Self {
         let mut entries: Vec<(Box<[u8]>, TokenId)> = vocab
-            .normal_tokens()
+            .mask_tokens()
             .map(|(id, b)| (b.to_vec().into_boxed_slice(), id))
             .collect();
         entries.sort();

@@ -44,7 +44,7 @@ const BYTE_ORDER_KEY: u64 = 0x7265_665f_6f72_6465;
 impl ByteOrder {
     fn of(vocab: &Vocab) -> Self {
         let mut v: Vec<(TokenId, Vec<u8>)> = vocab
-            .normal_tokens()
+            .mask_tokens()
             .map(|(id, b)| (id, b.to_vec()))
             .collect();
         v.sort_by(|a, b| a.1.cmp(&b.1));
@@ -457,12 +457,9 @@ impl Reference {
         if vocab.eos().contains(&t) {
             return self.prefix_complete(prefix);
         }
-        match vocab.kind(t) {
-            Ok(crate::vocab::TokenKind::Normal) => match vocab.token_bytes(t) {
-                Ok(b) => self.prefix_viable(&self.extend(prefix, b)),
-                Err(_) => false,
-            },
-            _ => false,
+        match vocab.mask_bytes(t) {
+            Some(b) => self.prefix_viable(&self.extend(prefix, b)),
+            None => false,
         }
     }
 }

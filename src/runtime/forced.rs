@@ -5,7 +5,7 @@
 //! its end that the text after it could still merge with.
 
 use crate::ids::TokenId;
-use crate::vocab::Vocab;
+use crate::vocab::{Vocab, SPECIAL_MARK};
 
 use super::Matcher;
 
@@ -62,30 +62,61 @@ impl Matcher {
 
     /// Tokens for [`Matcher::forced_bytes`] that the tokenizer would produce itself: the
     /// canonical encoding of the forced text, without its last token (the text after the
-    /// forced part may merge with it), truncated to what this matcher accepts. Empty when
-    /// nothing is forced, when the vocabulary has no encoder, or when the encoding does
-    /// not spell the forced bytes exactly (e.g. an encoder that prepends a space).
+    /// forced part may merge with it), truncated to what this matcher accepts. A forced
+    /// special token (its whole lexeme, `vocab::special_lexeme`) is that token, and the
+    /// text before it is encoded whole (tokenizers split text at special tokens). Stops
+    /// early when the vocabulary has no encoder, or when an encoding does not spell its
+    /// text exactly (e.g. an encoder that prepends a space).
     pub fn forced_tokens(&self, vocab: &Vocab, max_len: usize) -> Vec<TokenId> {
         let bytes = self.forced_bytes(max_len);
-        // Only whole characters can be encoded; a forced partial UTF-8 sequence at the
-        // end stays unforced.
-        let text = match std::str::from_utf8(&bytes) {
-            Ok(s) => s,
-            Err(e) => match std::str::from_utf8(&bytes[..e.valid_up_to()]) {
+        let mut ids = Vec::new();
+        let mut rest = &bytes[..];
+        loop {
+            let cut = rest
+                .iter()
+                .position(|&b| b == SPECIAL_MARK)
+                .unwrap_or(rest.len());
+            let (text, after) = rest.split_at(cut);
+            // A whole lexeme after the text: the special token's name and what follows.
+            let special = after.strip_prefix(&[SPECIAL_MARK]).and_then(|a| {
+                a.iter()
+                    .position(|&b| b == SPECIAL_MARK)
+                    .map(|e| (&a[..e], &a[e + 1..]))
+            });
+            // Only whole characters can be encoded; a forced partial UTF-8 sequence at
+            // the end stays unforced.
+            let text = match std::str::from_utf8(text) {
                 Ok(s) => s,
-                Err(_) => return Vec::new(),
-            },
-        };
-        if text.is_empty() {
-            return Vec::new();
+                Err(e) if special.is_none() => {
+                    std::str::from_utf8(&text[..e.valid_up_to()]).unwrap_or_default()
+                }
+                Err(_) => break,
+            };
+            if !text.is_empty() {
+                let Ok(mut part) = vocab.encode(text) else {
+                    break;
+                };
+                if vocab.decode_bytes(&part).ok().as_deref() != Some(text.as_bytes()) {
+                    break;
+                }
+                if special.is_none() {
+                    part.pop();
+                }
+                ids.extend(part);
+            }
+            let Some((name, tail)) = special else {
+                break;
+            };
+            let Some(&(id, _)) = vocab
+                .special_tokens()
+                .iter()
+                .find(|(_, n)| n.as_bytes() == name)
+            else {
+                break;
+            };
+            ids.push(id);
+            rest = tail;
         }
-        let Ok(mut ids) = vocab.encode(text) else {
-            return Vec::new();
-        };
-        if vocab.decode_bytes(&ids).ok().as_deref() != Some(text.as_bytes()) {
-            return Vec::new();
-        }
-        ids.pop();
         let ok = self.validate_tokens(vocab, &ids);
         ids.truncate(ok);
         ids

@@ -1,8 +1,9 @@
 //! Vocabularies: the exact byte string of every token id.
 //!
 //! A [`Vocab`] maps each [`TokenId`] to the bytes the model emits with it, flags special
-//! (control) tokens, which are never allowed by a mask, and names the end-of-sequence
-//! token(s), which are allowed exactly when the output is a complete document. Loaders turn
+//! (control) tokens, which a mask allows only where a grammar names them (each reads as
+//! its [`special_lexeme`]), and names the end-of-sequence token(s), which are allowed
+//! exactly when the output is a complete document. Loaders turn
 //! HF `tokenizer.json` files ([`hf`]) and tiktoken rank files ([`tiktoken`]) into this form;
 //! the bundled o200k_base needs no file.
 //!
@@ -19,13 +20,30 @@ pub mod tiktoken;
 use crate::ids::TokenId;
 pub use parts::TokenParts;
 
+/// The byte that opens and closes a special token's lexeme. It never occurs in UTF-8
+/// text, so no terminal but a special token's own matches it, and normal tokens holding
+/// it (byte-level vocabularies have one) are never allowed.
+pub const SPECIAL_MARK: u8 = 0xFE;
+
+/// The bytes a grammar reads for the special token named `name` (its content string, as
+/// `<|tool_call|>`): [`SPECIAL_MARK`], the name, [`SPECIAL_MARK`]. A grammar that names
+/// the token has a terminal matching exactly these bytes; only the token produces them.
+pub fn special_lexeme(name: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len() + 2);
+    out.push(SPECIAL_MARK);
+    out.extend_from_slice(name.as_bytes());
+    out.push(SPECIAL_MARK);
+    out
+}
+
 /// What a vocabulary id is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenKind {
     /// An ordinary token: its bytes can appear in generated text.
     Normal,
-    /// A special/control token (BOS, `<|im_start|>`, …): never part of a mask, except that
-    /// the end-of-sequence tokens are allowed where the document may end.
+    /// A special/control token (BOS, `<|im_start|>`, …): allowed only where a grammar
+    /// names it (then it reads as its [`special_lexeme`]); the end-of-sequence tokens are
+    /// allowed where the document may end instead.
     Special,
     /// An id with no token (vocabularies with holes): never allowed.
     Unused,
@@ -98,9 +116,11 @@ pub struct Vocab {
     kinds: Vec<TokenKind>,
     /// Content string of each special token, for display and lookup by name.
     special_names: Vec<(TokenId, String)>,
+    /// The [`special_lexeme`] of each named special token, in id order.
+    special_lexemes: Vec<(TokenId, Box<[u8]>)>,
     eos: Vec<TokenId>,
     encoder: Option<Encoder>,
-    /// Normal tokens as byte tries by first byte and length, computed on first use: the
+    /// [`Vocab::mask_tokens`] as byte tries by first byte and length, computed on first use: the
     /// tokenizer-only part of every mask automaton build (sorting 128K+ byte strings),
     /// shared by all grammars.
     parts: std::sync::OnceLock<TokenParts>,
@@ -231,12 +251,18 @@ impl Vocab {
             .filter(|(_, n)| EOS_NAMES.contains(&n.as_str()))
             .map(|(id, _)| *id)
             .collect();
+        let special_lexemes = special_names
+            .iter()
+            .filter(|(_, n)| !n.is_empty())
+            .map(|(id, n)| (*id, special_lexeme(n).into_boxed_slice()))
+            .collect();
         Ok(Self {
             name: name.to_string(),
             bytes,
             offsets,
             kinds,
             special_names,
+            special_lexemes,
             eos,
             encoder,
             parts: std::sync::OnceLock::new(),
@@ -293,6 +319,11 @@ impl Vocab {
             .count()
     }
 
+    /// `Ok` when `id` is in range (an unused id is in range).
+    pub fn check_id(&self, id: TokenId) -> Result<(), VocabError> {
+        self.check(id).map(|_| ())
+    }
+
     fn check(&self, id: TokenId) -> Result<usize, VocabError> {
         let i = id.index();
         if i >= self.kinds.len() {
@@ -323,11 +354,43 @@ impl Vocab {
         Ok(self.kinds[self.check(id)?])
     }
 
-    /// Iterates over the normal tokens: the ones whose bytes a mask decides about.
-    pub fn normal_tokens(&self) -> impl Iterator<Item = (TokenId, &[u8])> + '_ {
+    /// The tokens a mask decides about by their bytes, in id order, with the bytes a
+    /// grammar reads for each: normal tokens as they are (but those holding
+    /// [`SPECIAL_MARK`], never allowed), and named special tokens other than
+    /// end-of-sequence as their [`special_lexeme`].
+    pub fn mask_tokens(&self) -> impl Iterator<Item = (TokenId, &[u8])> + '_ {
         (0..self.kinds.len())
-            .filter(|&i| self.kinds[i] == TokenKind::Normal)
-            .map(|i| (TokenId::new(i), self.bytes_unchecked(i)))
+            .filter_map(|i| self.mask_bytes_unchecked(i).map(|b| (TokenId::new(i), b)))
+    }
+
+    /// The bytes a grammar reads for token `id` ([`Vocab::mask_tokens`]); `None` for
+    /// tokens no mask allows by bytes (end of sequence, unused and unnamed special ids,
+    /// normal tokens holding [`SPECIAL_MARK`]) and for ids out of range.
+    pub fn mask_bytes(&self, id: TokenId) -> Option<&[u8]> {
+        (id.index() < self.kinds.len())
+            .then(|| self.mask_bytes_unchecked(id.index()))
+            .flatten()
+    }
+
+    fn mask_bytes_unchecked(&self, i: usize) -> Option<&[u8]> {
+        match self.kinds[i] {
+            TokenKind::Normal => {
+                let b = self.bytes_unchecked(i);
+                (!b.contains(&SPECIAL_MARK)).then_some(b)
+            }
+            TokenKind::Special => {
+                let id = TokenId::new(i);
+                if self.eos.contains(&id) {
+                    return None;
+                }
+                let k = self
+                    .special_lexemes
+                    .binary_search_by_key(&id, |(t, _)| *t)
+                    .ok()?;
+                Some(&self.special_lexemes[k].1)
+            }
+            TokenKind::Unused => None,
+        }
     }
 
     /// The special tokens with their names, in id order.
@@ -358,11 +421,11 @@ impl Vocab {
         v
     }
 
-    /// The normal tokens as byte tries by first byte and length bucket (cached: built once
+    /// [`Vocab::mask_tokens`] as byte tries by first byte and length bucket (cached: built once
     /// per vocabulary, on first use).
     pub fn parts(&self) -> &TokenParts {
         self.parts
-            .get_or_init(|| TokenParts::new(self.normal_tokens()))
+            .get_or_init(|| TokenParts::new(self.mask_tokens()))
     }
 
     /// The end-of-sequence tokens.
@@ -428,14 +491,11 @@ impl Vocab {
         Ok(out)
     }
 
-    /// The length in bytes of the longest normal token.
+    /// The length in bytes of the longest of [`Vocab::mask_tokens`].
     pub fn max_token_len(&self) -> usize {
-        *self.max_len.get_or_init(|| {
-            self.normal_tokens()
-                .map(|(_, b)| b.len())
-                .max()
-                .unwrap_or(0)
-        })
+        *self
+            .max_len
+            .get_or_init(|| self.mask_tokens().map(|(_, b)| b.len()).max().unwrap_or(0))
     }
 }
 
@@ -486,7 +546,7 @@ mod tests {
         ));
         assert_eq!(v.eos(), &[TokenId::new(3)]);
         assert_eq!(v.kind(TokenId::new(3)).unwrap(), TokenKind::Special);
-        assert_eq!(v.normal_tokens().count(), 2);
+        assert_eq!(v.mask_tokens().count(), 2);
         assert!(matches!(v.encode("a"), Err(VocabError::NoEncoder)));
     }
 

@@ -1,4 +1,4 @@
-//! The normal tokens of a vocabulary as byte tries, one per *part* (first byte × length
+//! The mask tokens of a vocabulary (`Vocab::mask_tokens`) as byte tries, one per *part* (first byte × length
 //! bucket): the form in which build-time passes walk the whole vocabulary through a lexer.
 //!
 //! Every mask automaton build lexes every token from a few lexer states. Walking a trie
@@ -13,7 +13,7 @@
 
 use crate::ids::TokenId;
 
-/// The normal tokens as one preorder byte trie per part (tokens sharing a first byte and
+/// The mask tokens as one preorder byte trie per part (tokens sharing a first byte and
 /// a length bucket).
 ///
 /// Invariants: part `j` (`first byte * buckets() + bucket`) owns nodes
@@ -131,7 +131,7 @@ impl Utf8 {
 }
 
 impl TokenParts {
-    /// Builds the tries of `tokens` (normal tokens with their bytes; empty ones are left
+    /// Builds the tries of `tokens` (mask tokens with their bytes; empty ones are left
     /// out, since no lexer position can take them).
     pub fn new<'a>(tokens: impl Iterator<Item = (TokenId, &'a [u8])>) -> Self {
         let mut tokens: Vec<(TokenId, &[u8])> = tokens.filter(|(_, b)| !b.is_empty()).collect();

@@ -14,7 +14,7 @@ pub fn random_segmentation(
     bytes: &[u8],
     seed: u64,
 ) -> Result<Vec<TokenId>, VocabError> {
-    let by_bytes: HashMap<&[u8], TokenId> = vocab.normal_tokens().map(|(id, b)| (b, id)).collect();
+    let by_bytes: HashMap<&[u8], TokenId> = vocab.mask_tokens().map(|(id, b)| (b, id)).collect();
     let max_len = vocab.max_token_len();
     let n = bytes.len();
     // can[i]: bytes[i..] can be segmented.

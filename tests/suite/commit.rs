@@ -741,10 +741,9 @@ fn split_string_states_mask_as_unsplit_ones_at_every_step() {
             }
             // Normal tokens, and those of at most two bytes: half the walks draw from
             // these, which keep strings open longer.
-            let normal: roaring::RoaringBitmap =
-                v.normal_tokens().map(|(t, _)| t.as_u32()).collect();
+            let normal: roaring::RoaringBitmap = v.mask_tokens().map(|(t, _)| t.as_u32()).collect();
             let short: roaring::RoaringBitmap = v
-                .normal_tokens()
+                .mask_tokens()
                 .filter(|(_, b)| b.len() <= 2)
                 .map(|(t, _)| t.as_u32())
                 .collect();

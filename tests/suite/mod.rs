@@ -14,4 +14,5 @@ mod matcher_api;
 mod mutated_programs;
 mod python_programs;
 mod regex;
+mod special_tokens;
 mod vocab;

@@ -171,7 +171,7 @@ fn byte_fallback_and_partial_utf8_tokens() {
     }
     let o = load("builtin:o200k");
     let invalid = o
-        .normal_tokens()
+        .mask_tokens()
         .filter(|(_, b)| std::str::from_utf8(b).is_err())
         .count();
     assert!(invalid > 100, "o200k has {invalid} non-UTF-8 tokens");

@@ -114,7 +114,7 @@ pub fn replay(
         Compiled::Glr(tables) => {
             let mut g = GlrState::new(tables.clone());
             for &t in tokens {
-                let Ok(bytes) = vocab.token_bytes(t) else {
+                let Some(bytes) = vocab.mask_bytes(t) else {
                     return false;
                 };
                 let t0 = Instant::now();
@@ -129,7 +129,7 @@ pub fn replay(
         Compiled::Reference(r) => {
             let mut p = r.empty();
             for &t in tokens {
-                let Ok(bytes) = vocab.token_bytes(t) else {
+                let Some(bytes) = vocab.mask_bytes(t) else {
                     return false;
                 };
                 let t0 = Instant::now();

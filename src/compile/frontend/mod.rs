@@ -8,6 +8,7 @@
 //! - `gbnf`: llama.cpp GBNF (start rule `root`), lowered over one-character terminals.
 //! - [`json_schema`]: JSON Schema drafts 4 to 2020-12, exact or refused by keyword.
 //! - `regex`: a whole-output regular expression.
+//! - `special`: special tokens as Lark and GBNF rules name them (`<|name|>`, `<[id]>`).
 //!
 //! After this stage: a [`crate::compile::Grammar`] whose terminals are regular
 //! expressions (with priorities, some ignored or counted) and whose rules are plain BNF.
@@ -16,3 +17,4 @@ pub(crate) mod gbnf;
 pub mod json_schema;
 pub mod lark;
 pub(crate) mod regex;
+pub(crate) mod special;

@@ -79,6 +79,7 @@ pub fn compile(pattern: &str) -> Result<Grammar, GrammarError> {
             except: Vec::new(),
             counted: None,
             divisibility: Vec::new(),
+            special: None,
             span: Span::default(),
         }],
         nonterminals: vec![Nonterminal {

@@ -49,6 +49,11 @@ pub struct Terminal {
     /// Divisibility conditions every lexeme must also meet (empty for all but JSON
     /// Schema's `multipleOf` by an integer whose multiples no compact regex spells).
     pub divisibility: Vec<Divisibility>,
+    /// The special token this terminal is (`<|tool_call|>`: its name as the tokenizer
+    /// spells it, or `<[128010]>` by id until [`Grammar::resolve_special_tokens`] names
+    /// it): its one lexeme is `vocab::special_lexeme` of the name, which only that token
+    /// produces, and `regex` is a display form. `None` for every other terminal.
+    pub special: Option<String>,
     /// Where it was defined (or first used, for anonymous terminals).
     pub span: Span,
 }
@@ -317,6 +322,82 @@ impl Grammar {
             }
         }
         Ok(ind)
+    }
+
+    /// Whether some terminal is a special token.
+    pub fn has_special_tokens(&self) -> bool {
+        self.terminals.iter().any(|t| t.special.is_some())
+    }
+
+    /// Checks each special-token terminal against `vocab` and names the ones given by id
+    /// (`<[128010]>` becomes `<|python_tag|>`): the token must be one of the vocabulary's
+    /// named special tokens, and not an end-of-sequence token (end of sequence stays
+    /// allowed exactly where the document is complete). Idempotent.
+    pub fn resolve_special_tokens(
+        &mut self,
+        vocab: &crate::vocab::Vocab,
+    ) -> Result<(), GrammarError> {
+        use crate::ids::TokenId;
+        use crate::vocab::TokenKind;
+        for t in &mut self.terminals {
+            let Some(written) = &t.special else {
+                continue;
+            };
+            let err = |reason: String| GrammarError::SpecialToken {
+                span: t.span,
+                token: written.clone(),
+                reason,
+            };
+            let id = match written
+                .strip_prefix("<[")
+                .and_then(|r| r.strip_suffix("]>"))
+            {
+                Some(digits) => TokenId::from_u32(
+                    digits
+                        .parse()
+                        .map_err(|_| err("a token id is a decimal number below 2^32".into()))?,
+                ),
+                None => vocab
+                    .special_tokens()
+                    .iter()
+                    .find(|(_, n)| n == written)
+                    .map(|(id, _)| *id)
+                    .ok_or_else(|| {
+                        err(format!(
+                            "tokenizer {} has no special token of that name",
+                            vocab.name()
+                        ))
+                    })?,
+            };
+            match vocab.kind(id) {
+                Ok(TokenKind::Special) => {}
+                Ok(TokenKind::Normal) => {
+                    return Err(err(format!(
+                        "token {id} is a normal token of tokenizer {}: write its text as a string",
+                        vocab.name()
+                    )))
+                }
+                Ok(TokenKind::Unused) | Err(_) => {
+                    return Err(err(format!("tokenizer {} has no token {id}", vocab.name())))
+                }
+            }
+            if vocab.eos().contains(&id) {
+                return Err(err(format!(
+                    "token {id} is an end-of-sequence token, which masks allow exactly where \
+                     the document is complete; a grammar cannot place it"
+                )));
+            }
+            let name = vocab
+                .special_tokens()
+                .iter()
+                .find(|(t, _)| *t == id)
+                .map(|(_, n)| n.clone())
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| err(format!("special token {id} has no name")))?;
+            t.regex = regex_syntax::escape(&name);
+            t.special = Some(name);
+        }
+        Ok(())
     }
 
     /// The terminal with this id.

@@ -439,7 +439,7 @@ fn forked_atoms(tries: &[TerminalTrie], vocab: &Vocab) -> AtomMap {
     let mut atom_of_sum: HashMap<u128, u32> = HashMap::new();
     let mut of_token = vec![NO_ATOM; n];
     let mut first_byte: Vec<u8> = Vec::new();
-    for (t, bytes) in vocab.normal_tokens() {
+    for (t, bytes) in vocab.mask_tokens() {
         let s = sums[t.index()];
         if s == 0 {
             continue;

@@ -1063,8 +1063,8 @@ fn drop_tables(
         .filter(|&(_, &a)| overflow.contains(a))
         .filter_map(|(t, _)| {
             let t = TokenId::new(t);
-            // Tokens the atoms hold are the vocabulary's own.
-            let bytes = vocab.token_bytes(t).ok()?;
+            // Tokens the atoms hold are the vocabulary's mask tokens.
+            let bytes = vocab.mask_bytes(t)?;
             Some((t, bytes.to_vec()))
         })
         .collect();

@@ -26,7 +26,7 @@ fn collect_sets(e: &Expr, out: &mut Vec<CharSet>) {
         Expr::Alt(v) | Expr::Seq(v) => v.iter().for_each(|x| collect_sets(x, out)),
         Expr::Repeat { inner, .. } => collect_sets(inner, out),
         Expr::Chars(s) => out.push(s.clone()),
-        Expr::Ref { .. } => {}
+        Expr::Ref { .. } | Expr::Special { .. } => {}
     }
 }
 
@@ -75,25 +75,46 @@ impl Atoms {
     }
 }
 
+/// The special tokens rules name, in order of first use, with where each is first named.
+fn collect_specials(e: &Expr, out: &mut Vec<(String, Span)>) {
+    match e {
+        Expr::Alt(v) | Expr::Seq(v) => v.iter().for_each(|x| collect_specials(x, out)),
+        Expr::Repeat { inner, .. } => collect_specials(inner, out),
+        Expr::Special { name, span } => {
+            if !out.iter().any(|(n, _)| n == name) {
+                out.push((name.clone(), *span));
+            }
+        }
+        Expr::Chars(_) | Expr::Ref { .. } => {}
+    }
+}
+
+/// Terminal ids: one per character atom, then one per special token (in `specials`).
+struct TerminalIds<'a> {
+    atoms: &'a Atoms,
+    specials: &'a [(String, Span)],
+}
+
 fn to_ebnf(
     e: &Expr,
-    atoms: &Atoms,
+    terms: &TerminalIds<'_>,
     set_cache: &mut HashMap<CharSet, Vec<usize>>,
     ids: &HashMap<String, NonterminalId>,
 ) -> Result<Ebnf, GrammarError> {
+    let atoms = terms.atoms;
     Ok(match e {
         Expr::Alt(v) => Ebnf::Alt(
             v.iter()
-                .map(|x| to_ebnf(x, atoms, set_cache, ids))
+                .map(|x| to_ebnf(x, terms, set_cache, ids))
                 .collect::<Result<_, _>>()?,
         ),
         Expr::Seq(v) => Ebnf::Seq(
             v.iter()
-                .map(|x| to_ebnf(x, atoms, set_cache, ids))
+                .map(|x| to_ebnf(x, terms, set_cache, ids))
                 .collect::<Result<_, _>>()?,
         ),
         Expr::Repeat { inner, min, max } => Ebnf::Repeat {
-            inner: Box::new(to_ebnf(inner, atoms, set_cache, ids)?),
+            inner: Box::new(to_ebnf(inner, terms, set_cache, ids)?),
             min: *min,
             max: *max,
         },
@@ -111,6 +132,14 @@ fn to_ebnf(
             } else {
                 Ebnf::Alt(syms)
             }
+        }
+        Expr::Special { name, .. } => {
+            let k = terms
+                .specials
+                .iter()
+                .position(|(n, _)| n == name)
+                .expect("every special token is collected before lowering");
+            Ebnf::Sym(Symbol::T(TerminalId::new(atoms.atoms.len() + k)))
         }
         Expr::Ref { name, span } => match ids.get(name) {
             Some(&n) => Ebnf::Sym(Symbol::N(n)),
@@ -160,7 +189,11 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
             limit: MAX_ATOMS,
         });
     }
-    let terminals = atoms
+    let mut specials = Vec::new();
+    for r in &rules {
+        collect_specials(&r.body, &mut specials);
+    }
+    let mut terminals: Vec<Terminal> = atoms
         .atoms
         .iter()
         .map(|&(a, b)| Terminal {
@@ -177,9 +210,19 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
             except: Vec::new(),
             counted: None,
             divisibility: Vec::new(),
+            special: None,
             span: Span::default(),
         })
         .collect();
+    terminals.extend(
+        specials
+            .iter()
+            .map(|(name, span)| crate::compile::frontend::special::terminal(name, *span)),
+    );
+    let terms = TerminalIds {
+        atoms: &atoms,
+        specials: &specials,
+    };
     let nonterminals = rules
         .iter()
         .map(|r| Nonterminal {
@@ -190,7 +233,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
     let mut bnf = BnfBuilder::new(nonterminals);
     let mut cache = HashMap::new();
     for (i, r) in rules.iter().enumerate() {
-        let body = to_ebnf(&r.body, &atoms, &mut cache, &ids)?;
+        let body = to_ebnf(&r.body, &terms, &mut cache, &ids)?;
         bnf.define(NonterminalId::new(i), &body, 0, r.span)?;
     }
     let (nonterminals, productions) = bnf.finish();

@@ -25,6 +25,11 @@ pub enum Expr {
         name: String,
         span: Span,
     },
+    /// A special token, `<|name|>` or `<[id]>` (see `frontend::special`).
+    Special {
+        name: String,
+        span: Span,
+    },
 }
 
 /// `name ::= body`.
@@ -255,11 +260,37 @@ impl Parser {
                     Expr::Chars(complement(&Vec::new()))
                 }
                 Some('(') => self.group(span)?,
-                Some('<') | Some('!') => {
+                Some('<') => {
+                    let mut text = String::new();
+                    loop {
+                        match self.bump() {
+                            Some('>') => {
+                                text.push('>');
+                                break;
+                            }
+                            Some('\n') | None => {
+                                return Err(GrammarError::Syntax {
+                                    span,
+                                    message: "unclosed `<` (a special token is `<|name|>` or \
+                                              `<[id]>` on one line)"
+                                        .into(),
+                                })
+                            }
+                            Some(c) => text.push(c),
+                        }
+                    }
+                    Expr::Special {
+                        name: crate::compile::frontend::special::written(&text, span)?,
+                        span,
+                    }
+                }
+                Some('!') => {
                     return Err(GrammarError::Unsupported {
                         span,
-                        construct: "<token>".into(),
-                        reason: "token references in GBNF are not supported".into(),
+                        construct: "!<token>".into(),
+                        reason: "negated token references (any token but one) are not one \
+                                 token's text; they are not supported"
+                            .into(),
                     })
                 }
                 Some(c) if is_word_char(c) => {

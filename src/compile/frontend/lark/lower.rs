@@ -133,6 +133,16 @@ impl Lowerer {
                 span,
             } => regex_with_flags(pattern, flags, owner, *span)?,
             Expr::Range { from, to, .. } => format!("[{}-{}]", class_char(*from), class_char(*to)),
+            Expr::Special { name, span } => {
+                return Err(GrammarError::Unsupported {
+                    span: *span,
+                    construct: name.clone(),
+                    reason: format!(
+                        "terminal `{owner}` uses a special token; a special token is a token of \
+                         its own, so rules may name it but terminals may not"
+                    ),
+                })
+            }
             Expr::Name { name, span } => {
                 if name.chars().any(|c| c.is_ascii_lowercase()) {
                     return Err(GrammarError::Syntax {
@@ -201,6 +211,7 @@ impl Lowerer {
             except: Vec::new(),
             counted: None,
             divisibility: Vec::new(),
+            special: None,
             span: def_span,
         });
         self.named_ids.insert(name.to_string(), id);
@@ -286,6 +297,7 @@ impl Lowerer {
             except: Vec::new(),
             counted: None,
             divisibility: Vec::new(),
+            special: None,
             span,
         });
         self.anon_ids.insert(key, id);
@@ -312,6 +324,20 @@ impl Lowerer {
             }
             Expr::Str { span, .. } | Expr::Regex { span, .. } | Expr::Range { span, .. } => {
                 Ebnf::Sym(Symbol::T(self.anonymous(e, *span, false)?))
+            }
+            Expr::Special { name, span } => {
+                let key = format!("special/{name}");
+                let id = match self.anon_ids.get(&key) {
+                    Some(&id) => id,
+                    None => {
+                        let id = TerminalId::new(self.terminals.len());
+                        self.terminals
+                            .push(crate::compile::frontend::special::terminal(name, *span));
+                        self.anon_ids.insert(key, id);
+                        id
+                    }
+                };
+                Ebnf::Sym(Symbol::T(id))
             }
             Expr::Seq(items) => Ebnf::Seq(
                 items

@@ -28,6 +28,8 @@ pub enum Expr {
     Range { from: char, to: char, span: Span },
     /// A reference to a rule or terminal (modifiers stripped).
     Name { name: String, span: Span },
+    /// A special token, `<|name|>` or `<[id]>` (see `frontend::special`); rules only.
+    Special { name: String, span: Span },
 }
 
 /// A rule or terminal definition.
@@ -456,6 +458,7 @@ impl Parser {
                 flags,
                 span: t.span,
             }),
+            Tok::Special(name) => Ok(Expr::Special { name, span: t.span }),
             Tok::Rule(n) | Tok::Term(n) => {
                 if *self.peek() == Tok::LBrace {
                     return Err(GrammarError::Unsupported {

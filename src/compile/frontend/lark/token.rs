@@ -17,6 +17,8 @@ pub enum Tok {
     Str(String, bool),
     /// A regex literal (between slashes, `\/` unescaped) and its flags.
     Regex(String, String),
+    /// A special token, `<|name|>` or `<[id]>` as written (see `frontend::special`).
+    Special(String),
     /// An integer (priorities and repetition counts).
     Number(i64),
     /// `%ignore`, `%import`, … (the word after `%`).
@@ -290,6 +292,23 @@ impl Lexer<'_> {
             }
             '"' => self.string(span)?,
             '/' => self.regex(span)?,
+            '<' => {
+                let mut text = String::new();
+                loop {
+                    match self.bump() {
+                        Some('>') => {
+                            text.push('>');
+                            break;
+                        }
+                        Some('\n') | None => return Err(self.err(
+                            span,
+                            "unclosed `<` (a special token is `<|name|>` or `<[id]>` on one line)",
+                        )),
+                        Some(c) => text.push(c),
+                    }
+                }
+                Tok::Special(crate::compile::frontend::special::written(&text, span)?)
+            }
             '%' => {
                 self.bump();
                 let mut w = String::new();

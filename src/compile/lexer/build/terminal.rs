@@ -232,6 +232,16 @@ pub(super) fn term_dfa_with(
     t: &Terminal,
     shared: &SharedDfas<'_>,
 ) -> Result<TermDfa, GrammarError> {
+    if let Some(name) = &t.special {
+        if name.starts_with("<[") {
+            return Err(GrammarError::SpecialToken {
+                span: t.span,
+                token: name.clone(),
+                reason: "a token named by id needs the tokenizer: compile for a vocabulary".into(),
+            });
+        }
+        return Ok(literal_dfa(&crate::vocab::special_lexeme(name)));
+    }
     let dfa_of = |re: &str, main: bool| -> Result<std::borrow::Cow<'_, TermDfa>, GrammarError> {
         // A pattern that fails to build is built again below, for its error.
         if let Some(d) = shared
@@ -556,7 +566,7 @@ type SharedDfas<'g> = HashMap<&'g str, std::sync::OnceLock<Option<TermDfa>>>;
 /// (`maxLength: 255` is a DFA of thousands of states).
 pub(super) fn shared_patterns(terminals: &[Terminal]) -> SharedDfas<'_> {
     let mut uses: HashMap<&str, u32> = HashMap::new();
-    for t in terminals {
+    for t in terminals.iter().filter(|t| t.special.is_none()) {
         for re in std::iter::once(&t.regex).chain(&t.also).chain(&t.except) {
             *uses.entry(re.as_str()).or_default() += 1;
         }

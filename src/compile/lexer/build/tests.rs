@@ -20,6 +20,7 @@ fn terminal_except(regex: &str, also: &[&str], except: &[&str]) -> Terminal {
         except: except.iter().map(|s| s.to_string()).collect(),
         counted: None,
         divisibility: Vec::new(),
+        special: None,
         span: Span::default(),
     }
 }

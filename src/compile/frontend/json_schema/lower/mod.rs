@@ -380,6 +380,7 @@ impl<'a> Lowerer<'a> {
             except: key.2.clone(),
             counted: None,
             divisibility: key.4.clone(),
+            special: None,
             span: Span::default(),
         });
         self.term_ids.insert(key, id);
@@ -1105,6 +1106,7 @@ impl CountedPattern {
             except: self.except.clone(),
             counted: Some(self.counted.clone()),
             divisibility: Vec::new(),
+            special: None,
             span: Span::default(),
         }
     }

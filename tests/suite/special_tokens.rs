@@ -1,0 +1,409 @@
+//! Special tokens named in grammars (`<|name|>`, `<[id]>`, issue 90 point 2): allowed
+//! exactly where the grammar places them, under the reference, the GLR walk and the mask
+//! automaton alike, with real tokenizers, canonical and random segmentations; committed,
+//! validated and forced as tokens; refused with a named error where they cannot be used.
+
+use std::sync::Arc;
+
+use stackmask::compile::{
+    build_glr_tables, compile_grammar, Compiler, GrammarError, GrammarFormat,
+};
+use stackmask::glr::walk::{self, SortedTokens};
+use stackmask::ids::TokenId;
+use stackmask::reference::Reference;
+use stackmask::runtime::Matcher;
+use stackmask::vocab::segment::random_segmentation;
+use stackmask::vocab::{special_lexeme, TokenKind, Vocab, SPECIAL_MARK};
+
+use super::common::resolve;
+
+/// A tokenizer with two special tokens a grammar names (`a` by name, `b` by id) and, if
+/// it has one, a third that no grammar names.
+struct Setup {
+    vocab: Vocab,
+    a: (TokenId, String),
+    b: (TokenId, String),
+    other: Option<TokenId>,
+}
+
+fn setups() -> Vec<Setup> {
+    let load = |f: &str| Vocab::load(&resolve(&format!("shared:tokenizers/{f}"))).unwrap();
+    let named = |v: &Vocab, id: u32| {
+        let t = TokenId::from_u32(id);
+        let n = v
+            .special_tokens()
+            .iter()
+            .find(|(i, _)| *i == t)
+            .unwrap()
+            .1
+            .clone();
+        (t, n)
+    };
+    let mut out = Vec::new();
+    for (file, a, b, other) in [
+        ("llama3.json", 128006, 128010, Some(128011)),
+        ("qwen2_5.json", 151644, 151652, Some(151646)),
+        ("llama2.json", 1, 0, None),
+    ] {
+        let vocab = load(file);
+        let (a, b) = (named(&vocab, a), named(&vocab, b));
+        out.push(Setup {
+            vocab,
+            a,
+            b,
+            other: other.map(TokenId::from_u32),
+        });
+    }
+    out
+}
+
+/// A document: text and special tokens.
+#[derive(Clone)]
+enum Part {
+    Text(&'static str),
+    A,
+    B,
+}
+
+impl Setup {
+    /// Free text, then calls `A {"key": n, …} B`, each followed by optional text (no
+    /// quote in the text: lexing is global, so a text lexeme would run on through a
+    /// call's pairs).
+    fn tool_grammar(&self) -> String {
+        format!(
+            "start: TEXT? (call TEXT?)*\n\
+             call: {} \"{{\" PAIR (\",\" PAIR)* \"}}\" <[{}]>\n\
+             PAIR: /\"[a-z]+\": [0-9]+/\n\
+             TEXT: /[^{{}}\"]+/\n",
+            self.a.1, self.b.0
+        )
+    }
+
+    /// Sums between special tokens, ambiguous (`1+2+3` parses two ways).
+    fn ambiguous_grammar(&self) -> String {
+        format!(
+            "start: {a} e ({b} e)* {b}?\ne: e \"+\" e | NUM\nNUM: /[0-9]+/\n",
+            a = self.a.1,
+            b = self.b.1
+        )
+    }
+
+    /// GBNF: a word, `A`, then `x` or `B`, by id.
+    fn gbnf_grammar(&self) -> String {
+        format!(
+            "root ::= \"say \" [a-z]+ {} (\"x\" | <[{}]>)\n",
+            self.a.1, self.b.0
+        )
+    }
+
+    fn id(&self, p: &Part) -> Option<TokenId> {
+        match p {
+            Part::A => Some(self.a.0),
+            Part::B => Some(self.b.0),
+            Part::Text(_) => None,
+        }
+    }
+
+    /// The bytes the grammar reads for a document.
+    fn bytes(&self, doc: &[Part]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in doc {
+            match p {
+                Part::Text(t) => out.extend_from_slice(t.as_bytes()),
+                Part::A => out.extend(special_lexeme(&self.a.1)),
+                Part::B => out.extend(special_lexeme(&self.b.1)),
+            }
+        }
+        out
+    }
+
+    /// Token sequences for a document: canonical (each text encoded, special tokens as
+    /// themselves) and a random segmentation of its bytes.
+    fn segmentations(&self, doc: &[Part]) -> Vec<Vec<TokenId>> {
+        let mut canonical = Vec::new();
+        for p in doc {
+            match (p, self.id(p)) {
+                (_, Some(t)) => canonical.push(t),
+                (Part::Text(t), None) => canonical.extend(self.vocab.encode(t).unwrap()),
+                _ => unreachable!(),
+            }
+        }
+        let bytes = self.bytes(doc);
+        vec![
+            canonical,
+            random_segmentation(&self.vocab, &bytes, 7).unwrap(),
+        ]
+    }
+}
+
+struct Engines {
+    tables: Arc<stackmask::glr::Tables>,
+    dwa: Arc<stackmask::dwa::Dwa>,
+    reference: Reference,
+}
+
+fn engines(v: &Vocab, text: &str, format: GrammarFormat) -> Engines {
+    let c = Compiler::new(v);
+    let g = c.grammar(text, format).unwrap();
+    let tables = Arc::new(c.tables(&g).unwrap());
+    let dwa = Arc::new(c.automaton(&tables).unwrap());
+    let reference = Reference::new(&g, &tables.lexer);
+    Engines {
+        tables,
+        dwa,
+        reference,
+    }
+}
+
+fn bit(words: &[u32], t: TokenId) -> bool {
+    words[t.index() / 32] >> (t.index() % 32) & 1 == 1
+}
+
+/// Replays `ids` and, at every step, checks that the automaton's mask and the GLR walk's
+/// equal the reference's; returns each step's automaton mask. Every token commits.
+fn replay(
+    e: &Engines,
+    v: &Vocab,
+    sorted: &SortedTokens,
+    ids: &[TokenId],
+    what: &str,
+) -> Vec<Vec<u32>> {
+    let mut m = Matcher::new(e.tables.clone(), e.dwa.clone());
+    let mut p = e.reference.empty();
+    let mut masks = Vec::new();
+    for i in 0..=ids.len() {
+        let mut words = vec![0u32; v.len().div_ceil(32)];
+        m.fill_mask(&mut words).unwrap();
+        let want = e.reference.mask(&p, v);
+        let walked = walk::mask(m.glr(), sorted);
+        for (k, &w) in want.iter().enumerate() {
+            let t = TokenId::new(k);
+            assert_eq!(
+                bit(&words, t),
+                w,
+                "{what}: step {i} token {k}: automaton vs reference"
+            );
+            assert_eq!(
+                bit(&walked, t),
+                w,
+                "{what}: step {i} token {k}: GLR walk vs reference"
+            );
+        }
+        masks.push(words);
+        if let Some(&t) = ids.get(i) {
+            m.commit(v, t)
+                .unwrap_or_else(|err| panic!("{what}: step {i}: {err}"));
+            p = e.reference.commit(&p, v.mask_bytes(t).unwrap());
+        }
+    }
+    masks
+}
+
+/// Masks equal the reference's at every step of tool-call documents, with the special
+/// tokens allowed exactly where the grammar places them (checked by hand at the steps
+/// around each), the token spelled out as text allowed as text, and normal tokens
+/// holding the special mark never allowed.
+#[test]
+fn tool_call_masks_place_special_tokens_exactly() {
+    for s in setups() {
+        let v = &s.vocab;
+        let e = engines(v, &s.tool_grammar(), GrammarFormat::Lark);
+        let sorted = SortedTokens::new(v);
+        let eos = v.eos()[0];
+        let marked: Vec<TokenId> = (0..v.len())
+            .map(TokenId::new)
+            .filter(|&t| {
+                matches!(v.kind(t), Ok(TokenKind::Normal))
+                    && v.token_bytes(t).unwrap().contains(&SPECIAL_MARK)
+            })
+            .collect();
+        let docs: Vec<Vec<Part>> = vec![
+            vec![
+                Part::Text("Let me look that up. "),
+                Part::A,
+                Part::Text("{\"city\": 12,\"day\": 3}"),
+                Part::B,
+                Part::Text(" and "),
+                Part::A,
+                Part::Text("{\"n\": 1}"),
+                Part::B,
+            ],
+            vec![
+                Part::A,
+                Part::Text("{\"x\": 7}"),
+                Part::B,
+                Part::A,
+                Part::Text("{\"y\": 8}"),
+                Part::B,
+            ],
+        ];
+        for doc in &docs {
+            for (n, ids) in s.segmentations(doc).iter().enumerate() {
+                let what = format!("{} tool doc seg {n}", v.name());
+                let masks = replay(&e, v, &sorted, ids, &what);
+                // Where each special token sits in this segmentation, the step before it
+                // allows it and not the other; after the whole document, `a` and EOS.
+                for (i, &t) in ids.iter().enumerate() {
+                    let mask = &masks[i];
+                    if t == s.a.0 {
+                        assert!(
+                            bit(mask, s.a.0) && !bit(mask, s.b.0),
+                            "{what}: before a at {i}"
+                        );
+                        assert!(!bit(&masks[i + 1], s.a.0) && !bit(&masks[i + 1], s.b.0));
+                        assert!(!bit(&masks[i + 1], eos), "{what}: a call is open");
+                    }
+                    if t == s.b.0 {
+                        assert!(
+                            bit(mask, s.b.0) && !bit(mask, s.a.0),
+                            "{what}: before b at {i}"
+                        );
+                        assert!(!bit(mask, eos), "{what}: a call is open");
+                    }
+                }
+                let last = masks.last().unwrap();
+                assert!(
+                    bit(last, s.a.0) && !bit(last, s.b.0) && bit(last, eos),
+                    "{what}: end"
+                );
+                for m in &masks {
+                    assert!(
+                        marked.iter().all(|&t| !bit(m, t)),
+                        "{what}: a marked token allowed"
+                    );
+                    assert!(
+                        s.other.is_none_or(|o| !bit(m, o)),
+                        "{what}: an unnamed special token"
+                    );
+                }
+            }
+        }
+        // The token's name spelled as text is text: allowed where TEXT is, and it opens
+        // no call.
+        let spelled = v.encode(&format!("say {} then", s.a.1)).unwrap();
+        let masks = replay(&e, v, &sorted, &spelled, &format!("{} spelled", v.name()));
+        assert!(bit(masks.last().unwrap(), eos));
+        // A marked normal token (byte-level vocabularies have `\xFE`) does not commit.
+        for &t in &marked {
+            let mut m = Matcher::new(e.tables.clone(), e.dwa.clone());
+            assert!(
+                m.commit(v, t).is_err(),
+                "{}: marked token {t} committed",
+                v.name()
+            );
+        }
+    }
+}
+
+/// An ambiguous grammar (sums parse two ways) and a GBNF one: masks equal the
+/// reference's at every step under all three engines.
+#[test]
+fn ambiguous_and_gbnf_grammars_with_special_tokens_match_the_reference() {
+    for s in setups() {
+        let v = &s.vocab;
+        let sorted = SortedTokens::new(v);
+        let e = engines(v, &s.ambiguous_grammar(), GrammarFormat::Lark);
+        let doc = [
+            Part::A,
+            Part::Text("1+2+3"),
+            Part::B,
+            Part::Text("40+5"),
+            Part::B,
+        ];
+        for (n, ids) in s.segmentations(&doc).iter().enumerate() {
+            let masks = replay(
+                &e,
+                v,
+                &sorted,
+                ids,
+                &format!("{} ambiguous seg {n}", v.name()),
+            );
+            assert!(bit(masks.last().unwrap(), v.eos()[0]));
+        }
+        let e = engines(v, &s.gbnf_grammar(), GrammarFormat::Gbnf);
+        for doc in [
+            vec![Part::Text("say hi"), Part::A, Part::Text("x")],
+            vec![Part::Text("say hello"), Part::A, Part::B],
+        ] {
+            for (n, ids) in s.segmentations(&doc).iter().enumerate() {
+                let masks = replay(&e, v, &sorted, ids, &format!("{} gbnf seg {n}", v.name()));
+                assert!(bit(masks.last().unwrap(), v.eos()[0]));
+            }
+        }
+    }
+}
+
+/// `validate_tokens` counts special tokens like any other, and forced tokens include a
+/// forced special token (after `}` only `b` may come).
+#[test]
+fn special_tokens_validate_and_are_forced() {
+    for s in setups() {
+        let v = &s.vocab;
+        let e = engines(v, &s.tool_grammar(), GrammarFormat::Lark);
+        let mut ids = vec![s.a.0];
+        ids.extend(v.encode("{\"n\": 1}").unwrap());
+        ids.push(s.b.0);
+        let m = Matcher::new(e.tables.clone(), e.dwa.clone());
+        assert_eq!(m.validate_tokens(v, &ids), ids.len());
+        let mut wrong = ids.clone();
+        wrong[0] = s.b.0;
+        assert_eq!(m.validate_tokens(v, &wrong), 0);
+        let mut m = m;
+        for &t in &ids[..ids.len() - 1] {
+            m.commit(v, t).unwrap();
+        }
+        assert_eq!(m.forced_bytes(256), special_lexeme(&s.b.1), "{}", v.name());
+        assert_eq!(m.forced_tokens(v, 256), vec![s.b.0], "{}", v.name());
+        // After `a`, `{` is forced; the key is not.
+        let mut m = Matcher::new(e.tables.clone(), e.dwa.clone());
+        m.commit(v, s.a.0).unwrap();
+        assert_eq!(m.forced_bytes(256), b"{\"");
+    }
+}
+
+/// Special tokens that cannot be used are refused with a named error, and the vocabulary
+/// stays usable.
+#[test]
+fn unusable_special_tokens_are_refused_by_name() {
+    let v = Vocab::load(&resolve("shared:tokenizers/llama3.json")).unwrap();
+    let c = Compiler::new(&v);
+    let special_err = |text: &str| match c.grammar(text, GrammarFormat::Lark) {
+        Err(GrammarError::SpecialToken {
+            token,
+            reason,
+            span,
+        }) => (token, reason, span.line),
+        other => panic!("{text}: {other:?}"),
+    };
+    let (token, reason, line) = special_err("start: \"a\"\n  | <|no_such_token|>\n");
+    assert_eq!((token.as_str(), line), ("<|no_such_token|>", 2));
+    assert!(reason.contains("no special token"), "{reason}");
+    let (_, reason, _) = special_err("start: \"a\" <|eot_id|>\n");
+    assert!(reason.contains("end-of-sequence"), "{reason}");
+    let (_, reason, _) = special_err("start: \"a\" <[1000]>\n");
+    assert!(reason.contains("normal token"), "{reason}");
+    let (_, reason, _) = special_err("start: \"a\" <[999999]>\n");
+    assert!(reason.contains("no token"), "{reason}");
+    for (text, format) in [
+        ("start: <[128000-128010]>\n", GrammarFormat::Lark),
+        ("start: X\nX: \"a\" <|python_tag|>\n", GrammarFormat::Lark),
+        ("root ::= !<[5]>\n", GrammarFormat::Gbnf),
+    ] {
+        assert!(
+            matches!(
+                c.grammar(text, format),
+                Err(GrammarError::Unsupported { .. })
+            ),
+            "{text}"
+        );
+    }
+    // Without a tokenizer, an id cannot be named.
+    let g = compile_grammar("start: <[128010]>\n", GrammarFormat::Lark).unwrap();
+    assert!(matches!(
+        build_glr_tables(&g),
+        Err(GrammarError::SpecialToken { .. })
+    ));
+    assert!(c
+        .grammar("start: <[128010]>\n", GrammarFormat::Lark)
+        .is_ok());
+}
