@@ -407,3 +407,44 @@ fn unusable_special_tokens_are_refused_by_name() {
         .grammar("start: <[128010]>\n", GrammarFormat::Lark)
         .is_ok());
 }
+
+/// A grammar naming special tokens goes through its artifact bytes and back: the loaded
+/// grammar's masks equal the compiled one's at every step, special tokens committed.
+#[test]
+fn special_token_grammars_load_back_from_artifacts() {
+    let s = setups().swap_remove(1);
+    let v = &s.vocab;
+    let compiled = Compiler::new(v)
+        .compile(&s.tool_grammar(), GrammarFormat::Lark)
+        .unwrap();
+    let loaded = stackmask::runtime::CompiledGrammar::from_bytes(&compiled.to_bytes()).unwrap();
+    loaded.check_vocab(v).unwrap();
+    let doc = [
+        Part::Text("ok "),
+        Part::A,
+        Part::Text("{\"a\": 1}"),
+        Part::B,
+        Part::Text(" done"),
+    ];
+    let ids = &s.segmentations(&doc)[0];
+    let (mut a, mut b) = (
+        Matcher::from_compiled(&compiled),
+        Matcher::from_compiled(&loaded),
+    );
+    let mut specials_allowed = 0;
+    for &t in ids {
+        let (mut x, mut y) = (
+            vec![0u32; v.len().div_ceil(32)],
+            vec![0u32; v.len().div_ceil(32)],
+        );
+        a.fill_mask(&mut x).unwrap();
+        b.fill_mask(&mut y).unwrap();
+        assert_eq!(x, y);
+        specials_allowed += usize::from(bit(&y, s.a.0)) + usize::from(bit(&y, s.b.0));
+        a.commit(v, t).unwrap();
+        b.commit(v, t).unwrap();
+    }
+    assert!(b.is_accepting());
+    // Before the call, after `ok `, and before `b`, at least.
+    assert!(specials_allowed >= 2, "{specials_allowed}");
+}
