@@ -8,9 +8,11 @@
 //! droppable terminal `D` (`;`), taken where some parse can take it and skipped elsewhere,
 //! so tokens carry several droppable lexemes. A third of the others are lexed by longest
 //! match, with a terminal `P` (`a-…-b`) whose lexemes die incomplete and back up, so token
-//! walks fork. One grammar in four instead runs behind Lark's indenter (blocks, brackets,
-//! a random tab width, sometimes longest match) over a vocabulary of newlines, spaces and
-//! tabs beside words.
+//! walks fork. Half of the grammars name the special token `<|s|>` in rules; the
+//! vocabulary always has it, and a normal token holding the special mark `0xFE`. One
+//! grammar in four instead runs behind Lark's indenter (blocks, brackets, a random tab
+//! width, sometimes longest match) over a vocabulary of newlines, spaces and tabs beside
+//! words.
 #![no_main]
 
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
 use stackmask::ids::TokenId;
 use stackmask::reference::Reference;
 use stackmask::runtime::{CompiledGrammar, Matcher};
-use stackmask::vocab::Vocab;
+use stackmask::vocab::{TokenEntry, TokenKind, Vocab};
 
 struct Bytes<'a>(&'a [u8]);
 
@@ -52,6 +54,7 @@ fn word(b: &mut Bytes, max: u8) -> Vec<u8> {
 fn grammar(b: &mut Bytes) -> (String, bool, bool) {
     let drop = b.below(3) == 0;
     let longest = !drop && b.below(3) == 0;
+    let special = b.below(2) == 0;
     let nts = 1 + b.below(3);
     let mut out = String::from("start: n0\n");
     for n in 0..nts {
@@ -65,6 +68,7 @@ fn grammar(b: &mut Bytes) -> (String, bool, bool) {
                     0 => s.push(format!("n{}", b.below(nts))),
                     5 => s.push("D".to_string()),
                     1 if longest && b.below(2) == 0 => s.push("P".to_string()),
+                    1 if special && b.below(2) == 0 => s.push("<|s|>".to_string()),
                     1 => s.push("W".to_string()),
                     2 => s.push(["Q", "R"][b.below(2) as usize].to_string()),
                     _ => {
@@ -163,8 +167,30 @@ fuzz_target!(|data: &[u8]| {
             })
         })
         .collect();
-    toks.push(Some(b"<eos>".to_vec()));
-    let Ok(vocab) = Vocab::from_byte_tokens("fuzz", toks, &[TokenId::new(ntok)]) else {
+    // Then the special token `<|s|>`, a normal token holding the special mark (never
+    // allowed: only `<|s|>` reads as a lexeme of that byte), and EOS.
+    let mut entries: Vec<TokenEntry> = toks
+        .into_iter()
+        .map(|t| TokenEntry {
+            bytes: t.unwrap_or_default(),
+            kind: TokenKind::Normal,
+            name: None,
+        })
+        .collect();
+    for (bytes, kind, name) in [
+        (&b"<|s|>"[..], TokenKind::Special, Some("<|s|>")),
+        (&b"\xfe"[..], TokenKind::Normal, None),
+        (&b"<eos>"[..], TokenKind::Special, Some("<eos>")),
+    ] {
+        entries.push(TokenEntry {
+            bytes: bytes.to_vec(),
+            kind,
+            name: name.map(str::to_string),
+        });
+    }
+    // Every token but EOS, which the walk never takes.
+    let ntok = entries.len() - 1;
+    let Ok(vocab) = Vocab::from_token_entries("fuzz", entries, &[TokenId::new(ntok)]) else {
         return;
     };
     let budget = if b.below(2) == 0 { 0 } else { usize::MAX };
@@ -201,7 +227,8 @@ fuzz_target!(|data: &[u8]| {
             break;
         }
         let t = allowed[b.below(allowed.len().min(255) as u8) as usize];
-        let bytes = vocab.token_bytes(TokenId::new(t)).unwrap().to_vec();
+        // The bytes the grammar reads: `<|s|>` as its lexeme.
+        let bytes = vocab.mask_bytes(TokenId::new(t)).unwrap().to_vec();
         m.commit_bytes(&bytes).unwrap();
         back.commit_bytes(&bytes).unwrap();
         p = reference.commit(&p, &bytes);

@@ -211,6 +211,18 @@ impl Vocab {
         Ok(v)
     }
 
+    /// Builds a vocabulary from tokens as a loader hands them over (kinds and special
+    /// tokens' names included), with `eos` as the end-of-sequence tokens.
+    pub fn from_token_entries(
+        name: &str,
+        entries: Vec<TokenEntry>,
+        eos: &[TokenId],
+    ) -> Result<Self, VocabError> {
+        let mut v = Self::from_entries(name, entries, None)?;
+        v.set_eos(eos)?;
+        Ok(v)
+    }
+
     /// Builds a vocabulary from loader output; EOS is guessed from special-token names.
     pub(crate) fn from_entries(
         name: &str,
