@@ -380,8 +380,6 @@ fn unusable_special_tokens_are_refused_by_name() {
     assert!(reason.contains("no special token"), "{reason}");
     let (_, reason, _) = special_err("start: \"a\" <|eot_id|>\n");
     assert!(reason.contains("end-of-sequence"), "{reason}");
-    let (_, reason, _) = special_err("start: \"a\" <[1000]>\n");
-    assert!(reason.contains("normal token"), "{reason}");
     let (_, reason, _) = special_err("start: \"a\" <[999999]>\n");
     assert!(reason.contains("no token"), "{reason}");
     for (text, format) in [
@@ -447,4 +445,34 @@ fn special_token_grammars_load_back_from_artifacts() {
     assert!(b.is_accepting());
     // Before the call, after `ok `, and before `b`, at least.
     assert!(specials_allowed >= 2, "{specials_allowed}");
+}
+
+/// A normal token named in a rule (an added token such as Qwen2.5's `<tool_call>`, by
+/// name or id) is its text: the grammar compiles as with the string literal, and the
+/// token is allowed there beside the other spellings of its text.
+#[test]
+fn named_normal_tokens_read_as_their_text() {
+    let v = Vocab::load(&resolve("shared:tokenizers/qwen2_5.json")).unwrap();
+    let tool_call = v
+        .mask_tokens()
+        .find(|(_, b)| *b == b"<tool_call>")
+        .map(|(id, _)| id)
+        .expect("Qwen2.5 has <tool_call>");
+    assert!(matches!(v.kind(tool_call), Ok(TokenKind::Normal)));
+    let mask = |text: &str| {
+        let g = Compiler::new(&v)
+            .compile(text, GrammarFormat::Lark)
+            .unwrap();
+        let mut w = vec![0u32; v.len().div_ceil(32)];
+        Matcher::from_compiled(&g).fill_mask(&mut w).unwrap();
+        w
+    };
+    let literal = mask("start: \"<tool_call>\" \"x\"\n");
+    assert!(bit(&literal, tool_call));
+    assert!(
+        literal.iter().map(|w| w.count_ones()).sum::<u32>() > 1,
+        "`<` alone starts it too"
+    );
+    assert_eq!(mask("start: <tool_call> \"x\"\n"), literal);
+    assert_eq!(mask(&format!("start: <[{tool_call}]> \"x\"\n")), literal);
 }

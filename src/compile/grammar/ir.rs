@@ -340,11 +340,12 @@ impl Grammar {
         use crate::ids::TokenId;
         use crate::vocab::TokenKind;
         for t in &mut self.terminals {
-            let Some(written) = &t.special else {
+            let Some(written) = t.special.clone() else {
                 continue;
             };
+            let span = t.span;
             let err = |reason: String| GrammarError::SpecialToken {
-                span: t.span,
+                span,
                 token: written.clone(),
                 reason,
             };
@@ -357,11 +358,19 @@ impl Grammar {
                         .parse()
                         .map_err(|_| err("a token id is a decimal number below 2^32".into()))?,
                 ),
+                // A special token of that name, else a normal token spelling it (an
+                // added token such as Qwen2.5's `<tool_call>`).
                 None => vocab
                     .special_tokens()
                     .iter()
-                    .find(|(_, n)| n == written)
+                    .find(|(_, n)| *n == written)
                     .map(|(id, _)| *id)
+                    .or_else(|| {
+                        vocab
+                            .mask_tokens()
+                            .find(|(_, b)| *b == written.as_bytes())
+                            .map(|(id, _)| id)
+                    })
                     .ok_or_else(|| {
                         err(format!(
                             "tokenizer {} has no special token of that name",
@@ -372,10 +381,21 @@ impl Grammar {
             match vocab.kind(id) {
                 Ok(TokenKind::Special) => {}
                 Ok(TokenKind::Normal) => {
-                    return Err(err(format!(
-                        "token {id} is a normal token of tokenizer {}: write its text as a string",
-                        vocab.name()
-                    )))
+                    // A normal token is text: the grammar reads its text as a literal,
+                    // which other tokens may spell too.
+                    let text = vocab
+                        .mask_bytes(id)
+                        .and_then(|b| std::str::from_utf8(b).ok())
+                        .ok_or_else(|| {
+                            err(format!(
+                                "token {id} is a normal token of tokenizer {} whose bytes are \
+                                 not UTF-8 text",
+                                vocab.name()
+                            ))
+                        })?;
+                    t.regex = regex_syntax::escape(text);
+                    t.special = None;
+                    continue;
                 }
                 Ok(TokenKind::Unused) | Err(_) => {
                     return Err(err(format!("tokenizer {} has no token {id}", vocab.name())))
