@@ -31,6 +31,11 @@ pub struct BatchRow {
     /// sequence without batching, to compare `per_sequence_p50_us` with.
     #[serde(default)]
     pub one_by_one_p50_us: f64,
+    /// The same states' masks filled one by one into one reused row (which stays in the
+    /// core's cache): p50 of a loop, divided by `batch`. A single sequence's cost, without
+    /// the memory traffic of a batch's distinct rows (`batch` × 16 KB at 128K tokens).
+    #[serde(default)]
+    pub single_row_p50_us: f64,
     /// Threads `fill_masks` could use (rayon's pool; `RAYON_NUM_THREADS` sets it).
     #[serde(default)]
     pub threads: usize,
@@ -69,7 +74,11 @@ pub fn run(w: &Workload, sizes: &[usize], calls: usize) -> Result<Vec<BatchRow>,
         // The batched calls, then as many loops filling the same rows one by one (timed in
         // blocks: alternating them moved the rows between the two cores' caches each
         // call, which neither path pays in a server's steady state).
-        let (mut us, mut one) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+        let (mut us, mut one, mut single) = (
+            Vec::with_capacity(calls),
+            Vec::with_capacity(calls),
+            Vec::with_capacity(calls),
+        );
         for _ in 0..calls {
             let t0 = Instant::now();
             fill_masks(&batch, &mut masks, row).map_err(|e| e.to_string())?;
@@ -82,9 +91,18 @@ pub fn run(w: &Workload, sizes: &[usize], calls: usize) -> Result<Vec<BatchRow>,
             }
             one.push(t0.elapsed().as_secs_f64() * 1e6);
         }
+        let mut reused = vec![0u32; row];
+        for _ in 0..calls {
+            let t0 = Instant::now();
+            for m in &batch {
+                m.fill_mask(&mut reused).map_err(|e| e.to_string())?;
+            }
+            single.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
         // `calls` is at least one, so the distributions exist.
         let total = Dist::of(&mut us).ok_or("no calls timed")?;
         let one = Dist::of(&mut one).ok_or("no calls timed")?;
+        let single = Dist::of(&mut single).ok_or("no calls timed")?;
         out.push(BatchRow {
             workload: w.name.clone(),
             batch: n,
@@ -92,6 +110,7 @@ pub fn run(w: &Workload, sizes: &[usize], calls: usize) -> Result<Vec<BatchRow>,
             total_us: total,
             per_sequence_p50_us: total.p50 / n.max(1) as f64,
             one_by_one_p50_us: one.p50 / n.max(1) as f64,
+            single_row_p50_us: single.p50 / n.max(1) as f64,
             threads: rayon::current_num_threads(),
         });
     }
