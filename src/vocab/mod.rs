@@ -118,6 +118,9 @@ pub struct Vocab {
     special_names: Vec<(TokenId, String)>,
     /// The [`special_lexeme`] of each named special token, in id order.
     special_lexemes: Vec<(TokenId, Box<[u8]>)>,
+    /// Normal tokens holding [`SPECIAL_MARK`], in id order (one or two in byte-level
+    /// vocabularies): found once here, not at each pass over the tokens.
+    marked: Vec<TokenId>,
     eos: Vec<TokenId>,
     encoder: Option<Encoder>,
     /// [`Vocab::mask_tokens`] as byte tries by first byte and length, computed on first use: the
@@ -263,6 +266,13 @@ impl Vocab {
             .filter(|(_, n)| EOS_NAMES.contains(&n.as_str()))
             .map(|(id, _)| *id)
             .collect();
+        let marked = (0..kinds.len())
+            .filter(|&i| {
+                kinds[i] == TokenKind::Normal
+                    && bytes[offsets[i] as usize..offsets[i + 1] as usize].contains(&SPECIAL_MARK)
+            })
+            .map(TokenId::new)
+            .collect();
         let special_lexemes = special_names
             .iter()
             .filter(|(_, n)| !n.is_empty())
@@ -275,6 +285,7 @@ impl Vocab {
             kinds,
             special_names,
             special_lexemes,
+            marked,
             eos,
             encoder,
             parts: std::sync::OnceLock::new(),
@@ -386,10 +397,11 @@ impl Vocab {
 
     fn mask_bytes_unchecked(&self, i: usize) -> Option<&[u8]> {
         match self.kinds[i] {
-            TokenKind::Normal => {
-                let b = self.bytes_unchecked(i);
-                (!b.contains(&SPECIAL_MARK)).then_some(b)
-            }
+            TokenKind::Normal => self
+                .marked
+                .binary_search(&TokenId::new(i))
+                .is_err()
+                .then(|| self.bytes_unchecked(i)),
             TokenKind::Special => {
                 let id = TokenId::new(i);
                 if self.eos.contains(&id) {
