@@ -7,6 +7,31 @@
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::grammar::ir::{Priority, Terminal};
 
+/// Reads a special token from grammar text, `next` giving its characters from the `<`
+/// on, up to the `>` on the same line, and checks it as [`written`] does.
+pub(crate) fn read(
+    mut next: impl FnMut() -> Option<char>,
+    span: Span,
+) -> Result<String, GrammarError> {
+    let mut text = String::new();
+    loop {
+        match next() {
+            Some('>') => {
+                text.push('>');
+                return written(&text, span);
+            }
+            Some('\n') | None => {
+                return Err(GrammarError::Syntax {
+                    span,
+                    message: "unclosed `<` (a special token is `<|name|>` or `<[id]>` on one line)"
+                        .into(),
+                })
+            }
+            Some(c) => text.push(c),
+        }
+    }
+}
+
 /// Checks a special token as written, `<` and `>` included, and returns it as the
 /// terminal will name it. Id lists, ranges, negations and wildcards (`<[1,2]>`,
 /// `<[0-9]>`, `<[^5]>`, `<[*]>`: sets of tokens, not one token's bytes) are refused.

@@ -260,30 +260,10 @@ impl Parser {
                     Expr::Chars(complement(&Vec::new()))
                 }
                 Some('(') => self.group(span)?,
-                Some('<') => {
-                    let mut text = String::new();
-                    loop {
-                        match self.bump() {
-                            Some('>') => {
-                                text.push('>');
-                                break;
-                            }
-                            Some('\n') | None => {
-                                return Err(GrammarError::Syntax {
-                                    span,
-                                    message: "unclosed `<` (a special token is `<|name|>` or \
-                                              `<[id]>` on one line)"
-                                        .into(),
-                                })
-                            }
-                            Some(c) => text.push(c),
-                        }
-                    }
-                    Expr::Special {
-                        name: crate::compile::frontend::special::written(&text, span)?,
-                        span,
-                    }
-                }
+                Some('<') => Expr::Special {
+                    name: crate::compile::frontend::special::read(|| self.bump(), span)?,
+                    span,
+                },
                 Some('!') => {
                     return Err(GrammarError::Unsupported {
                         span,

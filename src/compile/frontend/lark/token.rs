@@ -292,23 +292,10 @@ impl Lexer<'_> {
             }
             '"' => self.string(span)?,
             '/' => self.regex(span)?,
-            '<' => {
-                let mut text = String::new();
-                loop {
-                    match self.bump() {
-                        Some('>') => {
-                            text.push('>');
-                            break;
-                        }
-                        Some('\n') | None => return Err(self.err(
-                            span,
-                            "unclosed `<` (a special token is `<|name|>` or `<[id]>` on one line)",
-                        )),
-                        Some(c) => text.push(c),
-                    }
-                }
-                Tok::Special(crate::compile::frontend::special::written(&text, span)?)
-            }
+            '<' => Tok::Special(crate::compile::frontend::special::read(
+                || self.bump(),
+                span,
+            )?),
             '%' => {
                 self.bump();
                 let mut w = String::new();
