@@ -5,15 +5,13 @@
 //! A large vocabulary's mask row is thousands of words, and a position's decided classes
 //! expand by OR-ing one word list per class (thousands of short lists at a statement
 //! boundary of a language grammar); the same class sets recur from token to token, so a
-//! row made the second time its set is met is copied after. Only wide sets go through
-//! it. Exact: a row is a function of its key. Bounded: past [`MAX_BYTES`] the memo is
+//! set's row is kept the first time it is met and copied after (a set met once costs
+//! one row copy). Only wide sets go through it. Exact: a row is a function of its key. Bounded: past [`MAX_BYTES`] the memo is
 //! emptied and fills again.
 
 use std::sync::RwLock;
 
-use std::hash::BuildHasher;
-
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
 
 use super::automaton::ClassTokens;
 use super::word_pool::WordPool;
@@ -22,8 +20,6 @@ use super::word_pool::WordPool;
 pub const MAX_BYTES: usize = 16 << 20;
 /// Rows shorter than this many words are expanded each time: copying would not pay.
 const MIN_ROW_WORDS: usize = 1024;
-/// Bytes a key met once is counted for.
-const ONCE_BYTES: usize = 16;
 /// Decided sets of fewer classes are expanded each time (JSON Schema positions mostly
 /// decide a handful, cheaper to expand than a row is to copy).
 const MIN_CLASSES: u32 = 128;
@@ -40,9 +36,6 @@ pub struct Expansions {
 struct Rows {
     /// Rows by key.
     rows: HashMap<Key, Box<[u32]>>,
-    /// Keys met once, by hash: a row is made the second time its key is met, so keys
-    /// seen once cost no row.
-    once: HashSet<u64>,
     /// Bytes of rows and keys held.
     bytes: usize,
 }
@@ -91,35 +84,35 @@ impl Expansions {
             return;
         }
         let key: Key = (table_id, first_word as u32, classes.into());
-        // A poisoned lock only means a thread panicked mid-insert; the map is still whole.
-        let hash = {
+        {
+            // A poisoned lock only means a thread panicked mid-insert; the map is still whole.
             let rows = self.rows.read().unwrap_or_else(|e| e.into_inner());
             if let Some(row) = rows.rows.get(&key) {
                 apply(row, out, fresh);
                 return;
             }
-            rows.rows.hasher().hash_one(&key)
-        };
-        {
-            let mut rows = self.rows.write().unwrap_or_else(|e| e.into_inner());
-            if rows.once.insert(hash) {
-                rows.bytes += ONCE_BYTES;
-                if rows.bytes > MAX_BYTES {
-                    *rows = Rows::default();
-                }
-                drop(rows);
-                table.expand(pool, classes, first_word, out, fresh);
-                return;
+        }
+        let row: Box<[u32]> = if *fresh {
+            // Expanded in place, then kept: the copy is the only cost of remembering it.
+            table.expand(pool, classes, first_word, out, fresh);
+            if *fresh {
+                Box::default()
+            } else {
+                out.into()
             }
-        }
-        let mut row = vec![0u32; out.len()].into_boxed_slice();
-        let mut row_fresh = false;
-        table.expand(pool, classes, first_word, &mut row, &mut row_fresh);
-        if row.iter().all(|&w| w == 0) {
-            // No class of this table: kept as the empty row, which leaves `out` alone.
-            row = Box::default();
-        }
-        apply(&row, out, fresh);
+        } else {
+            let mut row = vec![0u32; out.len()].into_boxed_slice();
+            let mut row_fresh = false;
+            table.expand(pool, classes, first_word, &mut row, &mut row_fresh);
+            apply(&row, out, fresh);
+            row
+        };
+        // No class of this table: kept as the empty row, which leaves `out` alone.
+        let row = if row.iter().all(|&w| w == 0) {
+            Box::default()
+        } else {
+            row
+        };
         let bytes = row.len() * 4 + key.2.len() * 8;
         let mut rows = self.rows.write().unwrap_or_else(|e| e.into_inner());
         if rows.bytes + bytes > MAX_BYTES {
