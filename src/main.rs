@@ -203,6 +203,11 @@ enum Cmd {
         /// Skip the batch benchmark.
         #[arg(long)]
         no_batch: bool,
+        /// After each workload's replays, time a fixed computation as long as its median
+        /// mask as many times as masks were timed: the machine's own noise at that length,
+        /// in the same process, beside the mask tail.
+        #[arg(long)]
+        noise: bool,
         /// Internal: measure one workload in this process and print its row.
         #[arg(long, hide = true)]
         worker: Option<String>,
@@ -406,6 +411,7 @@ fn main() -> ExitCode {
             filter,
             repeats,
             no_batch,
+            noise,
             worker,
         } => cli::bench::run(cli::bench::BenchArgs {
             matrix,
@@ -414,6 +420,7 @@ fn main() -> ExitCode {
             filter: filter.as_deref(),
             repeats: *repeats,
             no_batch: *no_batch,
+            noise: *noise,
             worker: worker.as_deref(),
         }),
         Cmd::Maskbench {

@@ -28,6 +28,8 @@ pub struct BenchArgs<'a> {
     pub repeats: Option<usize>,
     /// Skip the batch benchmark.
     pub no_batch: bool,
+    /// Time the machine's own noise after each workload (see [`super::noise`]).
+    pub noise: bool,
     /// Internal: measure this one workload in this process and print its row as JSON.
     pub worker: Option<&'a str>,
 }
@@ -41,7 +43,7 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
         let w = m
             .workload(name)
             .ok_or_else(|| format!("no workload {name:?} in {}", a.matrix))?;
-        let row = workload::run(w, repeats);
+        let row = workload::run(w, repeats, a.noise);
         println!(
             "{}",
             serde_json::to_string(&row).map_err(|e| e.to_string())?
@@ -59,7 +61,7 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     for (i, w) in selected.iter().enumerate() {
         eprint!("[{}/{}] {} … ", i + 1, selected.len(), w.name);
         let t0 = Instant::now();
-        let row = in_child(a.matrix, &w.name, repeats);
+        let row = in_child(a.matrix, &w.name, repeats, a.noise);
         eprintln!("{:.1} s: {}", t0.elapsed().as_secs_f64(), row.status);
         if a.json {
             println!("{}", row_json("workload", &row)?);
@@ -118,7 +120,7 @@ fn row_json<T: serde::Serialize>(kind: &str, row: &T) -> Result<String, String> 
 }
 
 /// Runs one workload in a child process (this binary, `bench --worker NAME`).
-fn in_child(matrix: &str, name: &str, repeats: usize) -> Row {
+fn in_child(matrix: &str, name: &str, repeats: usize, noise: bool) -> Row {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => return Row::empty(name, format!("error: cannot find this binary: {e}")),
@@ -126,6 +128,7 @@ fn in_child(matrix: &str, name: &str, repeats: usize) -> Row {
     let out = Command::new(exe)
         .args(["bench", "--matrix", matrix, "--worker", name, "--repeats"])
         .arg(repeats.to_string())
+        .args(noise.then_some("--noise"))
         .output();
     let out = match out {
         Ok(o) => o,

@@ -21,24 +21,34 @@ fn ms(x: f64) -> String {
     }
 }
 
-/// The workload table: one line per row, figures empty where a row has none.
+/// The workload table: one line per row, figures empty where a row has none; with a
+/// machine noise column when some row has a noise probe.
 pub fn workloads(rows: &[Row]) -> String {
+    let noise = rows.iter().any(|r| r.noise_us.is_some());
     let mut s = String::new();
     s.push_str(
         "| workload | tokens | compile ms (tables + automaton) | to 10th token ms | artifact KiB \
          | load ms | peak RSS MiB \
-         | mask µs p50 | p90 | p99 | p99.9 | max | least of replays p99.9 / max \
-         | commit µs p50 | p99.9 | stack reads mean / max | status |\n",
+         | mask µs p50 | p90 | p99 | p99.9 | max | least of replays p99.9 / max ",
     );
-    s.push_str("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+    if noise {
+        s.push_str("| machine noise at mask p50, µs p99.9 / max ");
+    }
+    s.push_str("| commit µs p50 | p99.9 | stack reads mean / max | status |\n");
+    s.push_str("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    if noise {
+        s.push_str("--:|");
+    }
+    s.push_str("--:|--:|--:|---|\n");
     for r in rows {
         let (m, c) = match (r.mask_us, r.commit_us) {
             (Some(m), Some(c)) => (m, c),
             _ => {
                 let _ = writeln!(
                     s,
-                    "| {} | | | | | | | | | | | | | | | | {} |",
+                    "| {} | | | | | | | | | | | | |{} | | | {} |",
                     r.name,
+                    if noise { " |" } else { "" },
                     r.status.replace('|', "\\|")
                 );
                 continue;
@@ -46,7 +56,7 @@ pub fn workloads(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} ({} + {}) | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} / {} | {} |",
+            "| {} | {} | {} ({} + {}) | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |{} {} | {} | {:.1} / {} | {} |",
             r.name,
             r.tokens,
             ms(r.tables_ms + r.automaton_ms),
@@ -64,6 +74,11 @@ pub fn workloads(rows: &[Row]) -> String {
             r.mask_least_us
                 .map(|l| format!("{} / {}", us(l.p999), us(l.max)))
                 .unwrap_or_default(),
+            match (noise, r.noise_us) {
+                (false, _) => String::new(),
+                (true, Some(n)) => format!(" {} / {} |", us(n.p999), us(n.max)),
+                (true, None) => " |".into(),
+            },
             us(c.p50),
             us(c.p999),
             r.reads_mean,
@@ -102,18 +117,29 @@ pub fn batches(rows: &[BatchRow]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::stats::Dist;
     use super::super::workload::Row;
     use super::workloads;
 
+    /// Header, rule and every row have the same number of cells, with the noise column
+    /// or without it, and a status's pipes are escaped.
     #[test]
-    fn rows_without_figures_keep_the_column_count_and_escape_pipes() {
-        let t = workloads(&[Row::empty("x", "error: a | b".into())]);
-        let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 3);
-        // Header, rule and row have the same number of cells.
+    fn rows_keep_the_column_count_and_escape_pipes() {
         let cells = |l: &str| l.replace("\\|", "").matches('|').count();
-        assert_eq!(cells(lines[0]), cells(lines[1]));
-        assert_eq!(cells(lines[0]), cells(lines[2]));
-        assert!(lines[2].contains("a \\| b"));
+        let mut full = Row::empty("y", "ok".into());
+        full.mask_us = Dist::of(&mut [1.0, 2.0, 3.0]);
+        full.commit_us = Dist::of(&mut [0.5, 0.7]);
+        for noise in [false, true] {
+            full.noise_us = noise.then(|| Dist::of(&mut [4.0, 40.0]).unwrap());
+            let t = workloads(&[Row::empty("x", "error: a | b".into()), full.clone()]);
+            let lines: Vec<&str> = t.lines().collect();
+            assert_eq!(lines.len(), 4);
+            assert_eq!(lines[0].contains("machine noise"), noise);
+            for l in &lines[1..] {
+                assert_eq!(cells(lines[0]), cells(l), "{l}");
+            }
+            assert!(lines[2].contains("a \\| b"));
+            assert_eq!(lines[3].contains("| 40.0 / 40.0 |"), noise, "{}", lines[3]);
+        }
     }
 }

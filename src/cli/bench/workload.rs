@@ -49,6 +49,10 @@ pub struct Row {
     pub mask_least_us: Option<Dist>,
     /// Commit latency, µs.
     pub commit_us: Option<Dist>,
+    /// With `--noise`: a fixed computation as long as the median mask, timed as many
+    /// times as masks were, right after them (see [`super::super::noise`]), µs.
+    #[serde(default)]
+    pub noise_us: Option<Dist>,
     /// Stack entries the mask walk read, mean per mask.
     pub reads_mean: f64,
     /// Stack entries the mask walk read, most in one mask.
@@ -72,6 +76,7 @@ impl Row {
             mask_us: None,
             mask_least_us: None,
             commit_us: None,
+            noise_us: None,
             reads_mean: 0.0,
             reads_max: 0,
         }
@@ -112,14 +117,15 @@ fn format_of(w: &Workload) -> Result<Option<Format>, String> {
     })
 }
 
-/// Runs one workload, replaying the document `repeats` times (from a reset matcher).
-/// Compile errors become the row's status; only I/O-free invariants may panic.
-pub fn run(w: &Workload, repeats: usize) -> Row {
+/// Runs one workload, replaying the document `repeats` times (from a reset matcher), then
+/// with `noise` timing the machine's noise. Compile errors become the row's status; only
+/// I/O-free invariants may panic.
+pub fn run(w: &Workload, repeats: usize, noise: bool) -> Row {
     let missing = missing_files(w);
     if !missing.is_empty() {
         return Row::empty(&w.name, format!("{SKIPPED}missing {}", missing.join(", ")));
     }
-    match (measure(w, repeats.max(1)), &w.expect_error) {
+    match (measure(w, repeats.max(1), noise), &w.expect_error) {
         (Ok(row), None) => row,
         (Ok(_), Some(want)) => Row::empty(
             &w.name,
@@ -155,7 +161,7 @@ pub fn load_inputs(w: &Workload) -> Result<(Vocab, load::Loaded), String> {
     Ok((vocab, loaded))
 }
 
-fn measure(w: &Workload, repeats: usize) -> Result<Row, String> {
+fn measure(w: &Workload, repeats: usize, noise: bool) -> Result<Row, String> {
     let (vocab, loaded) = load_inputs(w)?;
     let t0 = Instant::now();
     let dwa = Compiler::new(&vocab)
@@ -220,6 +226,11 @@ fn measure(w: &Workload, repeats: usize) -> Result<Row, String> {
     } else {
         None
     };
+    let mask_dist = Dist::of(&mut mask_us);
+    let noise_us = match mask_dist {
+        Some(m) if noise => Dist::of(&mut super::super::noise::probe(m.p50, masks).1),
+        _ => None,
+    };
     Ok(Row {
         name: w.name.clone(),
         status,
@@ -231,9 +242,10 @@ fn measure(w: &Workload, repeats: usize) -> Result<Row, String> {
         artifact_bytes: bytes.len(),
         load_ms,
         peak_rss_mib: peak_rss_mib(),
-        mask_us: Dist::of(&mut mask_us),
+        mask_us: mask_dist,
         mask_least_us,
         commit_us: Dist::of(&mut commit_us),
+        noise_us,
         reads_mean: if masks == 0 {
             0.0
         } else {

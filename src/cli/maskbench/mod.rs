@@ -1,7 +1,6 @@
 //! `stackmask maskbench`: the MaskBench replay over a directory of JSONSchemaBench files
 //! ([`replay`]), with a progress bar and the summary as text or JSON.
 
-pub mod noise;
 pub mod py_json;
 pub mod replay;
 #[cfg(test)]
@@ -10,21 +9,12 @@ mod tests;
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use self::noise::Workload;
 use self::replay::{Engine, FileOutcome, PyJson, RoundTrip};
 use serde_json::Value;
 use stackmask::compile::frontend::json_schema::{SchemaError, SchemaOptions};
 use stackmask::vocab::Vocab;
 
 use super::stats::percentiles;
-
-/// Most passes of the noise workload (a median token of milliseconds is not calibrated
-/// further).
-const MAX_NOISE_ROUNDS: u32 = 1 << 14;
-/// Most noise samples.
-const MAX_NOISE_SAMPLES: usize = 2_000_000;
-/// Noise samples stop at about this many seconds of workload (slow engines' tokens).
-const MAX_NOISE_SECONDS: f64 = 60.0;
 
 /// Counts of compiled grammars by [`RoundTrip`] outcome.
 #[derive(Default)]
@@ -173,15 +163,10 @@ fn files(a: &MaskbenchArgs) -> Result<Vec<std::path::PathBuf>, String> {
     Ok(files)
 }
 
-/// The machine's own noise at the median token's length: a fixed computation as long as
-/// it, timed as many times as tokens were (capped so that a huge run does not double its
-/// length, and at about a minute whatever the engine's speed).
+/// The machine's own noise at the median token's length (see [`super::noise::probe`]).
 fn machine_noise(p50: f64, tokens: usize) -> Value {
-    let w = Workload::calibrated(p50, MAX_NOISE_ROUNDS);
-    let budget = (MAX_NOISE_SECONDS * 1e6 / p50.max(0.01)) as usize;
-    let mut s = w.sample(tokens.min(MAX_NOISE_SAMPLES).min(budget));
-    let n = s.len();
-    serde_json::json!({"noise_samples": n, "noise_rounds": w.rounds(), "noise_us": percentiles(&mut s)})
+    let (rounds, mut s) = super::noise::probe(p50, tokens);
+    serde_json::json!({"noise_samples": s.len(), "noise_rounds": rounds, "noise_us": percentiles(&mut s)})
 }
 
 /// Tokens whose times `t10_ms` adds to the compile (as `../shared/peers/maskbench.py`

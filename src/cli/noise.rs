@@ -2,10 +2,27 @@
 //! calibrated to last about as long as a median token, timed as many times as tokens
 //! were. Its p99.9 and max are what interrupts, preemption and the hypervisor add to
 //! *any* work of that length on this machine, so a token time below them cannot be told
-//! from noise. Depends on nothing else in the crate.
+//! from noise. `maskbench --noise` and `bench --noise` report it. Depends on nothing else
+//! in the crate.
 
 use std::hint::black_box;
 use std::time::Instant;
+
+/// Most passes of the workload (a median token of milliseconds is not calibrated further).
+const MAX_ROUNDS: u32 = 1 << 14;
+/// Most samples.
+const MAX_SAMPLES: usize = 2_000_000;
+/// Samples stop at about this many seconds of workload (slow engines' tokens).
+const MAX_SECONDS: f64 = 60.0;
+
+/// The machine's noise at `p50_us`: the workload calibrated to that length, timed as many
+/// times as `n` calls were (capped so that a huge run does not double its length, and at
+/// about a minute whatever the engine's speed). Returns its passes and the times, µs.
+pub fn probe(p50_us: f64, n: usize) -> (u32, Vec<f64>) {
+    let w = Workload::calibrated(p50_us, MAX_ROUNDS);
+    let budget = (MAX_SECONDS * 1e6 / p50_us.max(0.01)) as usize;
+    (w.rounds(), w.sample(n.min(MAX_SAMPLES).min(budget)))
+}
 
 /// Words in each of the workload's two buffers (8 KiB each: about a mask's class and token
 /// words, in cache).
