@@ -111,6 +111,14 @@ pub enum GrammarError {
     /// A JSON Schema that could not be lowered (refused keyword, bad value…).
     #[error("{0}")]
     Schema(Box<crate::compile::frontend::json_schema::SchemaError>),
+    /// A JSON Schema embedded in a Lark grammar (`%json { … }`) that could not be lowered.
+    #[error("{span}: %json schema: {error}")]
+    EmbeddedSchema {
+        /// Where `%json` is written.
+        span: Span,
+        /// Why the schema was refused.
+        error: Box<crate::compile::frontend::json_schema::SchemaError>,
+    },
     /// The compile was cancelled: its cancellation flag was set
     /// ([`crate::compile::Compiler::with_cancel`]).
     #[error("compile cancelled")]
@@ -153,6 +161,7 @@ impl GrammarError {
             | GrammarError::EmptyTerminal { span, .. }
             | GrammarError::RecursiveTerminal { span, .. }
             | GrammarError::SpecialToken { span, .. }
+            | GrammarError::EmbeddedSchema { span, .. }
             | GrammarError::TooLarge { span, .. } => Some(*span),
             GrammarError::NoStart { .. }
             | GrammarError::Schema(_)

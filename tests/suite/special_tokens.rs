@@ -79,6 +79,23 @@ impl Setup {
         )
     }
 
+    /// Calls `A body B`, one or more, each body a document of one of two JSON Schemas
+    /// (`%json`): the tool-call format of Llama-3.1's `<|python_tag|>` with a schema per
+    /// tool.
+    fn json_tool_grammar(&self) -> String {
+        format!(
+            "start: call+\n\
+             call: {} (weather | search) <[{}]>\n\
+             weather: %json {{\"type\": \"object\", \"properties\": {{\"name\": {{\"const\": \"weather\"}}, \
+             \"city\": {{\"type\": \"string\", \"maxLength\": 6}}}}, \"required\": [\"name\", \"city\"], \
+             \"additionalProperties\": false}}\n\
+             search: %json {{\"type\": \"object\", \"properties\": {{\"name\": {{\"const\": \"search\"}}, \
+             \"limit\": {{\"type\": \"integer\", \"minimum\": 1, \"maximum\": 20}}}}, \"required\": [\"name\"], \
+             \"additionalProperties\": false}}\n",
+            self.a.1, self.b.0
+        )
+    }
+
     /// Sums between special tokens, ambiguous (`1+2+3` parses two ways).
     fn ambiguous_grammar(&self) -> String {
         format!(
@@ -329,6 +346,53 @@ fn ambiguous_and_gbnf_grammars_with_special_tokens_match_the_reference() {
                 let masks = replay(&e, v, &sorted, ids, &format!("{} gbnf seg {n}", v.name()));
                 assert!(bit(masks.last().unwrap(), v.eos()[0]));
             }
+        }
+    }
+}
+
+/// Tool calls whose bodies are JSON Schemas embedded with `%json`, between special tokens:
+/// masks equal the reference's at every step (canonical and random segmentations), the
+/// closing token is allowed exactly where a body is complete, and a body the schema
+/// refuses is not committed.
+#[test]
+fn json_schema_bodies_between_special_tokens_match_the_reference() {
+    for s in setups() {
+        let v = &s.vocab;
+        let sorted = SortedTokens::new(v);
+        let e = engines(v, &s.json_tool_grammar(), GrammarFormat::Lark);
+        let body = r#"{"name": "weather", "city": "Oslo"}"#;
+        let doc = [
+            Part::A,
+            Part::Text(body),
+            Part::B,
+            Part::A,
+            Part::Text(r#"{"name":"search","limit":12}"#),
+            Part::B,
+        ];
+        for (n, ids) in s.segmentations(&doc).iter().enumerate() {
+            let what = format!("{} %json seg {n}", v.name());
+            let masks = replay(&e, v, &sorted, ids, &what);
+            // `B` closes a body and nothing else: allowed after the first body's last
+            // token and at no earlier step of it.
+            let first_b = ids.iter().position(|&t| t == s.b.0).unwrap();
+            for (i, m) in masks.iter().enumerate().take(first_b + 1) {
+                assert_eq!(bit(m, s.b.0), i == first_b, "{what}: step {i}");
+            }
+            assert!(bit(masks.last().unwrap(), v.eos()[0]), "{what}");
+        }
+        // A city past `maxLength` 6, and a search with a city: neither commits whole.
+        for bad in [
+            r#"{"name": "weather", "city": "Reykjavik"}"#,
+            r#"{"name": "search", "city": "Oslo"}"#,
+        ] {
+            let mut m = Matcher::new(e.tables.clone(), e.dwa.clone());
+            m.commit(v, s.a.0).unwrap();
+            let committed = v
+                .encode(bad)
+                .unwrap()
+                .into_iter()
+                .try_for_each(|t| m.commit(v, t));
+            assert!(committed.is_err(), "{}: {bad} committed", v.name());
         }
     }
 }

@@ -1,14 +1,18 @@
 //! Lark statements → grammar IR: resolve names, turn terminal definitions into regexes,
 //! give anonymous strings and regexes in rules their own terminals (reusing a named
 //! terminal with the same pattern, as Lark does), apply `%ignore`, `%import common.X` and
-//! `%declare`, then lower rule bodies through [`crate::compile::grammar::ebnf`].
+//! `%declare`, then lower rule bodies through [`crate::compile::grammar::ebnf`], and add
+//! the grammar of each `%json { … }` schema a rule uses.
 
 use hashbrown::{HashMap, HashSet};
 
 use super::parse::{parse, Def, Expr, Stmt};
 use crate::compile::error::{GrammarError, Span};
+use crate::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
 use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
-use crate::compile::grammar::ir::{Grammar, IndenterSpec, Nonterminal, Priority, Symbol, Terminal};
+use crate::compile::grammar::ir::{
+    Grammar, IndenterSpec, Nonterminal, Priority, Production, Symbol, Terminal,
+};
 
 /// The pattern of a declared terminal: an empty class, which no lexeme matches.
 const NEVER: &str = "[a&&b]";
@@ -45,6 +49,9 @@ struct Lowerer {
     regex_cache: HashMap<(Module, String), String>,
     visiting: HashSet<(Module, String)>,
     anon_count: usize,
+    /// Each `%json` of a rule (by where it is written): the nonterminal standing for its
+    /// schema's documents, defined once the rules are lowered ([`graft_schemas`]).
+    schemas: Vec<Embedded>,
 }
 
 fn escape_literal(value: &str, ci: bool) -> String {
@@ -133,6 +140,16 @@ impl Lowerer {
                 span,
             } => regex_with_flags(pattern, flags, owner, *span)?,
             Expr::Range { from, to, .. } => format!("[{}-{}]", class_char(*from), class_char(*to)),
+            Expr::Json { span, .. } => {
+                return Err(GrammarError::Unsupported {
+                    span: *span,
+                    construct: "%json".into(),
+                    reason: format!(
+                        "terminal `{owner}` uses a JSON Schema; a schema's documents are a rule's, \
+                         so rules may use `%json` but terminals may not"
+                    ),
+                })
+            }
             Expr::Special { name, span } => {
                 return Err(GrammarError::Unsupported {
                     span: *span,
@@ -325,6 +342,15 @@ impl Lowerer {
             Expr::Str { span, .. } | Expr::Regex { span, .. } | Expr::Range { span, .. } => {
                 Ebnf::Sym(Symbol::T(self.anonymous(e, *span, false)?))
             }
+            Expr::Json { span, .. } => {
+                // Every `%json` of a rule got its nonterminal before the rules were lowered.
+                let e = self
+                    .schemas
+                    .iter()
+                    .find(|e| e.span == *span)
+                    .expect("each %json is listed before lowering");
+                Ebnf::Sym(Symbol::N(e.nonterminal))
+            }
             Expr::Special { name, span } => {
                 let key = format!("special/{name}");
                 let id = match self.anon_ids.get(&key) {
@@ -407,6 +433,97 @@ fn collect_defs(stmts: &[Stmt]) -> Result<HashMap<String, Def>, GrammarError> {
 }
 
 /// Compiles Lark grammar text with start rule `start` into the IR.
+/// A `%json` of a rule: where it and its schema's `{` are written, the schema's text, and
+/// the nonterminal standing for its documents.
+struct Embedded {
+    span: Span,
+    body: Span,
+    schema: String,
+    nonterminal: NonterminalId,
+}
+
+/// Calls `visit` with each `%json` in `e` (where it and its `{` are written, and its
+/// schema text).
+fn each_schema(e: &Expr, visit: &mut impl FnMut(Span, Span, &str)) {
+    match e {
+        Expr::Json { schema, body, span } => visit(*span, *body, schema),
+        Expr::Alt(items) | Expr::Seq(items) => items.iter().for_each(|i| each_schema(i, visit)),
+        Expr::Repeat { inner, .. } => each_schema(inner, visit),
+        Expr::Str { .. }
+        | Expr::Regex { .. }
+        | Expr::Range { .. }
+        | Expr::Name { .. }
+        | Expr::Special { .. } => {}
+    }
+}
+
+/// Lowers each `%json` schema (default [`SchemaOptions`]) and adds its grammar beside the
+/// rules': its terminals, nonterminals (names prefixed by where `%json` is written) and
+/// productions, ids shifted past the rules' own, and the production from its
+/// [`Embedded::nonterminal`] to its start. The grammars share one lexer with the rules'
+/// terminals (DESIGN.md §1). A schema that is not JSON is reported at the grammar's line
+/// and column.
+fn graft_schemas(
+    schemas: &[Embedded],
+    terminals: &mut Vec<Terminal>,
+    nonterminals: &mut Vec<Nonterminal>,
+    productions: &mut Vec<Production>,
+) -> Result<(), GrammarError> {
+    for Embedded {
+        span,
+        body,
+        schema,
+        nonterminal: at,
+    } in schemas
+    {
+        let embedded = |e| GrammarError::EmbeddedSchema {
+            span: *span,
+            error: Box::new(match e {
+                SchemaError::Json { line, col, message } => SchemaError::Json {
+                    line: line + body.line as usize - 1,
+                    col: if line == 1 {
+                        col + body.col as usize - 1
+                    } else {
+                        col
+                    },
+                    message,
+                },
+                e => e,
+            }),
+        };
+        let g = json_schema::compile(schema, &SchemaOptions::default())
+            .map_err(embedded)?
+            .grammar;
+        let (t0, n0) = (terminals.len(), nonterminals.len());
+        let shift = |s: Symbol| match s {
+            Symbol::T(t) => Symbol::T(TerminalId::new(t0 + t.index())),
+            Symbol::N(n) => Symbol::N(NonterminalId::new(n0 + n.index())),
+        };
+        terminals.extend(g.terminals.into_iter().map(|mut t| {
+            t.name = format!("%json@{span}.{}", t.name);
+            t.span = *span;
+            t
+        }));
+        nonterminals.extend(g.nonterminals.into_iter().map(|n| Nonterminal {
+            name: format!("%json@{span}.{}", n.name),
+            span: *span,
+        }));
+        productions.extend(g.productions.into_iter().map(|p| Production {
+            lhs: NonterminalId::new(n0 + p.lhs.index()),
+            rhs: p.rhs.into_iter().map(shift).collect(),
+            priority: p.priority,
+        }));
+        productions.push(Production {
+            lhs: *at,
+            rhs: vec![shift(Symbol::N(g.start))],
+            priority: 0,
+        });
+    }
+    // Grouped by left-hand side again, as `BnfBuilder::finish` leaves them.
+    productions.sort_by_key(|p| p.lhs);
+    Ok(())
+}
+
 pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
     let stmts = parse(src)?;
     // The embedded common grammar is part of the binary and known to parse.
@@ -426,6 +543,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         regex_cache: HashMap::new(),
         visiting: HashSet::new(),
         anon_count: 0,
+        schemas: Vec::new(),
     };
     let mut first_span: HashMap<String, Span> =
         defs.iter().map(|(n, d)| (n.clone(), d.span)).collect();
@@ -514,8 +632,8 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
         }
     }
 
-    // Rules.
-    let nonterminals = lw
+    // Rules, and a nonterminal for each `%json` in them.
+    let mut nonterminals: Vec<Nonterminal> = lw
         .rules
         .iter()
         .map(|d| Nonterminal {
@@ -523,6 +641,20 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
             span: d.span,
         })
         .collect();
+    for d in &lw.rules {
+        each_schema(&d.body, &mut |span, body, schema| {
+            lw.schemas.push(Embedded {
+                span,
+                body,
+                schema: schema.to_string(),
+                nonterminal: NonterminalId::new(nonterminals.len()),
+            });
+            nonterminals.push(Nonterminal {
+                name: format!("%json@{span}"),
+                span,
+            });
+        });
+    }
     let mut bnf = BnfBuilder::new(nonterminals);
     let rules = lw.rules.clone();
     for (i, d) in rules.iter().enumerate() {
@@ -534,7 +666,13 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
             d.span,
         )?;
     }
-    let (nonterminals, productions) = bnf.finish();
+    let (mut nonterminals, mut productions) = bnf.finish();
+    graft_schemas(
+        &lw.schemas,
+        &mut lw.terminals,
+        &mut nonterminals,
+        &mut productions,
+    )?;
     // Declared `_INDENT` and `_DEDENT` beside an `_NL` terminal: the grammar runs behind
     // Lark's indenter, configured as SynCode's Python setup does (Lark's bracket names).
     let indenter = (lw.declared.contains_key("_INDENT")

@@ -30,6 +30,13 @@ pub enum Expr {
     Name { name: String, span: Span },
     /// A special token, `<|name|>` or `<[id]>` (see `frontend::special`); rules only.
     Special { name: String, span: Span },
+    /// `%json { … }`: the documents of a JSON Schema (its text, and where its `{` is);
+    /// rules only.
+    Json {
+        schema: String,
+        body: Span,
+        span: Span,
+    },
 }
 
 /// A rule or terminal definition.
@@ -459,6 +466,11 @@ impl Parser {
                 span: t.span,
             }),
             Tok::Special(name) => Ok(Expr::Special { name, span: t.span }),
+            Tok::Json(schema, body) => Ok(Expr::Json {
+                schema,
+                body,
+                span: t.span,
+            }),
             Tok::Rule(n) | Tok::Term(n) => {
                 if *self.peek() == Tok::LBrace {
                     return Err(GrammarError::Unsupported {

@@ -23,6 +23,9 @@ pub enum Tok {
     Number(i64),
     /// `%ignore`, `%import`, … (the word after `%`).
     Directive(String),
+    /// `%json { … }`: the JSON Schema's text, from its `{` to the matching `}`, and where
+    /// that `{` is.
+    Json(String, Span),
     Colon,
     Pipe,
     LParen,
@@ -88,6 +91,42 @@ impl Lexer<'_> {
             span,
             message: message.into(),
         }
+    }
+
+    /// The JSON object after `%json` (blanks and newlines before it skipped), as written:
+    /// from its `{` to the `}` that closes it, braces inside strings not counted.
+    fn json_object(&mut self, span: Span) -> Result<(String, Span), GrammarError> {
+        while self.peek().is_some_and(|c| c.is_whitespace()) {
+            self.bump();
+        }
+        if self.peek() != Some('{') {
+            return Err(self.err(span, "expected a JSON Schema object `{ … }` after `%json`"));
+        }
+        let at = Span {
+            line: self.line,
+            col: self.col,
+        };
+        let (mut text, mut depth, mut in_string) = (String::new(), 0usize, false);
+        while let Some(c) = self.bump() {
+            text.push(c);
+            match c {
+                '\\' if in_string => {
+                    if let Some(e) = self.bump() {
+                        text.push(e);
+                    }
+                }
+                '"' => in_string = !in_string,
+                '{' if !in_string => depth += 1,
+                '}' if !in_string => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok((text, at));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Err(self.err(span, "unterminated `%json` schema (no `}` closes its `{`)"))
     }
 
     /// Skips spaces, tabs, carriage returns and `//` comments on the current line.
@@ -306,7 +345,12 @@ impl Lexer<'_> {
                 if w.is_empty() {
                     return Err(self.err(span, "expected a directive name after `%`"));
                 }
-                Tok::Directive(w)
+                if w == "json" {
+                    let (text, at) = self.json_object(span)?;
+                    Tok::Json(text, at)
+                } else {
+                    Tok::Directive(w)
+                }
             }
             '-' if self.peek_at(1) == Some('>') => {
                 self.bump();
