@@ -394,3 +394,19 @@ def test_special_tokens_are_allowed_where_the_grammar_names_them():
         compiler.compile_lark("start: <|no_such_token|>\n")
     with pytest.raises(stackmask.StackmaskError, match="end-of-sequence"):
         compiler.compile_gbnf("root ::= <|eot_id|>\n")
+
+
+def test_json_schema_rules_in_lark_grammars(gpt2, compiler):
+    grammar = (
+        'start: "<tool_call>" body "</tool_call>"\n'
+        'body: %json {"type": "object", "properties": {"n": {"type": "integer", "maximum": 5}},'
+        ' "required": ["n"], "additionalProperties": false}\n'
+    )
+    m = stackmask.GrammarMatcher(compiler.compile_lark(grammar))
+    assert m.accept_tokens(gpt2.encode('<tool_call>{"n": '))
+    # `n` is an integer of at most 5: a digit up to 5, or `-`, comes next; not 7.
+    assert m.validate_tokens(gpt2.encode("7")) == 0
+    assert m.accept_tokens(gpt2.encode("3}</tool_call>"))
+    assert m.is_accepting()
+    with pytest.raises(stackmask.StackmaskError, match=r"2:7: %json schema: .*uniqueItems"):
+        compiler.compile_lark('start: body\nbody: %json {"type": "array", "uniqueItems": true}\n')
