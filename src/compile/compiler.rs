@@ -155,8 +155,8 @@ impl<'v> Compiler<'v> {
         &self.lexer
     }
 
-    /// Grammar text in `format` → the grammar IR (JSON Schemas with this compiler's
-    /// schema options).
+    /// Grammar text in `format` → the grammar IR (JSON Schemas, and those a Lark grammar
+    /// embeds with `%json`, with this compiler's schema options).
     pub fn grammar(&self, text: &str, format: GrammarFormat) -> Result<Grammar, GrammarError> {
         self.grammar_until(text, format, &self.interrupt())
     }
@@ -183,6 +183,7 @@ impl<'v> Compiler<'v> {
                     }
                     e => GrammarError::from(e),
                 })?,
+            GrammarFormat::Lark => super::frontend::lark::compile_until(text, &self.schema, stop)?,
             other => super::compile_grammar(text, other)?,
         };
         g.set_droppable(&self.droppable)?;

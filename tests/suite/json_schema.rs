@@ -283,3 +283,42 @@ fn maskbench_json_keeps_the_summary_last_beside_floor_and_noise() {
     }
     assert!(d["p50"].as_f64() <= d["max"].as_f64());
 }
+
+/// A Lark grammar's `%json` schemas are lowered with the compiler's schema options:
+/// compact leaves no whitespace between the body's tokens (the grammar's own text around
+/// it unchanged), lenient drops a keyword it would otherwise refuse at the `%json`.
+#[test]
+fn embedded_schemas_take_the_compilers_schema_options() {
+    use stackmask::compile::{Compiler, GrammarError, GrammarFormat};
+    let vocab = stackmask::vocab::Vocab::load("builtin:o200k").unwrap();
+    let text = "start: \"call \" body\nbody: %json {\"type\": \"object\", \"properties\": \
+                {\"n\": {\"type\": \"integer\"}}, \"required\": [\"n\"], \
+                \"additionalProperties\": false}\n";
+    let accepts = |c: &Compiler, doc: &str| {
+        let g = c.grammar(text, GrammarFormat::Lark).unwrap();
+        let tables = build_glr_tables(&g).unwrap();
+        Reference::new(&g, &tables.lexer).is_complete(doc.as_bytes())
+    };
+    let spaced = "call {\"n\": 1}";
+    let tight = "call {\"n\":1}";
+    let plain = Compiler::new(&vocab);
+    assert!(accepts(&plain, spaced) && accepts(&plain, tight));
+    let compact = Compiler::new(&vocab).with_schema_options(SchemaOptions {
+        compact: true,
+        lenient: false,
+    });
+    assert!(!accepts(&compact, spaced) && accepts(&compact, tight));
+    let unique = "start: %json {\"type\": \"array\", \"uniqueItems\": true}\n";
+    match plain.grammar(unique, GrammarFormat::Lark) {
+        Err(GrammarError::EmbeddedSchema { span, error }) => {
+            assert_eq!(span.to_string(), "1:8");
+            assert!(matches!(*error, SchemaError::Unsupported { .. }), "{error}");
+        }
+        other => panic!("want the %json refused, got {other:?}"),
+    }
+    let lenient = Compiler::new(&vocab).with_schema_options(SchemaOptions {
+        compact: false,
+        lenient: true,
+    });
+    assert!(lenient.grammar(unique, GrammarFormat::Lark).is_ok());
+}

@@ -13,6 +13,7 @@ use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::grammar::ir::{
     Grammar, IndenterSpec, Nonterminal, Priority, Production, Symbol, Terminal,
 };
+use crate::compile::interrupt::Interrupt;
 
 /// The pattern of a declared terminal: an empty class, which no lexeme matches.
 const NEVER: &str = "[a&&b]";
@@ -457,14 +458,15 @@ fn each_schema(e: &Expr, visit: &mut impl FnMut(Span, Span, &str)) {
     }
 }
 
-/// Lowers each `%json` schema (default [`SchemaOptions`]) and adds its grammar beside the
-/// rules': its terminals, nonterminals (names prefixed by where `%json` is written) and
+/// Lowers each `%json` schema (with `options`, until `stop` says to stop) and adds its
+/// grammar beside the rules': its terminals, nonterminals (names prefixed by where `%json` is written) and
 /// productions, ids shifted past the rules' own, and the production from its
 /// [`Embedded::nonterminal`] to its start. The grammars share one lexer with the rules'
 /// terminals (DESIGN.md §1). A schema that is not JSON is reported at the grammar's line
 /// and column.
 fn graft_schemas(
     schemas: &[Embedded],
+    (options, stop): (&SchemaOptions, &Interrupt),
     terminals: &mut Vec<Terminal>,
     nonterminals: &mut Vec<Nonterminal>,
     productions: &mut Vec<Production>,
@@ -476,10 +478,16 @@ fn graft_schemas(
         nonterminal: at,
     } in schemas
     {
-        let embedded = |e| GrammarError::EmbeddedSchema {
-            span: *span,
-            error: Box::new(match e {
-                SchemaError::Json { line, col, message } => SchemaError::Json {
+        let embedded = |e| match e {
+            // A stopped lowering is a stopped compile, not the schema's fault.
+            SchemaError::Grammar(g)
+                if matches!(*g, GrammarError::Cancelled | GrammarError::TimeLimit { .. }) =>
+            {
+                *g
+            }
+            SchemaError::Json { line, col, message } => GrammarError::EmbeddedSchema {
+                span: *span,
+                error: Box::new(SchemaError::Json {
                     line: line + body.line as usize - 1,
                     col: if line == 1 {
                         col + body.col as usize - 1
@@ -487,11 +495,14 @@ fn graft_schemas(
                         col
                     },
                     message,
-                },
-                e => e,
-            }),
+                }),
+            },
+            e => GrammarError::EmbeddedSchema {
+                span: *span,
+                error: Box::new(e),
+            },
         };
-        let g = json_schema::compile(schema, &SchemaOptions::default())
+        let g = json_schema::compile_until(schema, options, stop)
             .map_err(embedded)?
             .grammar;
         let (t0, n0) = (terminals.len(), nonterminals.len());
@@ -524,7 +535,14 @@ fn graft_schemas(
     Ok(())
 }
 
-pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
+/// Lowers Lark text with start rule `start`, its `%json` schemas with `schema`, stopping
+/// with `stop`'s error once it says so.
+pub fn lower(
+    src: &str,
+    start: &str,
+    schema: &SchemaOptions,
+    stop: &Interrupt,
+) -> Result<Grammar, GrammarError> {
     let stmts = parse(src)?;
     // The embedded common grammar is part of the binary and known to parse.
     let common_stmts = parse(COMMON).expect("common.lark parses");
@@ -669,6 +687,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
     let (mut nonterminals, mut productions) = bnf.finish();
     graft_schemas(
         &lw.schemas,
+        (schema, stop),
         &mut lw.terminals,
         &mut nonterminals,
         &mut productions,

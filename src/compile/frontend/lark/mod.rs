@@ -16,14 +16,26 @@ mod parse;
 mod token;
 
 use crate::compile::error::GrammarError;
+use crate::compile::frontend::json_schema::SchemaOptions;
 use crate::compile::grammar::ir::Grammar;
+use crate::compile::interrupt::Interrupt;
 
 /// Compiles Lark grammar text (start rule `start`) into the grammar IR.
 pub fn compile(src: &str) -> Result<Grammar, GrammarError> {
-    lower::lower(src, "start")
+    compile_with_start(src, "start")
 }
 
 /// Compiles Lark grammar text with a chosen start rule.
 pub fn compile_with_start(src: &str, start: &str) -> Result<Grammar, GrammarError> {
-    lower::lower(src, start)
+    lower::lower(src, start, &SchemaOptions::default(), &Interrupt::default())
+}
+
+/// [`compile`], lowering `%json` schemas with `schema` and stopping with `stop`'s error
+/// once it says so.
+pub(crate) fn compile_until(
+    src: &str,
+    schema: &SchemaOptions,
+    stop: &Interrupt,
+) -> Result<Grammar, GrammarError> {
+    lower::lower(src, "start", schema, stop)
 }
