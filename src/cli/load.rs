@@ -24,11 +24,11 @@ pub struct GrammarArgs {
     /// Schema, .regex a whole-output regular expression, else Lark).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// JSON Schema: drop keywords that cannot be enforced exactly (listed on stderr)
-    /// instead of refusing the schema.
+    /// JSON Schema (and a Lark grammar's `%json` schemas): drop keywords that cannot be
+    /// enforced exactly (listed on stderr for a JSON Schema file) instead of refusing them.
     #[arg(long)]
     pub lenient: bool,
-    /// JSON Schema: no whitespace between tokens.
+    /// JSON Schema (and a Lark grammar's `%json` schemas): no whitespace between tokens.
     #[arg(long)]
     pub compact: bool,
     /// A droppable terminal (repeatable): shifted where some live parse can shift it,
@@ -153,13 +153,18 @@ pub fn grammar_ir(args: &GrammarArgs) -> Result<compile::Grammar, String> {
 fn grammar_ir_plain(args: &GrammarArgs) -> Result<compile::Grammar, String> {
     let spec = args.grammar.as_str();
     let (text, format) = grammar_text(spec, args.format)?;
-    if format != GrammarFormat::JsonSchema {
-        return compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"));
-    }
     let opts = compile::frontend::json_schema::SchemaOptions {
         compact: args.compact,
         lenient: args.lenient,
     };
+    if format == GrammarFormat::Lark {
+        // `%json` schemas take the JSON Schema options too.
+        return compile::frontend::lark::compile_with(&text, &opts)
+            .map_err(|e| format!("{spec}:{e}"));
+    }
+    if format != GrammarFormat::JsonSchema {
+        return compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"));
+    }
     let lowered = compile::frontend::json_schema::compile(&text, &opts)
         .map_err(|e| format!("{spec}: {e}"))?;
     for d in &lowered.dropped {

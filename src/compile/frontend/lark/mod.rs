@@ -30,6 +30,12 @@ pub fn compile_with_start(src: &str, start: &str) -> Result<Grammar, GrammarErro
     lower::lower(src, start, &SchemaOptions::default(), &Interrupt::default())
 }
 
+/// [`compile`], lowering `%json` schemas with `schema` (whose `lenient` drops are not
+/// listed).
+pub fn compile_with(src: &str, schema: &SchemaOptions) -> Result<Grammar, GrammarError> {
+    lower::lower(src, "start", schema, &Interrupt::default())
+}
+
 /// [`compile`], lowering `%json` schemas with `schema` and stopping with `stop`'s error
 /// once it says so.
 pub(crate) fn compile_until(
