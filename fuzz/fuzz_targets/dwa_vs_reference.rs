@@ -9,8 +9,9 @@
 //! so tokens carry several droppable lexemes. A third of the others are lexed by longest
 //! match, with a terminal `P` (`a-…-b`) whose lexemes die incomplete and back up, so token
 //! walks fork. Half of the grammars name the special token `<|s|>` in rules; the
-//! vocabulary always has it, and a normal token holding the special mark `0xFE`. One
-//! grammar in four instead runs behind Lark's indenter (blocks, brackets, a random tab
+//! vocabulary always has it, and a normal token holding the special mark `0xFE`. A third
+//! of the grammars use JSON Schemas as rule items (`%json`: strings of a few languages,
+//! quoted like `Q` and `R`). One grammar in four instead runs behind Lark's indenter (blocks, brackets, a random tab
 //! width, sometimes longest match) over a vocabulary of newlines, spaces and tabs beside
 //! words.
 #![no_main]
@@ -50,11 +51,19 @@ fn word(b: &mut Bytes, max: u8) -> Vec<u8> {
     (0..len).map(|_| ALPHA[b.below(ALPHA.len() as u8) as usize]).collect()
 }
 
+/// JSON Schemas over the vocabulary's alphabet, as `%json` rule items.
+const JSON_ITEMS: &[&str] = &[
+    r#"%json {"type": "string", "maxLength": 2}"#,
+    r#"%json {"enum": ["a", "b-", "(a)"]}"#,
+    r#"%json {"type": "string", "pattern": "^a[b ]*$"}"#,
+];
+
 /// A grammar, whether its `D` is droppable, and whether it is lexed by longest match.
 fn grammar(b: &mut Bytes) -> (String, bool, bool) {
     let drop = b.below(3) == 0;
     let longest = !drop && b.below(3) == 0;
     let special = b.below(2) == 0;
+    let json = b.below(3) == 0;
     let nts = 1 + b.below(3);
     let mut out = String::from("start: n0\n");
     for n in 0..nts {
@@ -69,6 +78,9 @@ fn grammar(b: &mut Bytes) -> (String, bool, bool) {
                     5 => s.push("D".to_string()),
                     1 if longest && b.below(2) == 0 => s.push("P".to_string()),
                     1 if special && b.below(2) == 0 => s.push("<|s|>".to_string()),
+                    1 if json && b.below(2) == 0 => {
+                        s.push(JSON_ITEMS[b.below(JSON_ITEMS.len() as u8) as usize].to_string())
+                    }
                     1 => s.push("W".to_string()),
                     2 => s.push(["Q", "R"][b.below(2) as usize].to_string()),
                     _ => {
