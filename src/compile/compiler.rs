@@ -171,18 +171,7 @@ impl<'v> Compiler<'v> {
         let mut g = match format {
             GrammarFormat::JsonSchema => json_schema::compile_until(text, &self.schema, stop)
                 .map(|l| l.grammar)
-                .map_err(|e| match e {
-                    // A stopped lowering is a stopped compile, not a schema's fault.
-                    json_schema::SchemaError::Grammar(g)
-                        if matches!(
-                            *g,
-                            GrammarError::Cancelled | GrammarError::TimeLimit { .. }
-                        ) =>
-                    {
-                        *g
-                    }
-                    e => GrammarError::from(e),
-                })?,
+                .map_err(|e| e.into_stopped().unwrap_or_else(GrammarError::from))?,
             GrammarFormat::Lark => super::frontend::lark::compile_until(text, &self.schema, stop)?,
             other => super::compile_grammar(text, other)?,
         };

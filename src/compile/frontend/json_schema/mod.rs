@@ -114,6 +114,19 @@ pub enum SchemaError {
 }
 
 impl SchemaError {
+    /// A lowering stopped by its compile's cancel flag or time limit: that compile error
+    /// (a stopped compile, not the schema's fault); any other error is given back.
+    pub(crate) fn into_stopped(self) -> Result<GrammarError, SchemaError> {
+        match self {
+            SchemaError::Grammar(g)
+                if matches!(*g, GrammarError::Cancelled | GrammarError::TimeLimit { .. }) =>
+            {
+                Ok(*g)
+            }
+            e => Err(e),
+        }
+    }
+
     /// A short, stable name for the kind of error (for tallies such as MaskBench's).
     pub fn kind(&self) -> &'static str {
         match self {

@@ -433,7 +433,6 @@ fn collect_defs(stmts: &[Stmt]) -> Result<HashMap<String, Def>, GrammarError> {
     Ok(out)
 }
 
-/// Compiles Lark grammar text with start rule `start` into the IR.
 /// A `%json` of a rule: where it and its schema's `{` are written, the schema's text, and
 /// the nonterminal standing for its documents.
 struct Embedded {
@@ -459,11 +458,11 @@ fn each_schema(e: &Expr, visit: &mut impl FnMut(Span, Span, &str)) {
 }
 
 /// Lowers each `%json` schema (with `options`, until `stop` says to stop) and adds its
-/// grammar beside the rules': its terminals, nonterminals (names prefixed by where `%json` is written) and
-/// productions, ids shifted past the rules' own, and the production from its
-/// [`Embedded::nonterminal`] to its start. The grammars share one lexer with the rules'
-/// terminals (DESIGN.md §1). A schema that is not JSON is reported at the grammar's line
-/// and column.
+/// grammar beside the rules': its terminals, nonterminals (names prefixed by where
+/// `%json` is written) and productions, ids shifted past the rules' own, and the
+/// production from its [`Embedded::nonterminal`] to its start. The grammars share one
+/// lexer with the rules' terminals (DESIGN.md §1). A schema that is not JSON is reported
+/// at the grammar's line and column.
 fn graft_schemas(
     schemas: &[Embedded],
     (options, stop): (&SchemaOptions, &Interrupt),
@@ -478,14 +477,9 @@ fn graft_schemas(
         nonterminal: at,
     } in schemas
     {
-        let embedded = |e| match e {
-            // A stopped lowering is a stopped compile, not the schema's fault.
-            SchemaError::Grammar(g)
-                if matches!(*g, GrammarError::Cancelled | GrammarError::TimeLimit { .. }) =>
-            {
-                *g
-            }
-            SchemaError::Json { line, col, message } => GrammarError::EmbeddedSchema {
+        let embedded = |e: SchemaError| match e.into_stopped() {
+            Ok(stopped) => stopped,
+            Err(SchemaError::Json { line, col, message }) => GrammarError::EmbeddedSchema {
                 span: *span,
                 error: Box::new(SchemaError::Json {
                     line: line + body.line as usize - 1,
@@ -497,7 +491,7 @@ fn graft_schemas(
                     message,
                 }),
             },
-            e => GrammarError::EmbeddedSchema {
+            Err(e) => GrammarError::EmbeddedSchema {
                 span: *span,
                 error: Box::new(e),
             },
@@ -535,8 +529,8 @@ fn graft_schemas(
     Ok(())
 }
 
-/// Lowers Lark text with start rule `start`, its `%json` schemas with `schema`, stopping
-/// with `stop`'s error once it says so.
+/// Compiles Lark grammar text with start rule `start` into the IR, its `%json` schemas
+/// lowered with `schema`, stopping with `stop`'s error once it says so.
 pub fn lower(
     src: &str,
     start: &str,
