@@ -13,7 +13,9 @@
 //! of the grammars use JSON Schemas as rule items (`%json`: strings of a few languages,
 //! quoted like `Q` and `R`). One grammar in four instead runs behind Lark's indenter (blocks, brackets, a random tab
 //! width, sometimes longest match) over a vocabulary of newlines, spaces and tabs beside
-//! words.
+//! words; of the rest, one in four is a structural tag (free text with calls after
+//! triggers, lexed in lexer modes) whose bodies are regexes, JSON Schemas and small Lark
+//! grammars over the same alphabet.
 #![no_main]
 
 use std::sync::Arc;
@@ -111,6 +113,41 @@ fn grammar(b: &mut Bytes) -> (String, bool, bool) {
     (out, drop, longest)
 }
 
+/// A structural tag over the alphabet: one or two triggers, one or two structures each
+/// (a begin that goes on after its trigger, or is the trigger), bodies of every kind, and
+/// ends that may or may not collide with a body's terminals (then the compile refuses).
+fn tag_spec(b: &mut Bytes) -> String {
+    let triggers: &[&str] = if b.below(2) == 0 { &["(a"] } else { &["(a", "-"] };
+    let bodies = [
+        r#""regex": "[ab]+""#,
+        r#""regex": "a( b)*""#,
+        r#""schema": {"type": "string", "maxLength": 2}"#,
+        r#""schema": {"enum": ["a", "b-"]}"#,
+        r#""grammar": "start: W (";" W)*
+W: /[ab]+/
+""#,
+    ];
+    let ends = [")", ";", "b)", """, "--"];
+    let mut structures = Vec::new();
+    for t in triggers {
+        let n = 1 + b.below(2);
+        for i in 0..n {
+            let rest = if n == 1 && b.below(2) == 0 { "" } else { ["b", " ", "ab"][i as usize] };
+            structures.push(format!(
+                r#"{{"begin": "{t}{rest}", {}, "end": {:?}}}"#,
+                bodies[b.below(bodies.len() as u8) as usize],
+                ends[b.below(ends.len() as u8) as usize]
+            ));
+        }
+    }
+    format!(
+        r#"{{"type": "structural_tag", "structures": [{}], "triggers": {:?}, "at_least_one": {}}}"#,
+        structures.join(", "),
+        triggers,
+        b.below(2) == 0
+    )
+}
+
 /// Characters of the indenter grammars' tokens.
 const INDENT_ALPHA: &[u8] = b"ab:=( )\n\t#";
 
@@ -145,12 +182,20 @@ fn indent_grammar(b: &mut Bytes) -> String {
 fuzz_target!(|data: &[u8]| {
     let mut b = Bytes(data);
     let indent = b.below(4) == 0;
+    let tag = !indent && b.below(4) == 0;
     let (text, drop, longest) = if indent {
         (indent_grammar(&mut b), false, b.below(3) == 0)
+    } else if tag {
+        (tag_spec(&mut b), false, false)
     } else {
         grammar(&mut b)
     };
-    let Ok(mut g) = compile_grammar(&text, GrammarFormat::Lark) else {
+    let format = if tag {
+        GrammarFormat::StructuralTag
+    } else {
+        GrammarFormat::Lark
+    };
+    let Ok(mut g) = compile_grammar(&text, format) else {
         return;
     };
     g.longest_match = longest;

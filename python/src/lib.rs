@@ -527,6 +527,29 @@ impl GrammarCompiler {
         )
     }
 
+    /// Compiles a structural tag: free text in which each trigger starts a tool call
+    /// (`begin`, a body, `end`). `spec` is the JSON spec (`{"type": "structural_tag",
+    /// "structures": [{"begin", "schema" | "grammar" | "regex", "end"}], "triggers",
+    /// "at_least_one"}`) as vLLM and SGLang pass it (`stackmask.structural_tag_spec`
+    /// writes it from xgrammar's `(tags, triggers)`). `time_limit_ms` and `cancel` as for
+    /// `compile_json_schema`.
+    #[pyo3(signature = (spec, *, time_limit_ms=None, cancel=None))]
+    fn compile_structural_tag(
+        &self,
+        py: Python<'_>,
+        spec: &str,
+        time_limit_ms: Option<u64>,
+        cancel: Option<PyRef<'_, CompileCancel>>,
+    ) -> PyResult<CompiledGrammar> {
+        self.text(
+            py,
+            spec,
+            GrammarFormat::StructuralTag,
+            &Stream::default(),
+            stops(time_limit_ms, cancel),
+        )
+    }
+
     /// The tokenizer grammars are compiled for.
     #[getter]
     fn tokenizer_info(&self) -> TokenizerInfo {

@@ -17,6 +17,8 @@ word ``t // 32`` is token ``t``) and accept the sampled token::
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from ._core import (
@@ -44,7 +46,34 @@ __all__ = [
     "bitmask_to_token_ids",
     "accept_token_batch",
     "fill_next_token_bitmask_batch",
+    "structural_tag_spec",
 ]
+
+
+def structural_tag_spec(tags, triggers, at_least_one: bool = False) -> str:
+    """The JSON spec ``GrammarCompiler.compile_structural_tag`` takes, from xgrammar's
+    ``(tags, triggers)``: each tag has ``begin``, ``schema`` (a JSON Schema as a dict or
+    JSON text) and ``end``, as attributes (``xgrammar.StructuralTagItem``) or dict keys."""
+
+    def field(tag, name):
+        return tag[name] if isinstance(tag, dict) else getattr(tag, name)
+
+    structures = []
+    for tag in tags:
+        schema = field(tag, "schema")
+        if isinstance(schema, str):
+            schema = json.loads(schema)
+        structures.append(
+            {"begin": field(tag, "begin"), "schema": schema, "end": field(tag, "end")}
+        )
+    return json.dumps(
+        {
+            "type": "structural_tag",
+            "structures": structures,
+            "triggers": list(triggers),
+            "at_least_one": bool(at_least_one),
+        }
+    )
 
 
 def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:

@@ -21,7 +21,7 @@ pub struct GrammarArgs {
     #[arg(long, default_value = "builtin:json")]
     pub grammar: String,
     /// Grammar syntax (default: from the file extension; .gbnf is GBNF, .json a JSON
-    /// Schema, .regex a whole-output regular expression, else Lark).
+    /// Schema or a structural tag, .regex a whole-output regular expression, else Lark).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
     /// JSON Schema (and a Lark grammar's `%json` schemas): drop keywords that cannot be
@@ -86,6 +86,9 @@ pub enum Format {
     /// A regular expression the whole output must match (the grammar argument is the
     /// file holding it; a trailing newline is not part of it).
     Regex,
+    /// A structural tag (JSON): free text with tool calls after triggers. A .json file
+    /// whose `type` is `"structural_tag"` is read as one without this flag.
+    StructuralTag,
 }
 
 /// Reads grammar text from a file or a builtin, with the format to use.
@@ -114,6 +117,12 @@ pub fn grammar_text(spec: &str, format: Option<Format>) -> Result<(String, Gramm
         Some(Format::Gbnf) => GrammarFormat::Gbnf,
         Some(Format::JsonSchema) => GrammarFormat::JsonSchema,
         Some(Format::Regex) => GrammarFormat::Regex,
+        Some(Format::StructuralTag) => GrammarFormat::StructuralTag,
+        None if guessed == GrammarFormat::JsonSchema
+            && compile::frontend::structural_tag::is_spec(&text) =>
+        {
+            GrammarFormat::StructuralTag
+        }
         None => guessed,
     };
     let text = if format == GrammarFormat::Regex {
@@ -161,6 +170,11 @@ fn grammar_ir_plain(args: &GrammarArgs) -> Result<compile::Grammar, String> {
         // `%json` schemas take the JSON Schema options too.
         return compile::frontend::lark::compile_with(&text, &opts)
             .map_err(|e| format!("{spec}:{e}"));
+    }
+    if format == GrammarFormat::StructuralTag {
+        // Schema bodies take the JSON Schema options too.
+        return compile::frontend::structural_tag::compile_with(&text, &opts)
+            .map_err(|e| format!("{spec}: {e}"));
     }
     if format != GrammarFormat::JsonSchema {
         return compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"));

@@ -173,6 +173,9 @@ impl<'v> Compiler<'v> {
                 .map(|l| l.grammar)
                 .map_err(|e| e.into_stopped().unwrap_or_else(GrammarError::from))?,
             GrammarFormat::Lark => super::frontend::lark::compile_until(text, &self.schema, stop)?,
+            GrammarFormat::StructuralTag => {
+                super::frontend::structural_tag::compile_until(text, &self.schema, stop)?
+            }
             other => super::compile_grammar(text, other)?,
         };
         g.set_droppable(&self.droppable)?;

@@ -119,6 +119,21 @@ pub enum GrammarError {
         /// Why the schema was refused.
         error: Box<crate::compile::frontend::json_schema::SchemaError>,
     },
+    /// A structural tag spec that is not well formed or asks for what lexer modes cannot
+    /// express (see `frontend::structural_tag`).
+    #[error("structural tag: {message}")]
+    StructuralTag {
+        /// What is wrong, naming the field or structure.
+        message: String,
+    },
+    /// A structure's body (its JSON Schema, Lark grammar or regex) that was refused.
+    #[error("structural tag, structure {index}: {error}")]
+    InStructure {
+        /// The structure's index in `structures`.
+        index: usize,
+        /// Why its body was refused.
+        error: Box<GrammarError>,
+    },
     /// The compile was cancelled: its cancellation flag was set
     /// ([`crate::compile::Compiler::with_cancel`]).
     #[error("compile cancelled")]
@@ -168,6 +183,8 @@ impl GrammarError {
             | GrammarError::NoDocument { .. }
             | GrammarError::InvalidUtf8 { .. }
             | GrammarError::Cancelled
+            | GrammarError::StructuralTag { .. }
+            | GrammarError::InStructure { .. }
             | GrammarError::TimeLimit { .. } => None,
         }
     }

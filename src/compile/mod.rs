@@ -41,6 +41,9 @@ pub enum GrammarFormat {
     JsonSchema,
     /// A regular expression the whole output must match.
     Regex,
+    /// An XGrammar-style structural tag (JSON): free text with tool calls after triggers
+    /// (`frontend::structural_tag`).
+    StructuralTag,
 }
 
 impl GrammarFormat {
@@ -71,6 +74,7 @@ pub fn compile_grammar(text: &str, format: GrammarFormat) -> Result<Grammar, Gra
             .map(|l| l.grammar)
             .map_err(GrammarError::from),
         GrammarFormat::Regex => frontend::regex::compile(text),
+        GrammarFormat::StructuralTag => frontend::structural_tag::compile(text),
     }
 }
 

@@ -18,6 +18,9 @@ pub struct LexTerminal {
     /// Droppable terminals are shifted where some live parse can shift them and skipped
     /// where none can (never ignored too).
     pub droppable: bool,
+    /// The lexer mode the lexeme after this terminal is lexed in (0 without modes; see
+    /// [`LexerDfa::start_after`]).
+    pub then: u32,
 }
 
 /// Why a set of lexer tables is not a valid [`LexerDfa`].
@@ -33,7 +36,8 @@ pub enum LexerValidateError {
 ///
 /// Layout: bytes map to equivalence classes (`classes`, 256 entries, each `< stride`);
 /// `trans[s * stride + c]` is the next state; state 0 is dead (all its transitions go to
-/// 0), state 1 is the start (empty lexeme). `emit_offsets[s]..emit_offsets[s + 1]` indexes
+/// 0), state 1 is the start (empty lexeme; of mode 0 when there are lexer modes, each
+/// mode's start being a plain state listed in `starts`). `emit_offsets[s]..emit_offsets[s + 1]` indexes
 /// `emit`: the top-priority terminals the lexeme of state `s` completes, sorted. A state
 /// other than 0 always has a path to a state that emits something (dead ends are merged
 /// into 0 when the DFA is built).
@@ -62,6 +66,9 @@ pub struct LexerDfa {
     /// Under longest-match lexing, the boundary table (see [`super::shadow`]); `None`
     /// under 1-lookahead maximal munch.
     shadows: Option<Shadows>,
+    /// The start state of each lexer mode, by mode (`starts[0]` is [`Self::START`]);
+    /// empty in a lexer without modes. Every start is a plain state (below `run_from`).
+    starts: Vec<u32>,
     /// What the builder knew about the string states (not serialized; see
     /// [`super::strings`]).
     #[serde(skip)]
@@ -71,7 +78,7 @@ pub struct LexerDfa {
 impl LexerDfa {
     /// The dead state: no lexeme continues from here.
     pub const DEAD: LexStateId = LexStateId::from_u32(0);
-    /// The start state: the empty lexeme.
+    /// The start state: the empty lexeme (of mode 0, where the input starts).
     pub const START: LexStateId = LexStateId::from_u32(1);
 
     /// Assembles and validates lexer tables. `per_state_emit[s]` lists the terminals state
@@ -144,10 +151,77 @@ impl LexerDfa {
             runs,
             margin,
             shadows: None,
+            starts: Vec::new(),
             facts: BuildFacts::default(),
         };
         dfa.validate()?;
         Ok(dfa)
+    }
+
+    /// This lexer with lexer modes whose start states are `starts` (by mode; `starts[0]`
+    /// must be [`Self::START`]), terminal `t` continuing in mode `then[t]`.
+    pub fn with_modes(
+        mut self,
+        starts: Vec<u32>,
+        then: &[u32],
+    ) -> Result<Self, LexerValidateError> {
+        if then.len() != self.terminals.len() {
+            return Err(LexerValidateError::Invalid("one mode per terminal".into()));
+        }
+        for (t, &m) in self.terminals.iter_mut().zip(then) {
+            t.then = m;
+        }
+        self.starts = if starts.len() > 1 { starts } else { Vec::new() };
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Whether the lexer has more than one mode.
+    #[inline]
+    pub fn has_modes(&self) -> bool {
+        !self.starts.is_empty()
+    }
+
+    /// How many lexer modes there are (1 without modes).
+    pub fn num_modes(&self) -> usize {
+        self.starts.len().max(1)
+    }
+
+    /// The start state (empty lexeme) of mode `m`, `m` below [`Self::num_modes`].
+    #[inline]
+    pub fn mode_start(&self, m: u32) -> LexStateId {
+        if self.starts.is_empty() {
+            Self::START
+        } else {
+            LexStateId::from_u32(self.starts[m as usize])
+        }
+    }
+
+    /// The mode the lexeme after one emitted in `p` is lexed in (see [`Self::start_after`]).
+    pub fn mode_after(&self, p: LexStateId) -> u32 {
+        let s = self.start_after(p).as_u32();
+        self.starts.iter().position(|&x| x == s).unwrap_or(0) as u32
+    }
+
+    /// Whether `q` is some mode's start state (the empty lexeme).
+    #[inline]
+    pub fn is_start(&self, q: LexStateId) -> bool {
+        q == Self::START || self.starts.contains(&q.as_u32())
+    }
+
+    /// The start state of the lexeme after one emitted in state `p`: the start of the
+    /// mode its terminals name. For a boundary inhibitor that emits nothing (`DEAD`, the
+    /// input's start; a further mode's start, its plain boundary), that mode's start.
+    #[inline]
+    pub fn start_after(&self, p: LexStateId) -> LexStateId {
+        if self.starts.is_empty() {
+            return Self::START;
+        }
+        match self.emits(p).first() {
+            Some(t) => LexStateId::from_u32(self.starts[self.terminals[t.index()].then as usize]),
+            None if self.starts.contains(&p.as_u32()) => p,
+            None => Self::START,
+        }
     }
 
     /// Attaches the builder's string facts (see [`super::strings`]); they must describe
@@ -240,6 +314,7 @@ impl LexerDfa {
             runs,
             margin: self.margin,
             shadows: None,
+            starts: self.starts.clone(),
             facts: BuildFacts::default(),
         };
         dfa.validate()?;
@@ -301,6 +376,7 @@ impl LexerDfa {
         if self.extendable.len() != n {
             return bad("extendable table size");
         }
+        self.validate_modes()?;
         if let Some(sh) = &self.shadows {
             if !self.runs.is_empty() {
                 return bad("longest-match lexing with counted runs");
@@ -316,6 +392,46 @@ impl LexerDfa {
             }
         }
         self.validate_runs()
+    }
+
+    /// The mode invariants: without modes every terminal continues in mode 0; with them
+    /// each mode's start is a plain state that emits nothing (the first is `START`),
+    /// every terminal names a mode, the terminals one state emits agree on the next, and
+    /// lexemes are cut by maximal munch.
+    fn validate_modes(&self) -> Result<(), LexerValidateError> {
+        let bad = |m: &str| Err(LexerValidateError::Invalid(m.to_string()));
+        let modes = self.num_modes() as u32;
+        if self.terminals.iter().any(|t| t.then >= modes) {
+            return bad("a terminal continues in a mode out of range");
+        }
+        if self.starts.is_empty() {
+            return Ok(());
+        }
+        if self.shadows.is_some() {
+            return bad("lexer modes under longest-match lexing");
+        }
+        if self.starts[0] != Self::START.as_u32() {
+            return bad("mode 0 must start at START");
+        }
+        let plain = self.run_from.min(self.num_states() as u32);
+        for &s in &self.starts {
+            if s == 0
+                || s >= plain
+                || self.emit_offsets[s as usize] != self.emit_offsets[s as usize + 1]
+            {
+                return bad("a mode's start state is out of range or emits");
+            }
+        }
+        for s in 0..self.num_states() {
+            let e = &self.emit[self.emit_offsets[s] as usize..self.emit_offsets[s + 1] as usize];
+            if let Some(first) = e.first() {
+                let then = self.terminals[first.index()].then;
+                if e.iter().any(|t| self.terminals[t.index()].then != then) {
+                    return bad("a state emits terminals that continue in different modes");
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The run invariants of [`CountRun`]: templates tile `run_from..num_states`, virtual
@@ -526,8 +642,12 @@ impl LexerDfa {
     pub fn boundary_next(&self, p: LexStateId, b: u8) -> LexStateId {
         match &self.shadows {
             None => {
-                if self.is_dead(self.next(p, b)) {
-                    self.next(Self::START, b)
+                let n = self.next(p, b);
+                if self.is_dead(n) {
+                    self.next(self.start_after(p), b)
+                } else if self.has_modes() && self.is_start(p) {
+                    // A further mode's plain boundary (see `plain_boundary`).
+                    n
                 } else {
                     Self::DEAD
                 }
@@ -544,8 +664,12 @@ impl LexerDfa {
     #[inline]
     pub fn boundary_next_rep(&self, p: LexStateId, b: u8) -> LexStateId {
         if self.shadows.is_none() {
-            if self.is_dead(self.next_rep(p, b)) {
-                return self.next_rep(Self::START, b);
+            let n = self.next_rep(p, b);
+            if self.is_dead(n) {
+                return self.next_rep(self.start_after(p), b);
+            }
+            if self.has_modes() && self.is_start(p) {
+                return n;
             }
             return Self::DEAD;
         }
@@ -553,7 +677,8 @@ impl LexerDfa {
     }
 
     /// The boundary an emission in state `q` leaves: `Boundary(inhibitor(q))`. `DEAD`
-    /// (nothing constrains the next byte) when `q` cannot grow and carries no shadow.
+    /// (nothing constrains the next byte, which starts a lexeme in mode 0) when `q`
+    /// cannot grow, carries no shadow and continues in mode 0.
     #[inline]
     pub fn inhibitor(&self, q: LexStateId) -> LexStateId {
         let shadowed = self
@@ -563,8 +688,26 @@ impl LexerDfa {
         if self.can_extend(q) || shadowed {
             q
         } else {
-            Self::DEAD
+            self.plain_boundary(q)
         }
+    }
+
+    /// The boundary with nothing inhibited in the mode the lexeme after one emitted in
+    /// `q` is lexed in: `DEAD` for mode 0, a further mode's start state for that mode.
+    /// (A start state emits nothing, so it never inhibits: as a boundary it stands for
+    /// its mode's plain one, and [`Self::boundary_next`] reads it so.)
+    #[inline]
+    pub fn plain_boundary(&self, q: LexStateId) -> LexStateId {
+        match self.start_after(q) {
+            Self::START => Self::DEAD,
+            s => s,
+        }
+    }
+
+    /// Whether boundary `p` inhibits nothing (`DEAD`, or a further mode's start).
+    #[inline]
+    pub fn is_plain_boundary(&self, p: LexStateId) -> bool {
+        p == Self::DEAD || (self.has_modes() && self.is_start(p))
     }
 
     /// Whether `s` is the dead state.

@@ -73,7 +73,7 @@ pub fn lex(dfa: &LexerDfa, input: &[u8]) -> Result<Vec<Lexeme>, LexError> {
                 });
             };
             out.push(lexeme(dfa, start, end, q));
-            (start, i, s, last) = (end, end, LexerDfa::START, None);
+            (start, i, s, last) = (end, end, dfa.start_after(q), None);
             continue;
         };
         let next = dfa.next(s, b);
@@ -89,7 +89,7 @@ pub fn lex(dfa: &LexerDfa, input: &[u8]) -> Result<Vec<Lexeme>, LexError> {
             if let Some((end, q)) = last.filter(|_| dfa.longest_match()) {
                 // Back up to the last complete match.
                 out.push(lexeme(dfa, start, end, q));
-                (start, i, s, last) = (end, end, LexerDfa::START, None);
+                (start, i, s, last) = (end, end, dfa.start_after(q), None);
                 continue;
             }
             return Err(LexError {
@@ -99,7 +99,7 @@ pub fn lex(dfa: &LexerDfa, input: &[u8]) -> Result<Vec<Lexeme>, LexError> {
             });
         }
         out.push(lexeme(dfa, start, i, s));
-        (start, s, last) = (i, LexerDfa::START, None);
+        (start, s, last) = (i, dfa.start_after(s), None);
     }
     Ok(out)
 }

@@ -21,8 +21,11 @@ use crate::lexer::LexerDfa;
 /// bytes since have grown but not completed (sorted; see [`advance`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Node {
-    /// Between lexemes.
-    Boundary { shadows: Vec<LexStateId> },
+    /// Between lexemes; the next lexeme starts in lexer state `start` (its mode's).
+    Boundary {
+        start: LexStateId,
+        shadows: Vec<LexStateId>,
+    },
     /// Inside a lexeme in this state (it may complete here or grow).
     Lexeme {
         q: LexStateId,
@@ -87,8 +90,14 @@ fn successors(lexer: &LexerDfa, q: LexStateId, b: u8) -> impl Iterator<Item = Le
 }
 
 /// `dropped`: a terminal stepped through as if ignored (an indenter's newline inside
-/// brackets, which the indenter drops).
-fn search(lexer: &LexerDfa, starts: Vec<Node>, dropped: Option<TerminalId>) -> Next {
+/// brackets, which the indenter drops). `then[t]`: the state the lexeme after terminal
+/// `t` starts in (its lexer mode's start).
+fn search(
+    lexer: &LexerDfa,
+    then: &[LexStateId],
+    starts: Vec<Node>,
+    dropped: Option<TerminalId>,
+) -> Next {
     let longest = lexer.longest_match();
     let mut seen: HashSet<Node> = HashSet::new();
     let mut work: Vec<Node> = starts
@@ -107,13 +116,13 @@ fn search(lexer: &LexerDfa, starts: Vec<Node>, dropped: Option<TerminalId>) -> N
             continue;
         }
         match n {
-            Node::Boundary { shadows } => {
+            Node::Boundary { start, shadows } => {
                 out.eof = true;
                 for b in 0..=255u8 {
                     let Some(moved) = advance(lexer, longest, &shadows, b) else {
                         continue;
                     };
-                    work.extend(successors(lexer, LexerDfa::START, b).map(|q| Node::Lexeme {
+                    work.extend(successors(lexer, start, b).map(|q| Node::Lexeme {
                         q,
                         shadows: moved.clone(),
                     }));
@@ -124,6 +133,7 @@ fn search(lexer: &LexerDfa, starts: Vec<Node>, dropped: Option<TerminalId>) -> N
                     let ignored = lexer.is_ignored(t) || Some(t) == dropped;
                     if ignored || lexer.is_droppable(t) {
                         work.push(Node::Boundary {
+                            start: then[t.index()],
                             shadows: behind(lexer, &shadows, q),
                         });
                     }
@@ -150,21 +160,29 @@ fn lexer_can_grow(lexer: &LexerDfa, q: LexStateId) -> bool {
     (0..=255u8).any(|b| !lexer.is_dead(lexer.next(q, b)))
 }
 
-/// What can come next at a boundary with these shadows (under maximal munch, the
-/// lexeme just emitted if it could grow; `dropped`: a terminal stepped through, see
-/// [`search`]).
+/// What can come next at a boundary whose next lexeme starts in `start`, with these
+/// shadows (under maximal munch, the lexeme just emitted if it could grow; `dropped` and
+/// `then`: see [`search`]).
 pub fn at_boundary(
     lexer: &LexerDfa,
+    then: &[LexStateId],
+    start: LexStateId,
     shadows: Vec<LexStateId>,
     dropped: Option<TerminalId>,
 ) -> Next {
-    search(lexer, vec![Node::Boundary { shadows }], dropped)
+    search(
+        lexer,
+        then,
+        vec![Node::Boundary { start, shadows }],
+        dropped,
+    )
 }
 
 /// What can come next when the pending lexeme in state `q` grows by at least one byte,
 /// with these shadows (`dropped` as for [`at_boundary`]).
 pub fn after_growing(
     lexer: &LexerDfa,
+    then: &[LexStateId],
     q: LexStateId,
     shadows: &[LexStateId],
     dropped: Option<TerminalId>,
@@ -180,7 +198,7 @@ pub fn after_growing(
             })
         })
         .collect();
-    let mut n = search(lexer, starts, dropped);
+    let mut n = search(lexer, then, starts, dropped);
     // Growing needs a byte, so end of input cannot come before it; `search` only sets
     // `eof` through boundaries reached after an ignored lexeme completes.
     n.terminals.sort();

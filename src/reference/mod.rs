@@ -30,6 +30,9 @@ pub struct Reference {
     earley: Earley,
     /// The indentation post-lexer the grammar runs behind, if any.
     indenter: Option<Indenter>,
+    /// Per terminal, the state the lexeme after it starts in: the start of the lexer mode
+    /// the grammar says it continues in (`START` without modes).
+    then: Vec<LexStateId>,
     /// Memo of lexical follow searches, keyed by where they start and whether newlines
     /// are dropped.
     follow_memo: std::sync::Mutex<hashbrown::HashMap<FollowKey, std::sync::Arc<follow::Next>>>,
@@ -73,7 +76,8 @@ struct Alt {
     /// The parses so far, one chart node per indentation state (one without an
     /// indenter).
     threads: Vec<Thread>,
-    /// The state of the pending (last, unclosed) lexeme; `START` at a boundary.
+    /// The state of the pending (last, unclosed) lexeme; at a boundary, the start state
+    /// of the lexer mode the next lexeme is lexed in.
     pending: LexStateId,
     /// The pending lexeme's indentation (read only behind an indenter).
     tail: Tail,
@@ -106,8 +110,32 @@ impl Reference {
             earley: Earley::new(grammar),
             // The oracle is built for grammars the compiler took, whose post-lexer resolved.
             indenter: grammar.post_lexer().ok().flatten(),
+            then: grammar
+                .terminals
+                .iter()
+                .map(|t| lexer.mode_start(t.mode.then))
+                .collect(),
             follow_memo: Default::default(),
         }
+    }
+
+    /// Whether a pending state is a boundary: some lexer mode's start (the empty lexeme).
+    fn at_boundary(&self, pending: LexStateId) -> bool {
+        pending == LexerDfa::START || self.then.contains(&pending)
+    }
+
+    /// A closed lexeme's terminals grouped by the state the next lexeme starts in (one
+    /// group unless they continue in different lexer modes).
+    fn by_next_start(&self, terms: &[TerminalId]) -> Vec<(LexStateId, Vec<TerminalId>)> {
+        let mut out: Vec<(LexStateId, Vec<TerminalId>)> = Vec::new();
+        for &t in terms {
+            let s = self.then[t.index()];
+            match out.iter_mut().find(|(s2, _)| *s2 == s) {
+                Some((_, v)) => v.push(t),
+                None => out.push((s, vec![t])),
+            }
+        }
+        out
     }
 
     // Searches are keyed by explicit state: a counted run's iterations share their
@@ -115,17 +143,21 @@ impl Reference {
     // `dropped`: the indenter's newline, stepped over (inside brackets).
     fn boundary_next(
         &self,
+        start: LexStateId,
         shadows: Vec<LexStateId>,
         dropped: Option<TerminalId>,
     ) -> std::sync::Arc<follow::Next> {
         let shadows: Vec<LexStateId> = shadows.into_iter().map(|q| self.lexer.rep(q)).collect();
         let key = (
             follow::Node::Boundary {
+                start,
                 shadows: shadows.clone(),
             },
             dropped.is_some(),
         );
-        self.memo(key, || follow::at_boundary(&self.lexer, shadows, dropped))
+        self.memo(key, || {
+            follow::at_boundary(&self.lexer, &self.then, start, shadows, dropped)
+        })
     }
 
     fn growing_next(
@@ -143,7 +175,7 @@ impl Reference {
             dropped.is_some(),
         );
         self.memo(key, || {
-            follow::after_growing(&self.lexer, q, shadows, dropped)
+            follow::after_growing(&self.lexer, &self.then, q, shadows, dropped)
         })
     }
 
@@ -283,7 +315,7 @@ impl Reference {
         let emits = lx.emits(a.pending).to_vec();
         // Closing the pending lexeme here: under maximal munch only if `b` cannot extend
         // it, under longest match unless `b` completes a longer match.
-        let close = a.pending != LexerDfa::START
+        let close = !self.at_boundary(a.pending)
             && !emits.is_empty()
             && (lx.is_dead(grown) || (longest && lx.emits(grown).is_empty()));
         if close {
@@ -293,15 +325,18 @@ impl Reference {
                 behind.sort();
                 behind.dedup();
             }
-            let q = lx.next(LexerDfa::START, b);
-            if !lx.is_dead(q) {
-                let threads = self.read_lexeme(chart, &a.threads, &emits, a.tail);
+            for (start, terms) in self.by_next_start(&emits) {
+                let q = lx.next(start, b);
+                if lx.is_dead(q) {
+                    continue;
+                }
+                let threads = self.read_lexeme(chart, &a.threads, &terms, a.tail);
                 if !threads.is_empty() {
                     add(Alt {
                         threads,
                         pending: q,
                         tail: Tail::default().step(b, tab_len),
-                        shadows: behind,
+                        shadows: behind.clone(),
                     });
                 }
             }
@@ -357,8 +392,8 @@ impl Reference {
     fn thread_viable(&self, chart: &Chart, a: &Alt, t: &Thread) -> bool {
         let q = a.pending;
         let dropped = self.dropped(t);
-        if q == LexerDfa::START {
-            return self.fits(chart, t, &self.boundary_next(a.shadows.clone(), dropped));
+        if self.at_boundary(q) {
+            return self.fits(chart, t, &self.boundary_next(q, a.shadows.clone(), dropped));
         }
         // The pending lexeme grows further …
         if follow::can_grow(&self.lexer, q)
@@ -372,15 +407,19 @@ impl Reference {
             return false;
         }
         let behind = follow::behind(&self.lexer, &a.shadows, q);
-        let mut chart = chart.clone();
-        let after = self.read_lexeme(&mut chart, std::slice::from_ref(t), &emits, a.tail);
-        after.iter().any(|t2| {
-            self.fits(
-                &chart,
-                t2,
-                &self.boundary_next(behind.clone(), self.dropped(t2)),
-            )
-        })
+        self.by_next_start(&emits)
+            .into_iter()
+            .any(|(start, terms)| {
+                let mut chart = chart.clone();
+                let after = self.read_lexeme(&mut chart, std::slice::from_ref(t), &terms, a.tail);
+                after.iter().any(|t2| {
+                    self.fits(
+                        &chart,
+                        t2,
+                        &self.boundary_next(start, behind.clone(), self.dropped(t2)),
+                    )
+                })
+            })
     }
 
     /// Whether some continuation of `bytes` is a document (one terminal of lookahead).
@@ -392,7 +431,7 @@ impl Reference {
     pub fn prefix_complete(&self, p: &Prefix) -> bool {
         let ind = self.indenter.as_ref();
         p.alts.iter().any(|a| {
-            if a.pending == LexerDfa::START {
+            if self.at_boundary(a.pending) {
                 return a
                     .threads
                     .iter()

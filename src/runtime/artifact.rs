@@ -23,7 +23,7 @@ use super::start_mask::StartMask;
 
 const MAGIC: &[u8; 8] = b"STKMASK\0";
 /// Bumped whenever the payload's encoding changes.
-pub const FORMAT_VERSION: u32 = 15;
+pub const FORMAT_VERSION: u32 = 16;
 const HEADER: usize = 8 + 4 + 4 + 8;
 /// Largest payload accepted (bounds what a hostile length field can make us allocate).
 pub const MAX_ARTIFACT_BYTES: u64 = 4 << 30;

@@ -15,4 +15,5 @@ mod mutated_programs;
 mod python_programs;
 mod regex;
 mod special_tokens;
+mod structural_tag;
 mod vocab;

@@ -153,13 +153,13 @@ impl Setup {
     }
 }
 
-struct Engines {
-    tables: Arc<stackmask::glr::Tables>,
-    dwa: Arc<stackmask::dwa::Dwa>,
-    reference: Reference,
+pub(super) struct Engines {
+    pub(super) tables: Arc<stackmask::glr::Tables>,
+    pub(super) dwa: Arc<stackmask::dwa::Dwa>,
+    pub(super) reference: Reference,
 }
 
-fn engines(v: &Vocab, text: &str, format: GrammarFormat) -> Engines {
+pub(super) fn engines(v: &Vocab, text: &str, format: GrammarFormat) -> Engines {
     let c = Compiler::new(v);
     let g = c.grammar(text, format).unwrap();
     let tables = Arc::new(c.tables(&g).unwrap());
@@ -172,13 +172,13 @@ fn engines(v: &Vocab, text: &str, format: GrammarFormat) -> Engines {
     }
 }
 
-fn bit(words: &[u32], t: TokenId) -> bool {
+pub(super) fn bit(words: &[u32], t: TokenId) -> bool {
     words[t.index() / 32] >> (t.index() % 32) & 1 == 1
 }
 
 /// Replays `ids` and, at every step, checks that the automaton's mask and the GLR walk's
 /// equal the reference's; returns each step's automaton mask. Every token commits.
-fn replay(
+pub(super) fn replay(
     e: &Engines,
     v: &Vocab,
     sorted: &SortedTokens,

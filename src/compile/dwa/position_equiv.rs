@@ -35,9 +35,10 @@ pub fn end_reps(lexer: &LexerDfa, follow: &LexFollow) -> Vec<LexStateId> {
     (0..n)
         .map(|q| {
             let id = LexStateId::new(q);
-            if q < 2 || !lexer.can_extend(id) {
-                // The dead and start states, and states no token can end pending in
-                // (their closed lexeme ends at the uninhibited boundary), stay themselves.
+            if q < 2 || !lexer.can_extend(id) || lexer.is_start(id) {
+                // The dead and start states (a further mode's start stands for its plain
+                // boundary), and states no token can end pending in (their closed lexeme
+                // ends at the uninhibited boundary), stay themselves.
                 return id;
             }
             let emits = lexer.emits(id);

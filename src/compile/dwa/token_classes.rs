@@ -170,10 +170,13 @@ pub fn classify<S: Default + PartialEq + std::fmt::Debug>(
     let mut paired = vec![false; groups.len()];
     for (g, &(v, gi)) in groups.iter().enumerate() {
         if let LexPos::Boundary(q) = trie.nodes[v as usize].finals[gi].0 {
-            if q != LexerDfa::DEAD {
-                // Built only for tokens also pending in `q` at the parent.
-                let p = group_of(parent[v as usize], LexPos::Pending(q))
-                    .expect("a closed growing lexeme is also pending at the parent");
+            // A growing closed lexeme's boundary is built only for tokens also pending in
+            // `q` at the parent. A plain boundary (`DEAD`, or a further lexer mode's
+            // start, in which no lexeme is ever pending) has no partner.
+            let partner_of = (q != LexerDfa::DEAD)
+                .then(|| group_of(parent[v as usize], LexPos::Pending(q)))
+                .flatten();
+            if let Some(p) = partner_of {
                 debug_assert_eq!(
                     &trie.nodes[groups[p as usize].0 as usize].finals[groups[p as usize].1].1,
                     &trie.nodes[v as usize].finals[gi].1

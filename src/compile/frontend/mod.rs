@@ -18,3 +18,4 @@ pub mod json_schema;
 pub mod lark;
 pub(crate) mod regex;
 pub(crate) mod special;
+pub mod structural_tag;

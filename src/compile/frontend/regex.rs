@@ -10,7 +10,9 @@
 use regex_syntax::hir::{Hir, HirKind, Look, Repetition};
 
 use crate::compile::error::{GrammarError, Span};
-use crate::compile::grammar::ir::{Grammar, Nonterminal, Priority, Production, Symbol, Terminal};
+use crate::compile::grammar::ir::{
+    Grammar, LexMode, Nonterminal, Priority, Production, Symbol, Terminal,
+};
 use crate::ids::{NonterminalId, TerminalId};
 
 /// Name of the single terminal.
@@ -80,6 +82,7 @@ pub fn compile(pattern: &str) -> Result<Grammar, GrammarError> {
             counted: None,
             divisibility: Vec::new(),
             special: None,
+            mode: LexMode::default(),
             span: Span::default(),
         }],
         nonterminals: vec![Nonterminal {

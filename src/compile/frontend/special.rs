@@ -5,7 +5,7 @@
 //! (`Grammar::resolve_special_tokens`).
 
 use crate::compile::error::{GrammarError, Span};
-use crate::compile::grammar::ir::{Priority, Terminal};
+use crate::compile::grammar::ir::{LexMode, Priority, Terminal};
 
 /// Reads a special token from grammar text, `next` giving its characters from the `<`
 /// on, up to the `>` on the same line, and checks it as [`written`] does.
@@ -81,6 +81,7 @@ pub(crate) fn terminal(name: &str, span: Span) -> Terminal {
         counted: None,
         divisibility: Vec::new(),
         special: Some(name.to_string()),
+        mode: LexMode::default(),
         span,
     }
 }

@@ -54,8 +54,25 @@ pub struct Terminal {
     /// it): its one lexeme is `vocab::special_lexeme` of the name, which only that token
     /// produces, and `regex` is a display form. `None` for every other terminal.
     pub special: Option<String>,
+    /// The lexer mode it is lexed in and the one the lexeme after it starts in (both 0
+    /// in a grammar without modes). See [`LexMode`].
+    pub mode: LexMode,
     /// Where it was defined (or first used, for anonymous terminals).
     pub span: Span,
+}
+
+/// Lexer modes: terminal-determined contextual lexing. A lexeme is lexed, by DESIGN.md
+/// §1's maximal munch, among the terminals of one mode only; the lexeme after it is lexed
+/// in the mode its terminal names (`then`). The input starts in mode 0. Terminals a lexeme
+/// may be emitted as (equal top priority) must agree on `then`, so the lexer stays
+/// deterministic. Structural tags use this to lex free text and the tool-call bodies
+/// inside it with different terminals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct LexMode {
+    /// The mode whose lexemes this terminal competes for.
+    pub lexed_in: u32,
+    /// The mode the next lexeme is lexed in.
+    pub then: u32,
 }
 
 /// A condition on a terminal's lexemes: each is a JSON integer `-?(0|[1-9][0-9]*)` whose

@@ -55,7 +55,8 @@ pub fn build_follow_dropping(lexer: &LexerDfa, dropped: Option<TerminalId>) -> L
             }
         }
     }
-    let (group_of, group_starts) = if lexer.longest_match() {
+    // With lexer modes a boundary's bytes also depend on the mode after it.
+    let (group_of, group_starts) = if lexer.longest_match() || lexer.has_modes() {
         shadowed_boundary_groups(lexer, &reps)
     } else {
         boundary_groups(lexer, &reps, dies_of)
@@ -217,9 +218,9 @@ fn boundary_groups(lexer: &LexerDfa, reps: &[u8], dies_of: Vec<Dies>) -> (Vec<u3
     (group_of, group_starts)
 }
 
-/// [`boundary_groups`] under longest-match lexing, where the bytes a boundary allows
-/// and the states they start also depend on its shadows: states are grouped by the
-/// states their boundary row starts.
+/// [`boundary_groups`] under longest-match lexing or lexer modes, where the bytes a
+/// boundary allows and the states they start also depend on its shadows or its mode:
+/// states are grouped by the states their boundary row starts.
 fn shadowed_boundary_groups(lexer: &LexerDfa, reps: &[u8]) -> (Vec<u32>, Vec<Vec<u32>>) {
     let n = lexer.num_states();
     let mut group_of: Vec<u32> = Vec::with_capacity(n);
@@ -228,7 +229,7 @@ fn shadowed_boundary_groups(lexer: &LexerDfa, reps: &[u8]) -> (Vec<u32>, Vec<Vec
     for p in 0..n {
         let mut starts: Vec<u32> = reps
             .iter()
-            .map(|&byte| lexer.boundary_next(LexStateId::new(p), byte))
+            .map(|&byte| lexer.boundary_next_rep(LexStateId::new(p), byte))
             .filter(|q1| !lexer.is_dead(*q1))
             .map(|q1| q1.as_u32())
             .collect();

@@ -158,7 +158,7 @@ pub(super) fn lexer_half_forked(
         starts: StartTries {
             trie_of,
             own_trie: positions,
-            dead,
+            dead: vec![dead],
             inhibited_positions: Vec::new(),
             trie_shape,
             own_tables,

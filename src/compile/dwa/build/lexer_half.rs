@@ -40,8 +40,9 @@ pub(super) struct StartTries {
     pub(super) own_trie: Vec<LexPos>,
     /// The trie each of `own_trie` reads (positions alike share one).
     pub(super) trie_of: Vec<usize>,
-    /// The plain boundary's trie, which inhibited boundaries read with filtered tables.
-    pub(super) dead: usize,
+    /// Per lexer mode, its plain boundary's trie, which the mode's inhibited boundaries
+    /// read with filtered tables.
+    pub(super) dead: Vec<usize>,
     /// Inhibited boundaries, each with the lexer state whose lexeme inhibits.
     pub(super) inhibited_positions: Vec<(LexPos, LexStateId)>,
     /// Each trie's shape, interned in [`LexerHalf::shapes`].
@@ -115,7 +116,10 @@ pub(crate) fn lexer_half(
     let own_trie: Vec<LexPos> = positions
         .iter()
         .copied()
-        .filter(|p| matches!(p, LexPos::Pending(_) | LexPos::Boundary(LexerDfa::DEAD)))
+        .filter(|p| match p {
+            LexPos::Pending(_) => true,
+            LexPos::Boundary(q) => lexer.is_plain_boundary(*q),
+        })
         .collect();
     // Token ends only matter through their follow sets, and pending positions whose
     // futures agree for as many bytes as the longest token have equal tries: one trie
@@ -137,10 +141,15 @@ pub(crate) fn lexer_half(
         limits,
     )?;
     stop.check()?;
-    let dead = built
-        .iter()
-        .position(|p| *p == LexPos::Boundary(LexerDfa::DEAD))
-        .expect("the plain boundary is always a start position");
+    let dead: Vec<usize> = (0..lexer.num_modes() as u32)
+        .map(|m| {
+            let plain = LexPos::Boundary(lexer.plain_boundary(lexer.mode_start(m)));
+            trie_of[own_trie
+                .iter()
+                .position(|p| *p == plain)
+                .expect("each mode's plain boundary is a start position")]
+        })
+        .collect();
     // Tries are built over atoms (tokens no position tells apart, `token_atoms`), so
     // a position's trie, classes and table cost its classes, not the vocabulary. The
     // inhibited boundaries are among the positions atoms are split for, so their tables
@@ -150,7 +159,7 @@ pub(crate) fn lexer_half(
     let inhibited_positions: Vec<(LexPos, LexStateId)> = positions
         .iter()
         .filter_map(|&p| match p {
-            LexPos::Boundary(q) if q != LexerDfa::DEAD => Some((p, q)),
+            LexPos::Boundary(q) if !lexer.is_plain_boundary(q) => Some((p, q)),
             _ => None,
         })
         .collect();

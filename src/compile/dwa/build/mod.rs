@@ -1203,17 +1203,20 @@ fn start_tables(
     // A token is inhibited at `Boundary(q)` when its first byte extends `q`'s lexeme;
     // an atom's tokens share their first byte as far as any boundary can tell.
     // So the table depends only on which first bytes `q` kills: one per such set.
-    let dead_base = base[trie_shape[dead] as usize];
-    let dead_table = own_tables.get(own_local[dead]).clone();
-    let mut table_of_kills: HashMap<[u64; 4], u32> = HashMap::new();
+    // (Per lexer mode: an inhibited boundary reads its mode's plain one.)
+    let mut table_of_kills: HashMap<([u64; 4], u32), u32> = HashMap::new();
     for &(p, q) in &inhibited_positions {
+        let mode = lexer.mode_after(q);
+        let dead = dead[mode as usize];
         let mut kills = [0u64; 4];
         for b in 0..=255u8 {
             if lexer.is_dead(lexer.next_rep(q, b)) {
                 kills[usize::from(b / 64)] |= 1 << (b % 64);
             }
         }
-        let table = *table_of_kills.entry(kills).or_insert_with(|| {
+        let table = *table_of_kills.entry((kills, mode)).or_insert_with(|| {
+            let dead_base = base[trie_shape[dead] as usize];
+            let dead_table = own_tables.get(own_local[dead]).clone();
             let t = dead_table.filtered(|a| {
                 let b = atoms.first_byte[a as usize];
                 kills[usize::from(b / 64)] >> (b % 64) & 1 == 1

@@ -528,12 +528,12 @@ fn walk_block(
         if !lexer.is_dead(n) {
             return Some(Walk { q: n, node: w.node });
         }
-        if w.q == LexerDfa::START {
+        if lexer.is_start(w.q) {
             return None;
         }
         let e = emits.of_state(w.q)?;
         let node = b.child(w.node, e);
-        let q = lexer.next_rep(LexerDfa::START, byte);
+        let q = lexer.next_rep(lexer.start_after(w.q), byte);
         (!lexer.is_dead(q)).then_some(Walk { q, node })
     };
     let nodes = parts.part_nodes(j);
@@ -1075,10 +1075,12 @@ impl<'t> Walks<'t> {
     }
 }
 
-/// Every lexer position a configuration can be in: the boundary with no inhibitor, the
-/// boundary after each complete lexeme that could grow, and every growing lexeme.
+/// Every lexer position a configuration can be in: the boundary with no inhibitor (one
+/// per lexer mode), the boundary after each complete lexeme that could grow, and every
+/// growing lexeme.
 pub fn start_positions(lexer: &LexerDfa) -> Vec<LexPos> {
     let mut out = vec![LexPos::Boundary(LexerDfa::DEAD)];
+    out.extend((1..lexer.num_modes() as u32).map(|m| LexPos::Boundary(lexer.mode_start(m))));
     for q in 2..lexer.num_states() {
         let q = LexStateId::new(q);
         if lexer.can_extend(q) {

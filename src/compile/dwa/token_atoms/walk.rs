@@ -427,7 +427,7 @@ pub(super) fn end_outcome(
         let inhibitor = if lexer.can_extend(q) {
             q
         } else {
-            LexerDfa::DEAD
+            lexer.plain_boundary(q)
         };
         let child = ids.path(path, e);
         let f = ids.final_id(child, canon(LexPos::Boundary(inhibitor)));
@@ -453,11 +453,11 @@ pub(super) fn step(
     if !lexer.is_dead(n) {
         return Some((n, path));
     }
-    if q == LexerDfa::START {
+    if lexer.is_start(q) {
         return None;
     }
     let e = emits.of_state(q)?;
     let path = ids.path(path, e);
-    let q = lexer.next_rep(LexerDfa::START, byte);
+    let q = lexer.next_rep(lexer.start_after(q), byte);
     (!lexer.is_dead(q)).then_some((q, path))
 }

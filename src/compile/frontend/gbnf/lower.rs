@@ -12,7 +12,7 @@ use hashbrown::HashMap;
 use super::parse::{parse, CharSet, Expr, Rule};
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
-use crate::compile::grammar::ir::{Grammar, Nonterminal, Priority, Symbol, Terminal};
+use crate::compile::grammar::ir::{Grammar, LexMode, Nonterminal, Priority, Symbol, Terminal};
 use crate::compile::grammar::prune::{
     check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
 };
@@ -211,6 +211,7 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
             counted: None,
             divisibility: Vec::new(),
             special: None,
+            mode: LexMode::default(),
             span: Span::default(),
         })
         .collect();

@@ -11,7 +11,7 @@ use crate::compile::error::{GrammarError, Span};
 use crate::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
 use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::grammar::ir::{
-    Grammar, IndenterSpec, Nonterminal, Priority, Production, Symbol, Terminal,
+    Grammar, IndenterSpec, LexMode, Nonterminal, Priority, Production, Symbol, Terminal,
 };
 use crate::compile::interrupt::Interrupt;
 
@@ -230,6 +230,7 @@ impl Lowerer {
             counted: None,
             divisibility: Vec::new(),
             special: None,
+            mode: LexMode::default(),
             span: def_span,
         });
         self.named_ids.insert(name.to_string(), id);
@@ -316,6 +317,7 @@ impl Lowerer {
             counted: None,
             divisibility: Vec::new(),
             special: None,
+            mode: LexMode::default(),
             span,
         });
         self.anon_ids.insert(key, id);

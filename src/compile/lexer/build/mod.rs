@@ -22,7 +22,7 @@ use crate::compile::error::GrammarError;
 use crate::compile::grammar::ir::{Divisibility, Grammar, Priority, Terminal, MAX_DIVISOR};
 use crate::compile::interrupt::Interrupt;
 use crate::compile::lexer::count::{self, CountPos, CountStep, Counting};
-use crate::ids::TerminalId;
+use crate::ids::{LexStateId, TerminalId};
 use crate::lexer::{CountRun, CountRuns, LexTerminal, LexerDfa};
 
 mod look_around;
@@ -436,19 +436,35 @@ fn subset_construction(
         plain: Vec::new(),
         count: None,
     })?; // state 0: dead
-    let start_plain: Vec<(u32, u32)> = dfas
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| (d.start != NONE).then_some((i as u32, d.start)))
-        .collect();
+    let modes = mode_count(g)?;
+    let start_plain = |m: u32| -> Vec<(u32, u32)> {
+        dfas.iter()
+            .enumerate()
+            .filter(|&(i, d)| d.start != NONE && g.terminals[i].mode.lexed_in == m)
+            .map(|(i, d)| (i as u32, d.start))
+            .collect()
+    };
     // The start state is always 1, even if no terminal can start (then it has no exits).
     b.add(Key {
-        plain: start_plain,
+        plain: start_plain(0),
         count: None,
     })?;
+    // Each further lexer mode's start next: plain states, below any run.
+    let mut starts: Vec<u32> = vec![1];
+    for m in 1..modes {
+        let plain = start_plain(m);
+        if plain.is_empty() {
+            return Err(GrammarError::Unsupported {
+                span: Default::default(),
+                construct: format!("lexer mode {m}"),
+                reason: "no terminal is lexed in it".into(),
+            });
+        }
+        starts.push(b.add(Key { plain, count: None })?);
+    }
     // Plain states in id order (as before counting existed); counted layers by count,
     // each finished before the next so that a layer can be compared with the one before.
-    let mut plain_queue: std::collections::VecDeque<u32> = [1].into();
+    let mut plain_queue: std::collections::VecDeque<u32> = starts.iter().copied().collect();
     let mut layers: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
     let mut runs: Vec<CutRun> = Vec::new();
     let mut prev_layer: Option<(u32, Vec<Combo>)> = None;
@@ -512,7 +528,60 @@ fn subset_construction(
     }
     let shifted = b.shifted;
     let lexer = b.finish(classes, stride, runs, opts.count_margin, &g.terminals)?;
+    if modes == 1 {
+        return Ok((lexer, shifted));
+    }
+    check_modes_agree(&lexer, g)?;
+    // Starts are plain states made before any run's, so renumbering kept their ids; the
+    // check above is the one invariant `with_modes` could still find broken.
+    let then: Vec<u32> = g.terminals.iter().map(|t| t.mode.then).collect();
+    let lexer = lexer
+        .with_modes(starts, &then)
+        .expect("mode starts are plain, non-emitting states");
     Ok((lexer, shifted))
+}
+
+/// How many lexer modes `g`'s terminals use (1 without modes); refuses modes beside a
+/// post-lexer or longest-match lexing, which do not read them.
+fn mode_count(g: &Grammar) -> Result<u32, GrammarError> {
+    let modes = g
+        .terminals
+        .iter()
+        .map(|t| t.mode.lexed_in.max(t.mode.then) + 1)
+        .max()
+        .unwrap_or(1);
+    if modes > 1 && (g.longest_match || g.indenter.is_some()) {
+        return Err(GrammarError::Unsupported {
+            span: Default::default(),
+            construct: "lexer modes".into(),
+            reason: "not beside longest-match lexing or an indenter".into(),
+        });
+    }
+    Ok(modes)
+}
+
+/// Refuses a lexeme that two terminals of equal priority match but that would continue
+/// in different modes: the lexer could not tell which mode comes next.
+fn check_modes_agree(lexer: &LexerDfa, g: &Grammar) -> Result<(), GrammarError> {
+    for s in 0..lexer.num_states() {
+        let e = lexer.emits(LexStateId::new(s));
+        let Some(&first) = e.first() else { continue };
+        let (a, then) = (
+            &g.terminals[first.index()],
+            g.terminals[first.index()].mode.then,
+        );
+        if let Some(t) = e.iter().find(|t| g.terminals[t.index()].mode.then != then) {
+            let b = &g.terminals[t.index()];
+            return Err(GrammarError::Unsupported {
+                span: b.span,
+                construct: format!("terminals {} and {}", a.name, b.name),
+                reason: "they match the same text but the text after them is lexed in \
+                         different lexer modes"
+                    .into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The subset construction's tables, with the counting rules.
@@ -939,6 +1008,8 @@ impl SubsetBuilder<'_> {
                 name: t.name.clone(),
                 ignored: t.ignored,
                 droppable: t.droppable,
+                // Set with the mode starts (`with_modes`), once the states are final.
+                then: 0,
             })
             .collect();
         let margin = if frozen.is_empty() { 0 } else { margin };

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::compile::error::Span;
-use crate::compile::grammar::ir::{Counted, Terminal};
+use crate::compile::grammar::ir::{Counted, LexMode, Terminal};
 
 fn terminal(regex: &str, also: &[&str]) -> Terminal {
     terminal_except(regex, also, &[])
@@ -21,6 +21,7 @@ fn terminal_except(regex: &str, also: &[&str], except: &[&str]) -> Terminal {
         counted: None,
         divisibility: Vec::new(),
         special: None,
+        mode: LexMode::default(),
         span: Span::default(),
     }
 }
@@ -189,6 +190,8 @@ fn assert_lexes_like_unrolled(kinds: impl Fn(bool) -> Vec<Terminal>) {
     use crate::reference::follow as rf;
     let unrolled = build_lexer(&grammar_of(kinds(false))).unwrap();
     let uf = build_follow(&unrolled);
+    // One lexer mode: every lexeme is followed by one from the start state.
+    let starts = vec![LexerDfa::START; kinds(false).len()];
     for margin in [1, 2, 3, 5] {
         let g = grammar_of(kinds(true));
         let lx = build_lexer_with(
@@ -221,13 +224,13 @@ fn assert_lexes_like_unrolled(kinds: impl Fn(bool) -> Vec<Terminal>) {
             assert_eq!(lf.after_pending(ra), uf.after_pending(b), "{at}");
             assert_eq!(lf.at_boundary(ra), uf.at_boundary(b), "{at}");
             let (x, y) = (
-                rf::after_growing(&lx, a, &[], None),
-                rf::after_growing(&unrolled, b, &[], None),
+                rf::after_growing(&lx, &starts, a, &[], None),
+                rf::after_growing(&unrolled, &starts, b, &[], None),
             );
             assert_eq!((x.terminals, x.eof), (y.terminals, y.eof), "{at}");
             let (x, y) = (
-                rf::at_boundary(&lx, vec![a], None),
-                rf::at_boundary(&unrolled, vec![b], None),
+                rf::at_boundary(&lx, &starts, LexerDfa::START, vec![a], None),
+                rf::at_boundary(&unrolled, &starts, LexerDfa::START, vec![b], None),
             );
             assert_eq!((x.terminals, x.eof), (y.terminals, y.eof), "{at}");
             for byte in 0..=255u8 {

@@ -37,7 +37,7 @@ use super::{Dropped, LoweredSchema, SchemaError, SchemaOptions};
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::grammar::ir::{
-    Counted, Divisibility, Grammar, Nonterminal, Priority, Symbol, Terminal, MAX_DIVISOR,
+    Counted, Divisibility, Grammar, LexMode, Nonterminal, Priority, Symbol, Terminal, MAX_DIVISOR,
 };
 use crate::compile::grammar::prune::{
     check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive_until,
@@ -381,6 +381,7 @@ impl<'a> Lowerer<'a> {
             counted: None,
             divisibility: key.4.clone(),
             special: None,
+            mode: LexMode::default(),
             span: Span::default(),
         });
         self.term_ids.insert(key, id);
@@ -1107,6 +1108,7 @@ impl CountedPattern {
             counted: Some(self.counted.clone()),
             divisibility: Vec::new(),
             special: None,
+            mode: LexMode::default(),
             span: Span::default(),
         }
     }
