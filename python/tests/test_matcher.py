@@ -410,3 +410,35 @@ def test_json_schema_rules_in_lark_grammars(gpt2, compiler):
     assert m.is_accepting()
     with pytest.raises(stackmask.StackmaskError, match=r"2:7: %json schema: .*uniqueItems"):
         compiler.compile_lark('start: body\nbody: %json {"type": "array", "uniqueItems": true}\n')
+
+
+def test_structural_tags_in_free_text(gpt2, compiler):
+    tags = [
+        {
+            "begin": "<function=add>",
+            "schema": {
+                "type": "object",
+                "properties": {"a": {"type": "integer", "maximum": 5}},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+            "end": "</function>",
+        }
+    ]
+    spec = stackmask.structural_tag_spec(tags, ["<function="], at_least_one=True)
+    m = stackmask.GrammarMatcher(compiler.compile_structural_tag(spec))
+    # Free text first, with braces and quotes a body would lex differently; no call yet,
+    # so the sequence may not end.
+    assert m.accept_tokens(gpt2.encode('Sure, {"x"} <b>: '))
+    assert not m.is_accepting()
+    # After the trigger, only a structure's begin; inside the body, the schema.
+    assert m.accept_tokens(gpt2.encode("<function="))
+    assert m.validate_tokens(gpt2.encode("sub>")) == 0
+    assert m.accept_tokens(gpt2.encode('add>{"a": '))
+    assert m.validate_tokens(gpt2.encode("7")) == 0
+    assert m.accept_tokens(gpt2.encode("3}</function> Done."))
+    assert m.is_accepting()
+    with pytest.raises(stackmask.StackmaskError, match="structures 0 and 1 have the same begin"):
+        compiler.compile_structural_tag(
+            stackmask.structural_tag_spec(tags + tags, ["<function="])
+        )
