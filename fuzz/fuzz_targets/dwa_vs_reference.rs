@@ -123,11 +123,9 @@ fn tag_spec(b: &mut Bytes) -> String {
         r#""regex": "a( b)*""#,
         r#""schema": {"type": "string", "maxLength": 2}"#,
         r#""schema": {"enum": ["a", "b-"]}"#,
-        r#""grammar": "start: W (";" W)*
-W: /[ab]+/
-""#,
+        r#""grammar": "start: W (\";\" W)*\nW: /[ab]+/\n""#,
     ];
-    let ends = [")", ";", "b)", """, "--"];
+    let ends = [")", ";", "b)", "\"", "--"];
     let mut structures = Vec::new();
     for t in triggers {
         let n = 1 + b.below(2);
