@@ -3,7 +3,7 @@
 //! at decode time, and the decode-time layers never import this module.
 //!
 //! The pipeline, one folder per stage:
-//! 1. [`frontend`]: Lark, GBNF, JSON Schema and regex text → the grammar IR.
+//! 1. [`frontend`]: Lark, GBNF, JSON Schema, regex and structural-tag text → the grammar IR.
 //! 2. [`grammar`]: the IR ([`Grammar`]), EBNF expansion and pruning.
 //! 3. [`lexer`]: terminals → the byte-level lexer DFA and its follow tables.
 //! 4. [`lr`]: rules → LALR(1) tables that keep every conflict (the GLR parser's).

@@ -5,6 +5,10 @@
 //! GLR commit path and the mask automaton builder. A state stands for the bytes of the
 //! current lexeme read so far; it knows which terminals that lexeme completes (only those
 //! of top priority: the ones that would be emitted) and whether any byte can extend it.
+//! With lexer modes, each mode has a start state (the empty lexeme among that mode's
+//! terminals) and an emitted lexeme's terminals name the mode of the next one
+//! ([`LexerDfa::start_after`]); a further mode's plain boundary is written
+//! `Boundary(its start)`, as mode 0's is `Boundary(DEAD)`.
 //! This module depends only on the id newtypes.
 
 mod dfa;

@@ -9,6 +9,9 @@
 //! - [`json_schema`]: JSON Schema drafts 4 to 2020-12, exact or refused by keyword.
 //! - `regex`: a whole-output regular expression.
 //! - `special`: special tokens as Lark and GBNF rules name them (`<|name|>`, `<[id]>`).
+//! - [`structural_tag`]: XGrammar's structural tags (free text with tool calls after
+//!   triggers), whose free text and bodies are lexed in lexer modes
+//!   ([`crate::compile::grammar::ir::LexMode`]).
 //!
 //! After this stage: a [`crate::compile::Grammar`] whose terminals are regular
 //! expressions (with priorities, some ignored or counted) and whose rules are plain BNF.
