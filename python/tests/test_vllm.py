@@ -80,6 +80,19 @@ def test_grammar_and_regex_requests(backend, gpt2):
     backend.destroy()
 
 
+def test_structural_tag_request(backend, gpt2):
+    # vLLM passes the request's structural tag as JSON text: structures and triggers.
+    spec = (
+        '{"structures": [{"begin": "<f=add>", "schema": {"type": "integer"}, "end": "</f>"}],'
+        ' "triggers": ["<f="]}'
+    )
+    g = backend.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, spec)
+    decode_loop(backend, g, gpt2.encode("Sum: <f=add>42</f> ok"))
+    assert g.accept_tokens("r", [50256]) and g.is_terminated()
+    bad = backend.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, spec)
+    assert not bad.accept_tokens("r", gpt2.encode("<f=sub>"))
+
+
 def test_jump_forward_string(backend, gpt2):
     g = backend.compile_grammar(StructuredOutputOptions.GRAMMAR, 'start: "answer: " ("yes" | "no")')
     assert g.find_jump_string() == "answer: "

@@ -96,6 +96,8 @@ def _compile(compiler: GrammarCompiler, kind: str, text: str) -> Any:
         return compiler.compile_gbnf(text)
     if kind == "regex":
         return compiler.compile_regex(text)
+    if kind == "structural_tag":
+        return compiler.compile_structural_tag(text)
     raise ValueError(f"unknown request kind {kind!r}")
 
 
@@ -158,12 +160,14 @@ class StackmaskBackend(_Backend):
     ) -> StackmaskGrammar:
         """Compiles one request's constraint. JSON: a JSON Schema; JSON_OBJECT: any JSON
         value; GRAMMAR: GBNF when it uses ``::=``, else Lark; REGEX: a whole-output regular
-        expression. Other kinds raise ``ValueError``."""
+        expression; STRUCTURAL_TAG: tool calls in free text (``{"structures": [{"begin",
+        "schema", "end"}], "triggers"}``). Other kinds raise ``ValueError``."""
         kind = {
             "JSON": "json_schema",
             "JSON_OBJECT": "json_object",
             "GRAMMAR": "gbnf" if "::=" in grammar_spec else "lark",
             "REGEX": "regex",
+            "STRUCTURAL_TAG": "structural_tag",
         }.get(request_type.name)
         if kind is None:
             raise ValueError(f"stackmask does not support {request_type.name} requests")
@@ -185,7 +189,7 @@ class StackmaskBackend(_Backend):
 
 
 #: The request kinds ``extra_args["stackmask"]`` may name, each with its grammar text.
-REQUEST_KINDS = ("json_schema", "json_object", "lark", "gbnf", "regex")
+REQUEST_KINDS = ("json_schema", "json_object", "lark", "gbnf", "regex", "structural_tag")
 
 
 def _request_spec(params: Any) -> tuple[str, str] | None:
