@@ -98,3 +98,18 @@ def test_jump_forward_string(backend, gpt2):
     assert g.find_jump_string() == "answer: "
     assert g.accept_tokens("r", gpt2.encode("answer: "))
     assert g.find_jump_string() is None
+
+
+def test_request_spec_takes_structural_tags_as_json_or_text():
+    import json
+    from types import SimpleNamespace
+
+    from stackmask.integrations.vllm import _request_spec
+
+    tag = {"structures": [{"begin": "<f>", "schema": {}, "end": "</f>"}], "triggers": ["<f>"]}
+    for given in (tag, json.dumps(tag)):
+        params = SimpleNamespace(extra_args={"stackmask": {"structural_tag": given}})
+        kind, text = _request_spec(params)
+        assert kind == "structural_tag" and json.loads(text) == tag
+    with pytest.raises(ValueError, match="must be one of"):
+        _request_spec(SimpleNamespace(extra_args={"stackmask": {"structural_tags": tag}}))

@@ -205,7 +205,7 @@ def _request_spec(params: Any) -> tuple[str, str] | None:
             "TEXT (json_object: true)"
         )
     kind, text = next(iter(spec.items()))
-    if kind == "json_schema" and not isinstance(text, str):
+    if kind in ("json_schema", "structural_tag") and not isinstance(text, str):
         import json  # noqa: PLC0415
 
         text = json.dumps(text)
