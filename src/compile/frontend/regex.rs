@@ -10,9 +10,7 @@
 use regex_syntax::hir::{Hir, HirKind, Look, Repetition};
 
 use crate::compile::error::{GrammarError, Span};
-use crate::compile::grammar::ir::{
-    Grammar, LexMode, Nonterminal, Priority, Production, Symbol, Terminal,
-};
+use crate::compile::grammar::ir::{Grammar, Nonterminal, Priority, Production, Symbol, Terminal};
 use crate::ids::{NonterminalId, TerminalId};
 
 /// Name of the single terminal.
@@ -71,20 +69,12 @@ pub fn compile(pattern: &str) -> Result<Grammar, GrammarError> {
         });
     }
     let g = Grammar {
-        terminals: vec![Terminal {
-            name: TERMINAL.into(),
-            regex: printable(&body).to_string(),
-            priority: Priority::default(),
-            ignored: false,
-            droppable: false,
-            also: Vec::new(),
-            except: Vec::new(),
-            counted: None,
-            divisibility: Vec::new(),
-            special: None,
-            mode: LexMode::default(),
-            span: Span::default(),
-        }],
+        terminals: vec![Terminal::new(
+            TERMINAL.into(),
+            printable(&body).to_string(),
+            Priority::default(),
+            Span::default(),
+        )],
         nonterminals: vec![Nonterminal {
             name: "start".into(),
             span: Span::default(),

@@ -5,7 +5,7 @@
 //! (`Grammar::resolve_special_tokens`).
 
 use crate::compile::error::{GrammarError, Span};
-use crate::compile::grammar::ir::{LexMode, Priority, Terminal};
+use crate::compile::grammar::ir::{Priority, Terminal};
 
 /// Reads a special token from grammar text, `next` giving its characters from the `<`
 /// on, up to the `>` on the same line, and checks it as [`written`] does.
@@ -67,22 +67,13 @@ pub(crate) fn written(text: &str, span: Span) -> Result<String, GrammarError> {
 
 /// The terminal of special token `name` (from [`written`]), first named at `span`.
 pub(crate) fn terminal(name: &str, span: Span) -> Terminal {
+    let literal = Priority {
+        user: 0,
+        literal: true,
+    };
     Terminal {
-        name: name.to_string(),
-        regex: regex_syntax::escape(name),
-        priority: Priority {
-            user: 0,
-            literal: true,
-        },
-        ignored: false,
-        droppable: false,
-        also: Vec::new(),
-        except: Vec::new(),
-        counted: None,
-        divisibility: Vec::new(),
         special: Some(name.to_string()),
-        mode: LexMode::default(),
-        span,
+        ..Terminal::new(name.to_string(), regex_syntax::escape(name), literal, span)
     }
 }
 

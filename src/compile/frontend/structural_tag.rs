@@ -318,21 +318,11 @@ impl Builder {
 /// A terminal: `regex` lexed in mode `lexed_in`, the next lexeme in `then`.
 fn term(name: String, regex: String, literal: bool, user: i32, mode: (u32, u32)) -> Terminal {
     Terminal {
-        name,
-        regex,
-        priority: Priority { user, literal },
-        ignored: false,
-        droppable: false,
-        also: Vec::new(),
-        except: Vec::new(),
-        counted: None,
-        divisibility: Vec::new(),
-        special: None,
         mode: LexMode {
             lexed_in: mode.0,
             then: mode.1,
         },
-        span: Span::default(),
+        ..Terminal::new(name, regex, Priority { user, literal }, Span::default())
     }
 }
 

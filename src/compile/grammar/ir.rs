@@ -61,6 +61,27 @@ pub struct Terminal {
     pub span: Span,
 }
 
+impl Terminal {
+    /// A terminal matching `regex`, ranked by `priority`, defined at `span`: neither
+    /// ignored nor droppable, with no further conditions, lexed in mode 0.
+    pub fn new(name: String, regex: String, priority: Priority, span: Span) -> Self {
+        Self {
+            name,
+            regex,
+            priority,
+            ignored: false,
+            droppable: false,
+            also: Vec::new(),
+            except: Vec::new(),
+            counted: None,
+            divisibility: Vec::new(),
+            special: None,
+            mode: LexMode::default(),
+            span,
+        }
+    }
+}
+
 /// Lexer modes: terminal-determined contextual lexing. A lexeme is lexed, by DESIGN.md
 /// §1's maximal munch, among the terminals of one mode only; the lexeme after it is lexed
 /// in the mode its terminal names (`then`). The input starts in mode 0. Terminals a lexeme

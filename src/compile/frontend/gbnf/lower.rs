@@ -12,7 +12,7 @@ use hashbrown::HashMap;
 use super::parse::{parse, CharSet, Expr, Rule};
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
-use crate::compile::grammar::ir::{Grammar, LexMode, Nonterminal, Priority, Symbol, Terminal};
+use crate::compile::grammar::ir::{Grammar, Nonterminal, Priority, Symbol, Terminal};
 use crate::compile::grammar::prune::{
     check_acyclic, check_no_hidden_left_recursion, prune_unreachable, remove_unproductive,
 };
@@ -196,23 +196,14 @@ pub fn lower(src: &str, start: &str) -> Result<Grammar, GrammarError> {
     let mut terminals: Vec<Terminal> = atoms
         .atoms
         .iter()
-        .map(|&(a, b)| Terminal {
-            name: if a == b {
+        .map(|&(a, b)| {
+            let name = if a == b {
                 format!("'{}'", show_char(a))
             } else {
                 format!("[{}-{}]", show_char(a), show_char(b))
-            },
-            regex: format!("[\\x{{{a:x}}}-\\x{{{b:x}}}]"),
-            priority: Priority::default(),
-            ignored: false,
-            droppable: false,
-            also: Vec::new(),
-            except: Vec::new(),
-            counted: None,
-            divisibility: Vec::new(),
-            special: None,
-            mode: LexMode::default(),
-            span: Span::default(),
+            };
+            let regex = format!("[\\x{{{a:x}}}-\\x{{{b:x}}}]");
+            Terminal::new(name, regex, Priority::default(), Span::default())
         })
         .collect();
     terminals.extend(

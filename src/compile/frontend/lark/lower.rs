@@ -11,7 +11,7 @@ use crate::compile::error::{GrammarError, Span};
 use crate::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
 use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
 use crate::compile::grammar::ir::{
-    Grammar, IndenterSpec, LexMode, Nonterminal, Priority, Production, Symbol, Terminal,
+    Grammar, IndenterSpec, Nonterminal, Priority, Production, Symbol, Terminal,
 };
 use crate::compile::interrupt::Interrupt;
 
@@ -216,23 +216,12 @@ impl Lowerer {
             None => (0, false, span),
         };
         let id = TerminalId::new(self.terminals.len());
-        self.terminals.push(Terminal {
-            name: name.to_string(),
-            regex,
-            priority: Priority {
-                user: prio,
-                literal,
-            },
-            ignored: false,
-            droppable: false,
-            also: Vec::new(),
-            except: Vec::new(),
-            counted: None,
-            divisibility: Vec::new(),
-            special: None,
-            mode: LexMode::default(),
-            span: def_span,
-        });
+        let priority = Priority {
+            user: prio,
+            literal,
+        };
+        self.terminals
+            .push(Terminal::new(name.to_string(), regex, priority, def_span));
         self.named_ids.insert(name.to_string(), id);
         Ok(id)
     }
@@ -307,18 +296,8 @@ impl Lowerer {
         }
         let id = TerminalId::new(self.terminals.len());
         self.terminals.push(Terminal {
-            name,
-            regex,
-            priority: Priority { user: 0, literal },
             ignored,
-            droppable: false,
-            also: Vec::new(),
-            except: Vec::new(),
-            counted: None,
-            divisibility: Vec::new(),
-            special: None,
-            mode: LexMode::default(),
-            span,
+            ..Terminal::new(name, regex, Priority { user: 0, literal }, span)
         });
         self.anon_ids.insert(key, id);
         Ok(id)
