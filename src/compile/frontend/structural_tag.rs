@@ -342,7 +342,12 @@ fn literal(name: String, text: &str, mode: (u32, u32)) -> Terminal {
     }
 }
 
-fn lower(spec: &Spec, options: &SchemaOptions, stop: &Interrupt) -> Result<Grammar, GrammarError> {
+/// Per trigger, its structures (index, and the rest of the begin after the trigger),
+/// after checking the triggers and the structures' begins and ends; and which triggers
+/// are special tokens.
+type ByTrigger<'a> = (Vec<Vec<(usize, &'a str)>>, Vec<Option<String>>);
+
+fn group_by_trigger(spec: &Spec) -> Result<ByTrigger<'_>, GrammarError> {
     let triggers = &spec.triggers;
     if triggers.is_empty() {
         return Err(bad("`triggers` is empty"));
@@ -385,6 +390,12 @@ fn lower(spec: &Spec, options: &SchemaOptions, stop: &Interrupt) -> Result<Gramm
             )));
         }
     }
+    Ok((of_trigger, special))
+}
+
+fn lower(spec: &Spec, options: &SchemaOptions, stop: &Interrupt) -> Result<Grammar, GrammarError> {
+    let triggers = &spec.triggers;
+    let (of_trigger, special) = group_by_trigger(spec)?;
     // Modes: 0 free text; one per trigger whose begins go on after it; one per body.
     let mut next_mode = 1u32;
     let begins_mode: Vec<Option<u32>> = of_trigger
