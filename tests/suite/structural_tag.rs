@@ -171,20 +171,22 @@ fn special(v: &Vocab, name: &str) -> TokenId {
         .0
 }
 
-/// Bodies written as a Lark grammar and as a regex, beside a schema, after two triggers
-/// one of which ends the other (`<tool>` and `l>`: the longer wins where both end).
+/// Bodies written as a Lark grammar (one with a `%json` rule item inside) and as a regex,
+/// beside a schema, after two triggers one of which ends the other (`<tool>` and `l>`:
+/// the longer wins where both end).
 #[test]
 fn lark_and_regex_bodies_match_the_reference() {
     let spec = r#"{"type": "structural_tag",
       "structures": [
         {"begin": "<tool>sum ", "grammar": "start: NUM (\"+\" NUM)*\nNUM: /[0-9]+/\n", "end": "</tool>"},
         {"begin": "<tool>word ", "regex": "[a-z]+( [a-z]+)*", "end": "</tool>"},
+        {"begin": "<tool>set ", "grammar": "start: KEY \"=\" %json {\"type\": \"array\", \"items\": {\"type\": \"integer\"}}\nKEY: /[a-z]+/\n", "end": "</tool>"},
         {"begin": "l>", "schema": {"type": "boolean"}, "end": "."}
       ],
       "triggers": ["<tool>", "l>"]}"#;
     let docs = [
         "Adding: <tool>sum 1+22+333</tool> and <tool>word to be or not</tool>!",
-        "cool l>true. <tool>sum 4</tool>",
+        "cool l>true. <tool>sum 4</tool><tool>set xs=[1, -2, 30]</tool> ok",
     ];
     documents_match_the_reference(spec, &docs);
 }
