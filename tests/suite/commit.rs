@@ -72,10 +72,14 @@ fn load_case(dir: &Path) -> Case {
         } else {
             dir.join(&f.grammar)
         };
-        (
-            std::fs::read_to_string(&path).unwrap(),
-            GrammarFormat::from_path(&f.grammar),
-        )
+        let text = std::fs::read_to_string(&path).unwrap();
+        let format = match GrammarFormat::from_path(&f.grammar) {
+            GrammarFormat::JsonSchema if compile::frontend::structural_tag::is_spec(&text) => {
+                GrammarFormat::StructuralTag
+            }
+            format => format,
+        };
+        (text, format)
     };
     let mut g = compile::compile_grammar(&text, format).unwrap_or_else(|e| panic!("{name}: {e}"));
     g.set_droppable(&f.droppable)

@@ -1,7 +1,8 @@
 //! Structural tags (issue 90 point 3): free text with tool calls after triggers, lexed in
 //! lexer modes. Masks equal the reference's (which reads the modes from the grammar IR,
 //! not from the lexer's tables) and the GLR walk's at every step, with real tokenizers,
-//! canonical and random segmentations; a trigger split across tokens is caught.
+//! canonical and random segmentations (and the corpus case `structural_tag` under every
+//! engine); a trigger split across tokens is caught.
 
 use stackmask::compile::{Compiler, GrammarError, GrammarFormat};
 use stackmask::glr::walk::SortedTokens;
@@ -40,7 +41,6 @@ fn segmentations(v: &Vocab, doc: &str) -> Vec<Vec<TokenId>> {
     vec![
         v.encode(doc).unwrap(),
         random_segmentation(v, doc.as_bytes(), 11).unwrap(),
-        random_segmentation(v, doc.as_bytes(), 12).unwrap(),
     ]
 }
 
@@ -55,7 +55,7 @@ fn function_calls_in_free_text_match_the_reference() {
     documents_match_the_reference(FUNCTIONS, &docs);
 }
 
-/// Replays each document (canonical and two random segmentations, on every tokenizer)
+/// Replays each document (canonical and a random segmentation, on every tokenizer)
 /// through `spec`, masks checked against the reference at every step; each document
 /// may end.
 fn documents_match_the_reference(spec: &str, docs: &[&str]) {
