@@ -235,6 +235,12 @@ fn bad_specs_are_refused_by_name() {
             "unknown field `extra`",
         ),
         (r#"{"structures": [], "#.to_string(), "not JSON at 1:"),
+        (
+            format!(
+                r#"{{"structures": [{{"begin": "<a>", "schema": {obj}, "end": "<[1,2]>"}}], "triggers": ["<a>"]}}"#
+            ),
+            "structure 0: end `<[1,2]>`",
+        ),
     ];
     for (spec, want) in &cases {
         match c.grammar(spec, GrammarFormat::StructuralTag) {

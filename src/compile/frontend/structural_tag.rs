@@ -97,16 +97,32 @@ struct Spec {
     at_least_one: bool,
 }
 
+/// Whether a string is written in a special token's frame (`<|…|>`, `<[…]>`).
+fn framed(text: &str) -> bool {
+    let Some(inner) = text.strip_prefix('<').and_then(|t| t.strip_suffix('>')) else {
+        return false;
+    };
+    (inner.starts_with('|') && inner.ends_with('|') && inner.len() >= 2)
+        || (inner.starts_with('[') && inner.ends_with(']'))
+}
+
 /// A string written as one special token (`<|name|>`, `<[id]>`), as `special::written`
-/// names it.
+/// names it ([`check_special`] has refused the framed strings it does not take).
 fn special_name(text: &str) -> Option<String> {
-    let inner = text.strip_prefix('<')?.strip_suffix('>')?;
-    let framed = (inner.starts_with('|') && inner.ends_with('|') && inner.len() >= 2)
-        || (inner.starts_with('[') && inner.ends_with(']'));
-    if !framed {
-        return None;
+    framed(text)
+        .then(|| special::written(text, Span::default()).ok())
+        .flatten()
+}
+
+/// Refuses a string in a special token's frame that is not one special token
+/// (`<[1,2]>`, a token set; `<|a b|>`), naming where it is written.
+fn check_special(text: &str, what: &str) -> Result<(), GrammarError> {
+    if framed(text) {
+        if let Err(e) = special::written(text, Span::default()) {
+            return Err(bad(format!("{what} `{text}`: {e}")));
+        }
     }
-    special::written(text, Span::default()).ok()
+    Ok(())
 }
 
 impl Spec {
@@ -354,6 +370,7 @@ fn group_by_trigger(spec: &Spec) -> Result<ByTrigger<'_>, GrammarError> {
     }
     let special: Vec<Option<String>> = triggers.iter().map(|t| special_name(t)).collect();
     for (k, t) in triggers.iter().enumerate() {
+        check_special(t, "trigger")?;
         if t.is_empty() {
             return Err(bad(format!("trigger {k} is empty")));
         }
@@ -371,6 +388,11 @@ fn group_by_trigger(spec: &Spec) -> Result<ByTrigger<'_>, GrammarError> {
             )));
         }
         let (k, rest) = trigger_of(i, &s.begin, triggers, &special)?;
+        check_special(
+            rest,
+            &format!("structure {i}: the begin after its trigger,"),
+        )?;
+        check_special(&s.end, &format!("structure {i}: end"))?;
         if let Some(&(j, _)) = of_trigger[k].iter().find(|(_, r)| *r == rest) {
             return Err(bad(format!("structures {j} and {i} have the same begin")));
         }
