@@ -17,6 +17,7 @@ use pyo3::types::PyBytes;
 use stackmask::compile::frontend::json_schema::{SchemaError, SchemaOptions};
 use stackmask::compile::DwaLimits;
 use stackmask::compile::{
+    Lexing,
     compile_grammar, Compiler, Grammar, GrammarError, GrammarFormat, IndenterSpec,
 };
 use stackmask::ids::TokenId;
@@ -258,13 +259,26 @@ struct Limits {
 }
 
 /// How a grammar's lexemes reach its parser: droppable terminals, and the indenter's
-/// terminals and tab width (`compile_lark`).
+/// terminals and tab width, and the lexing (`compile_lark`).
 #[derive(Default)]
 struct Stream {
     droppable: Vec<String>,
     indenter: Option<(String, String, String)>,
     tab_len: Option<u32>,
     longest_match: bool,
+    lexing: Lexing,
+}
+
+/// `lexing=`: `"auto"`, `"global"` or `"contextual"` (see `stackmask::compile::Lexing`).
+fn lexing_arg(s: &str) -> PyResult<Lexing> {
+    match s {
+        "auto" => Ok(Lexing::Auto),
+        "global" => Ok(Lexing::Global),
+        "contextual" => Ok(Lexing::Contextual),
+        other => Err(PyValueError::new_err(format!(
+            "lexing must be \"auto\", \"global\" or \"contextual\", not {other:?}"
+        ))),
+    }
 }
 
 /// Cancels compiles from another thread: pass it as `cancel=` to a `GrammarCompiler`
@@ -367,6 +381,10 @@ impl GrammarCompiler {
                 .map_err(|e| err(format!("grammar:tab_len: {e}")))?;
         }
         g.longest_match |= stream.longest_match;
+        let g = stream
+            .lexing
+            .lay_on(g, format)
+            .map_err(|e| err(format!("grammar:lexing: {e}")))?;
         self.build(py, g, limits).map_err(|e| {
             let kind = match e {
                 GrammarError::Cancelled => "cancelled",
@@ -455,8 +473,11 @@ impl GrammarCompiler {
     /// its last complete match; SynCode's Python setup). An indenter grammar whose
     /// parses do not show its brackets and levels (they must pair up within productions,
     /// with no newline between brackets) is refused (`StackmaskError` naming why).
-    /// `time_limit_ms` and `cancel` as for `compile_json_schema`.
-    #[pyo3(signature = (grammar, *, droppable=Vec::new(), indenter=None, tab_len=None, longest_match=false, time_limit_ms=None, cancel=None))]
+    /// `lexing`: `"global"` (every terminal competes for every lexeme), `"contextual"`
+    /// (only those that can follow the lexeme before it), or `"auto"`: contextual for a
+    /// grammar with `%json`, global otherwise. `time_limit_ms` and `cancel` as for
+    /// `compile_json_schema`.
+    #[pyo3(signature = (grammar, *, droppable=Vec::new(), indenter=None, tab_len=None, longest_match=false, lexing="auto", time_limit_ms=None, cancel=None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_lark(
         &self,
@@ -466,6 +487,7 @@ impl GrammarCompiler {
         indenter: Option<(String, String, String)>,
         tab_len: Option<u32>,
         longest_match: bool,
+        lexing: &str,
         time_limit_ms: Option<u64>,
         cancel: Option<PyRef<'_, CompileCancel>>,
     ) -> PyResult<CompiledGrammar> {
@@ -474,6 +496,7 @@ impl GrammarCompiler {
             indenter,
             tab_len,
             longest_match,
+            lexing: lexing_arg(lexing)?,
         };
         self.text(
             py,

@@ -412,6 +412,32 @@ def test_json_schema_rules_in_lark_grammars(gpt2, compiler):
         compiler.compile_lark('start: body\nbody: %json {"type": "array", "uniqueItems": true}\n')
 
 
+def test_free_text_beside_json_rules_is_lexed_contextually(gpt2, compiler):
+    grammar = (
+        "start: TEXT? (call TEXT?)*\n"
+        "TEXT: /[^<]+/\n"
+        'call: "<tool_call>" body "</tool_call>"\n'
+        'body: %json {"type": "object", "properties": {"n": {"type": "integer", "maximum": 5}},'
+        ' "required": ["n"], "additionalProperties": false}\n'
+    )
+    doc = 'Sure: {"n": 9} is text.<tool_call>{"n": 3}</tool_call> Done.'
+    # `auto` lexes a grammar with `%json` contextually: the text around the call is
+    # `TEXT`, the body the schema's.
+    for lexing in ("auto", "contextual"):
+        m = stackmask.GrammarMatcher(compiler.compile_lark(grammar, lexing=lexing))
+        assert m.accept_tokens(gpt2.encode(doc[: doc.index("3")]))
+        assert m.validate_tokens(gpt2.encode("7")) == 0
+        assert m.accept_tokens(gpt2.encode(doc[doc.index("3") :]))
+        assert m.is_accepting()
+    # Lexed globally, `TEXT` takes the body's text (a longer match than `{`).
+    m = stackmask.GrammarMatcher(compiler.compile_lark(grammar, lexing="global"))
+    prefix = doc[: doc.index("<tool_call>") + len("<tool_call>")]
+    assert m.accept_tokens(gpt2.encode(prefix))
+    assert m.validate_tokens(gpt2.encode('{"n"')) == 0
+    with pytest.raises(ValueError, match="lexing must be"):
+        compiler.compile_lark(grammar, lexing="lazy")
+
+
 def test_structural_tags_in_free_text(gpt2, compiler):
     tags = [
         {

@@ -49,6 +49,11 @@ pub struct GrammarArgs {
     /// mask automaton follow it.
     #[arg(long)]
     pub longest_match: bool,
+    /// How lexemes are cut: `global` (every terminal competes for every lexeme),
+    /// `contextual` (only the terminals that can follow the lexeme before it), or `auto`:
+    /// contextual for a Lark grammar with `%json`, global otherwise.
+    #[arg(long, value_enum, default_value_t = LexingArg::Auto)]
+    pub lexing: LexingArg,
     /// Stop a compile step (the tables; the automaton) that runs past this many
     /// milliseconds, with a `time_limit` error (default: no limit).
     #[arg(long)]
@@ -75,6 +80,24 @@ pub struct TokenizerArgs {
     /// Override the end-of-sequence token(s): ids or special-token names.
     #[arg(long)]
     pub eos: Vec<String>,
+}
+
+/// `--lexing` values (see [`compile::Lexing`]).
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum LexingArg {
+    Auto,
+    Global,
+    Contextual,
+}
+
+impl From<LexingArg> for compile::Lexing {
+    fn from(a: LexingArg) -> Self {
+        match a {
+            LexingArg::Auto => compile::Lexing::Auto,
+            LexingArg::Global => compile::Lexing::Global,
+            LexingArg::Contextual => compile::Lexing::Contextual,
+        }
+    }
 }
 
 /// `--format` values.
@@ -137,7 +160,7 @@ pub fn grammar_text(spec: &str, format: Option<Format>) -> Result<(String, Gramm
 /// (`--lenient` drops are listed on stderr).
 pub fn grammar_ir(args: &GrammarArgs) -> Result<compile::Grammar, String> {
     let spec = args.grammar.as_str();
-    let mut g = grammar_ir_plain(args)?;
+    let (mut g, format) = grammar_ir_plain(args)?;
     g.set_droppable(&args.droppable)
         .map_err(|e| format!("{spec}: --droppable: {e}"))?;
     if let Some(names) = &args.indenter {
@@ -154,12 +177,14 @@ pub fn grammar_ir(args: &GrammarArgs) -> Result<compile::Grammar, String> {
             .map_err(|e| format!("{spec}: --tab-len: {e}"))?;
     }
     g.longest_match |= args.longest_match;
-    Ok(g)
+    compile::Lexing::from(args.lexing)
+        .lay_on(g, format)
+        .map_err(|e| format!("{spec}: --lexing: {e}"))
 }
 
 /// [`grammar_ir`] before the token-stream options (`--droppable`, `--indenter`,
 /// `--tab-len`, `--longest-match`).
-fn grammar_ir_plain(args: &GrammarArgs) -> Result<compile::Grammar, String> {
+fn grammar_ir_plain(args: &GrammarArgs) -> Result<(compile::Grammar, GrammarFormat), String> {
     let spec = args.grammar.as_str();
     let (text, format) = grammar_text(spec, args.format)?;
     let opts = compile::frontend::json_schema::SchemaOptions {
@@ -169,15 +194,19 @@ fn grammar_ir_plain(args: &GrammarArgs) -> Result<compile::Grammar, String> {
     if format == GrammarFormat::Lark {
         // `%json` schemas take the JSON Schema options too.
         return compile::frontend::lark::compile_with(&text, &opts)
+            .map(|g| (g, format))
             .map_err(|e| format!("{spec}:{e}"));
     }
     if format == GrammarFormat::StructuralTag {
         // Schema bodies take the JSON Schema options too.
         return compile::frontend::structural_tag::compile_with(&text, &opts)
+            .map(|g| (g, format))
             .map_err(|e| format!("{spec}: {e}"));
     }
     if format != GrammarFormat::JsonSchema {
-        return compile::compile_grammar(&text, format).map_err(|e| format!("{spec}:{e}"));
+        return compile::compile_grammar(&text, format)
+            .map(|g| (g, format))
+            .map_err(|e| format!("{spec}:{e}"));
     }
     let lowered = compile::frontend::json_schema::compile(&text, &opts)
         .map_err(|e| format!("{spec}: {e}"))?;
@@ -187,7 +216,7 @@ fn grammar_ir_plain(args: &GrammarArgs) -> Result<compile::Grammar, String> {
             d.keyword, d.pointer, d.reason
         );
     }
-    Ok(lowered.grammar)
+    Ok((lowered.grammar, format))
 }
 
 /// Compiles a grammar into recognizer tables for masks over `vocab`, timing it.

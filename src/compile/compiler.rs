@@ -21,6 +21,53 @@ use crate::glr::Tables;
 use crate::runtime::CompiledGrammar;
 use crate::vocab::Vocab;
 
+/// How a grammar's text is cut into lexemes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lexing {
+    /// Contextual for a Lark grammar that embeds a JSON Schema (`%json`), when nothing it
+    /// has stands in the way (an indenter, longest-match lexing, droppable terminals);
+    /// global for every other grammar.
+    #[default]
+    Auto,
+    /// DESIGN.md §1: every terminal competes for every lexeme.
+    Global,
+    /// Each lexeme among the terminals that can follow the one before it in the grammar
+    /// (lexer modes from its follow sets: `lexer::contextual`).
+    Contextual,
+}
+
+impl Lexing {
+    /// `g`, lowered from `format` (with its token-stream options set), with this lexing
+    /// laid on: its lexer modes when contextual, unchanged when global.
+    pub fn lay_on(self, g: Grammar, format: GrammarFormat) -> Result<Grammar, GrammarError> {
+        self.lay_on_until(g, format, &LexerOptions::default(), &Interrupt::default())
+    }
+
+    fn lay_on_until(
+        self,
+        g: Grammar,
+        format: GrammarFormat,
+        opts: &LexerOptions,
+        stop: &Interrupt,
+    ) -> Result<Grammar, GrammarError> {
+        let contextual = match self {
+            Lexing::Global => false,
+            Lexing::Contextual => true,
+            Lexing::Auto => {
+                format == GrammarFormat::Lark
+                    && super::frontend::lark::embeds_json(&g)
+                    && g.indenter.is_none()
+                    && !g.longest_match
+                    && !g.terminals.iter().any(|t| t.droppable)
+            }
+        };
+        if !contextual {
+            return Ok(g);
+        }
+        lexer::contextual::lay_follow_modes(&g, opts, stop)
+    }
+}
+
 /// Compiles grammars for one vocabulary.
 ///
 /// ```no_run
@@ -44,6 +91,7 @@ pub struct Compiler<'v> {
     indenter: Option<IndenterSpec>,
     longest_match: bool,
     tab_len: Option<u32>,
+    lexing: Lexing,
     cancel: Option<Arc<AtomicBool>>,
     time_limit: Option<Duration>,
 }
@@ -62,6 +110,7 @@ impl<'v> Compiler<'v> {
             indenter: None,
             longest_match: false,
             tab_len: None,
+            lexing: Lexing::Auto,
             cancel: None,
             time_limit: None,
         }
@@ -102,6 +151,12 @@ impl<'v> Compiler<'v> {
     /// an `_NL` terminal runs behind it by itself).
     pub fn with_indenter(mut self, spec: IndenterSpec) -> Self {
         self.indenter = Some(spec);
+        self
+    }
+
+    /// With grammars lexed as `lexing` says (default [`Lexing::Auto`]).
+    pub fn with_lexing(mut self, lexing: Lexing) -> Self {
+        self.lexing = lexing;
         self
     }
 
@@ -188,7 +243,7 @@ impl<'v> Compiler<'v> {
         }
         g.resolve_special_tokens(self.vocab)?;
         stop.check()?;
-        Ok(g)
+        self.lexing.lay_on_until(g, format, &self.lexer, stop)
     }
 
     /// `g` with its special tokens resolved against this compiler's vocabulary (borrowed

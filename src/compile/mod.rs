@@ -22,7 +22,7 @@ mod interrupt;
 pub(crate) mod lexer;
 pub mod lr;
 
-pub use compiler::Compiler;
+pub use compiler::{Compiler, Lexing};
 pub use dwa::build::DwaLimits;
 pub use dwa::string_split::SplitMode;
 pub use error::{GrammarError, Span};

@@ -33,6 +33,9 @@ struct CaseFile {
     droppable: Vec<String>,
     #[serde(default)]
     longest_match: bool,
+    /// `auto` (the default), `global` or `contextual`: `compile::Lexing`.
+    #[serde(default)]
+    lexing: Option<String>,
 }
 
 fn yes() -> bool {
@@ -85,6 +88,15 @@ fn load_case(dir: &Path) -> Case {
     g.set_droppable(&f.droppable)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     g.longest_match = f.longest_match;
+    let lexing = match f.lexing.as_deref() {
+        None | Some("auto") => compile::Lexing::Auto,
+        Some("global") => compile::Lexing::Global,
+        Some("contextual") => compile::Lexing::Contextual,
+        Some(other) => panic!("{name}: lexing {other:?}"),
+    };
+    let g = lexing
+        .lay_on(g, format)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     let tables = compile::build_glr_tables(&g).unwrap_or_else(|e| panic!("{name}: {e}"));
     let reference = Reference::new(&g, &tables.lexer);
     let mut accept: Vec<Vec<u8>> = f.accept.iter().map(|s| s.as_bytes().to_vec()).collect();

@@ -5,6 +5,7 @@ mod bad_grammars;
 mod commit;
 mod common;
 mod compile_stop;
+mod contextual;
 mod dwa_programs;
 mod glr_state;
 mod grammars;

@@ -52,16 +52,16 @@ fn function_calls_in_free_text_match_the_reference() {
         "No call here, only text with {braces} and \"quotes\" and <tags>.",
         "Almost <function but not quite.",
     ];
-    documents_match_the_reference(FUNCTIONS, &docs);
+    documents_match_the_reference(FUNCTIONS, GrammarFormat::StructuralTag, &docs);
 }
 
-/// Replays each document (canonical and a random segmentation, on every tokenizer)
-/// through `spec`, masks checked against the reference at every step; each document
-/// may end.
-fn documents_match_the_reference(spec: &str, docs: &[&str]) {
+/// Replays each document (canonical and a random segmentation, on Llama-3, Qwen2.5 and
+/// Llama-2) through `spec`, masks checked against the reference at every step; each
+/// document may end.
+pub(super) fn documents_match_the_reference(spec: &str, format: GrammarFormat, docs: &[&str]) {
     for v in vocabs() {
         let sorted = SortedTokens::new(&v);
-        let e = engines(&v, spec, GrammarFormat::StructuralTag);
+        let e = engines(&v, spec, format);
         for (d, doc) in docs.iter().enumerate() {
             for (n, ids) in segmentations(&v, doc).iter().enumerate() {
                 let what = format!("{} doc {d} seg {n}", v.name());
@@ -188,7 +188,7 @@ fn lark_and_regex_bodies_match_the_reference() {
         "Adding: <tool>sum 1+22+333</tool> and <tool>word to be or not</tool>!",
         "cool l>true. <tool>sum 4</tool><tool>set xs=[1, -2, 30]</tool> ok",
     ];
-    documents_match_the_reference(spec, &docs);
+    documents_match_the_reference(spec, GrammarFormat::StructuralTag, &docs);
 }
 
 /// Specs the lexer modes cannot express, or that are malformed, are refused by name.

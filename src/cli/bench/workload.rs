@@ -154,6 +154,7 @@ pub fn load_inputs(w: &Workload) -> Result<(Vocab, load::Loaded), String> {
             indenter: None,
             tab_len: w.tab_len,
             longest_match: w.longest_match,
+            lexing: load::LexingArg::Auto,
             time_limit_ms: None,
         },
         &vocab,

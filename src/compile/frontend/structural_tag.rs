@@ -310,10 +310,7 @@ impl Builder {
         };
         self.terminals.extend(g.terminals.into_iter().map(|mut t| {
             t.name = format!("{prefix}{}", t.name);
-            t.mode = LexMode {
-                lexed_in: mode,
-                then: mode,
-            };
+            t.mode = LexMode::only(mode, mode);
             t
         }));
         self.nonterminals
@@ -334,10 +331,7 @@ impl Builder {
 /// A terminal: `regex` lexed in mode `lexed_in`, the next lexeme in `then`.
 fn term(name: String, regex: String, literal: bool, user: i32, mode: (u32, u32)) -> Terminal {
     Terminal {
-        mode: LexMode {
-            lexed_in: mode.0,
-            then: mode.1,
-        },
+        mode: LexMode::only(mode.0, mode.1),
         ..Terminal::new(name, regex, Priority { user, literal }, Span::default())
     }
 }
@@ -348,10 +342,7 @@ fn literal(name: String, text: &str, mode: (u32, u32)) -> Terminal {
     match special_name(text) {
         Some(s) => {
             let mut t = special::terminal(&s, Span::default());
-            t.mode = LexMode {
-                lexed_in: mode.0,
-                then: mode.1,
-            };
+            t.mode = LexMode::only(mode.0, mode.1);
             t
         }
         None => term(name, regex_syntax::escape(text), true, 0, mode),

@@ -87,13 +87,48 @@ impl Terminal {
 /// in the mode its terminal names (`then`). The input starts in mode 0. Terminals a lexeme
 /// may be emitted as (equal top priority) must agree on `then`, so the lexer stays
 /// deterministic. Structural tags use this to lex free text and the tool-call bodies
-/// inside it with different terminals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// inside it with different terminals; contextual lexing (`lexer::contextual`) makes a
+/// mode of each set of terminals that can follow a lexeme.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LexMode {
-    /// The mode whose lexemes this terminal competes for.
-    pub lexed_in: u32,
+    /// The modes whose lexemes this terminal competes for, ascending (empty: never
+    /// lexed).
+    pub lexed_in: Vec<u32>,
     /// The mode the next lexeme is lexed in.
     pub then: u32,
+}
+
+impl Default for LexMode {
+    /// Lexed in mode 0, followed by mode 0: a grammar without modes.
+    fn default() -> Self {
+        Self::only(0, 0)
+    }
+}
+
+impl LexMode {
+    /// Lexed in mode `lexed_in` alone, the next lexeme in `then`.
+    pub fn only(lexed_in: u32, then: u32) -> Self {
+        Self {
+            lexed_in: vec![lexed_in],
+            then,
+        }
+    }
+
+    /// Whether the terminal competes in mode `m`.
+    pub fn in_mode(&self, m: u32) -> bool {
+        self.lexed_in.binary_search(&m).is_ok()
+    }
+
+    /// One more than the highest mode named (1 in a grammar without modes).
+    pub fn modes_named(&self) -> u32 {
+        self.lexed_in
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(self.then)
+            + 1
+    }
 }
 
 /// A condition on a terminal's lexemes: each is a JSON integer `-?(0|[1-9][0-9]*)` whose

@@ -2,6 +2,9 @@
 //! its [`crate::lexer::LexFollow`] tables.
 //!
 //! Passes, in order:
+//! 0. [`contextual`] (for grammars lexed contextually): the grammar's follow sets → lexer
+//!    modes on its terminals, so that each lexeme is lexed among the terminals that can
+//!    follow the one before it.
 //! 1. [`build`]: each terminal's regex → an anchored leftmost-first DFA; their product →
 //!    one byte-level lexer DFA whose states emit the top-priority terminals they complete
 //!    (maximal munch by inhibited terminals happens at run time). Counted terminals
@@ -14,6 +17,7 @@
 //!    checks are table lookups.
 
 pub mod build;
+pub(crate) mod contextual;
 mod count;
 pub(crate) mod follow;
 mod strings;

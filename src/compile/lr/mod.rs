@@ -8,7 +8,7 @@
 //! alternatives share their successor state (`lr0::Prods::advance`): the tables keep
 //! only a production's left side and length, which such alternatives have in common.
 
-mod first;
+pub(crate) mod first;
 mod lalr;
 mod lr0;
 

@@ -7,6 +7,7 @@
 use hashbrown::{HashMap, HashSet};
 
 use super::parse::{parse, Def, Expr, Stmt};
+use super::JSON_ITEM;
 use crate::compile::error::{GrammarError, Span};
 use crate::compile::frontend::json_schema::{self, SchemaError, SchemaOptions};
 use crate::compile::grammar::ebnf::{BnfBuilder, Ebnf};
@@ -486,12 +487,12 @@ fn graft_schemas(
             Symbol::N(n) => Symbol::N(NonterminalId::new(n0 + n.index())),
         };
         terminals.extend(g.terminals.into_iter().map(|mut t| {
-            t.name = format!("%json@{span}.{}", t.name);
+            t.name = format!("{JSON_ITEM}{span}.{}", t.name);
             t.span = *span;
             t
         }));
         nonterminals.extend(g.nonterminals.into_iter().map(|n| Nonterminal {
-            name: format!("%json@{span}.{}", n.name),
+            name: format!("{JSON_ITEM}{span}.{}", n.name),
             span: *span,
         }));
         productions.extend(g.productions.into_iter().map(|p| Production {
@@ -643,7 +644,7 @@ pub fn lower(
                 nonterminal: NonterminalId::new(nonterminals.len()),
             });
             nonterminals.push(Nonterminal {
-                name: format!("%json@{span}"),
+                name: format!("{JSON_ITEM}{span}"),
                 span,
             });
         });

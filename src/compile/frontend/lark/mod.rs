@@ -38,6 +38,16 @@ pub fn compile_with(src: &str, schema: &SchemaOptions) -> Result<Grammar, Gramma
 
 /// [`compile`], lowering `%json` schemas with `schema` and stopping with `stop`'s error
 /// once it says so.
+/// How the names of what a `%json` item adds begin (`%json@3:7` for the item's
+/// nonterminal, `%json@3:7.` before each of its schema's terminals and nonterminals).
+pub(crate) const JSON_ITEM: &str = "%json@";
+
+/// Whether a grammar this front end lowered embeds a JSON Schema (`%json`): such grammars
+/// are lexed contextually by default (see `lexer::contextual`).
+pub(crate) fn embeds_json(g: &Grammar) -> bool {
+    g.nonterminals.iter().any(|n| n.name.starts_with(JSON_ITEM))
+}
+
 pub(crate) fn compile_until(
     src: &str,
     schema: &SchemaOptions,

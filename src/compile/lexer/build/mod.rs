@@ -370,20 +370,35 @@ pub(crate) fn build_lexer_until(
     // where every pipeline starts, so that an indenter can be set after the front end.
     g.post_lexer()?;
     let (lexer, _) = subset_construction(g, opts, true, stop)?;
+    let lexer = with_modes(lexer, g)?;
     if g.longest_match {
         return add_shadows(lexer, opts.max_states);
     }
     Ok(lexer)
 }
 
-/// [`build_lexer_with`], with rows shifted between layers (see
-/// [`SubsetBuilder::shift_row`]) only if `shift`; also returns how many rows were.
+/// The terminal sets lexemes are emitted as (equal top priority) whose terminals
+/// continue in different lexer modes, one per lexer state where that happens. Empty for a
+/// lexer that modes can be laid on. Contextual lexing merges the modes of each set.
+pub(crate) fn disagreeing_emissions(
+    g: &Grammar,
+    opts: &LexerOptions,
+    stop: &Interrupt,
+) -> Result<Vec<Vec<TerminalId>>, GrammarError> {
+    let (p, _) = subset_construction(g, opts, true, stop)?;
+    Ok(disagreements(&p.dfa, g)
+        .map(|(s, _, _)| p.dfa.emits(s).to_vec())
+        .collect())
+}
+
+/// [`build_lexer_with`] before its modes are laid on, with rows shifted between layers
+/// (see [`SubsetBuilder::shift_row`]) only if `shift`; also returns how many rows were.
 fn subset_construction(
     g: &Grammar,
     opts: &LexerOptions,
     shift: bool,
     stop: &Interrupt,
-) -> Result<(LexerDfa, usize), GrammarError> {
+) -> Result<(Product, usize), GrammarError> {
     // Terminals' automata are independent, and were four fifths of a median schema's
     // lexer build: made in parallel, and the first error in terminal order reported.
     let shared = shared_patterns(&g.terminals);
@@ -440,7 +455,7 @@ fn subset_construction(
     let start_plain = |m: u32| -> Vec<(u32, u32)> {
         dfas.iter()
             .enumerate()
-            .filter(|&(i, d)| d.start != NONE && g.terminals[i].mode.lexed_in == m)
+            .filter(|&(i, d)| d.start != NONE && g.terminals[i].mode.in_mode(m))
             .map(|(i, d)| (i as u32, d.start))
             .collect()
     };
@@ -527,18 +542,31 @@ fn subset_construction(
         prev_layer = Some((c, combos));
     }
     let shifted = b.shifted;
-    let lexer = b.finish(classes, stride, runs, opts.count_margin, &g.terminals)?;
-    if modes == 1 {
-        return Ok((lexer, shifted));
+    let dfa = b.finish(classes, stride, runs, opts.count_margin, &g.terminals)?;
+    Ok((Product { dfa, starts }, shifted))
+}
+
+/// The subset construction's lexer, and the start state of each lexer mode (`[1]`
+/// without modes), before [`with_modes`] checks and records them.
+#[derive(Debug, PartialEq)]
+struct Product {
+    dfa: LexerDfa,
+    starts: Vec<u32>,
+}
+
+/// The lexer of `p` with `g`'s modes laid on; refuses a lexeme whose terminals disagree
+/// on the next mode.
+fn with_modes(p: Product, g: &Grammar) -> Result<LexerDfa, GrammarError> {
+    if p.starts.len() == 1 {
+        return Ok(p.dfa);
     }
-    check_modes_agree(&lexer, g)?;
+    check_modes_agree(&p.dfa, g)?;
     // Starts are plain states made before any run's, so renumbering kept their ids; the
     // check above is the one invariant `with_modes` could still find broken.
     let then: Vec<u32> = g.terminals.iter().map(|t| t.mode.then).collect();
-    let lexer = lexer
-        .with_modes(starts, &then)
-        .expect("mode starts are plain, non-emitting states");
-    Ok((lexer, shifted))
+    Ok(p.dfa
+        .with_modes(p.starts, &then)
+        .expect("mode starts are plain, non-emitting states"))
 }
 
 /// How many lexer modes `g`'s terminals use (1 without modes); refuses modes beside a
@@ -547,7 +575,7 @@ fn mode_count(g: &Grammar) -> Result<u32, GrammarError> {
     let modes = g
         .terminals
         .iter()
-        .map(|t| t.mode.lexed_in.max(t.mode.then) + 1)
+        .map(|t| t.mode.modes_named())
         .max()
         .unwrap_or(1);
     if modes > 1 && (g.longest_match || g.indenter.is_some()) {
@@ -563,25 +591,35 @@ fn mode_count(g: &Grammar) -> Result<u32, GrammarError> {
 /// Refuses a lexeme that two terminals of equal priority match but that would continue
 /// in different modes: the lexer could not tell which mode comes next.
 fn check_modes_agree(lexer: &LexerDfa, g: &Grammar) -> Result<(), GrammarError> {
-    for s in 0..lexer.num_states() {
-        let e = lexer.emits(LexStateId::new(s));
-        let Some(&first) = e.first() else { continue };
-        let (a, then) = (
-            &g.terminals[first.index()],
-            g.terminals[first.index()].mode.then,
-        );
-        if let Some(t) = e.iter().find(|t| g.terminals[t.index()].mode.then != then) {
-            let b = &g.terminals[t.index()];
-            return Err(GrammarError::Unsupported {
+    match disagreements(lexer, g).next() {
+        None => Ok(()),
+        Some((_, a, b)) => {
+            let (a, b) = (&g.terminals[a.index()], &g.terminals[b.index()]);
+            Err(GrammarError::Unsupported {
                 span: b.span,
                 construct: format!("terminals {} and {}", a.name, b.name),
                 reason: "they match the same text but the text after them is lexed in \
                          different lexer modes"
                     .into(),
-            });
+            })
         }
     }
-    Ok(())
+}
+
+/// Per state whose emitted terminals disagree on the next mode: the state, its first
+/// terminal and the first that disagrees with it.
+fn disagreements<'a>(
+    lexer: &'a LexerDfa,
+    g: &'a Grammar,
+) -> impl Iterator<Item = (LexStateId, TerminalId, TerminalId)> + 'a {
+    let then = |t: &TerminalId| g.terminals[t.index()].mode.then;
+    (0..lexer.num_states()).filter_map(move |s| {
+        let s = LexStateId::new(s);
+        let e = lexer.emits(s);
+        let first = *e.first()?;
+        let other = *e.iter().find(|t| then(t) != then(&first))?;
+        Some((s, first, other))
+    })
 }
 
 /// The subset construction's tables, with the counting rules.

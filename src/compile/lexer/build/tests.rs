@@ -273,6 +273,7 @@ fn shifted_rows_are_stepped_rows() {
         };
         let (shifted, n) = subset_construction(&g, &opts, true, &Default::default()).unwrap();
         let (stepped, none) = subset_construction(&g, &opts, false, &Default::default()).unwrap();
+        let (shifted, stepped) = (shifted.dfa, stepped.dfa);
         assert_eq!(shifted, stepped, "margin {margin}");
         assert_eq!(none, 0);
         // A wide margin leaves most layers explicit: most of their rows shift.
