@@ -15,13 +15,15 @@
 //! width, sometimes longest match) over a vocabulary of newlines, spaces and tabs beside
 //! words; of the rest, one in four is a structural tag (free text with calls after
 //! triggers, lexed in lexer modes) whose bodies are regexes, JSON Schemas and small Lark
-//! grammars over the same alphabet.
+//! grammars over the same alphabet. Half of the plain grammars (no droppable terminal, no
+//! longest match) are lexed contextually, by lexer modes from their follow sets, and so
+//! are the other plain ones that use `%json` (`Lexing::Auto`).
 #![no_main]
 
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use stackmask::compile::{Compiler, DwaLimits};
+use stackmask::compile::{Compiler, DwaLimits, Lexing};
 use stackmask::compile::SplitMode;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
 use stackmask::ids::TokenId;
@@ -204,12 +206,22 @@ fuzz_target!(|data: &[u8]| {
         let tab = 1 + u32::from(b.below(8));
         g.set_tab_len(tab).expect("an indenter grammar");
     }
+    // Half the plain grammars lexed contextually (lexer modes from their follow sets);
+    // the rest as `auto` lexes them (contextually when they use `%json`).
+    let lexing = if !indent && !tag && !drop && !longest && b.below(2) == 0 {
+        Lexing::Contextual
+    } else {
+        Lexing::Auto
+    };
+    let Ok(g) = lexing.lay_on(g, format) else {
+        return;
+    };
     let Ok(tables) = build_glr_tables(&g) else {
         return;
     };
     let tables = Arc::new(tables);
     let ntok = 4 + b.below(20) as usize;
-    let mut toks: Vec<Option<Vec<u8>>> = (0..ntok)
+    let toks: Vec<Option<Vec<u8>>> = (0..ntok)
         .map(|_| {
             Some(if indent {
                 let len = 1 + b.below(4);

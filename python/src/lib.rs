@@ -17,8 +17,7 @@ use pyo3::types::PyBytes;
 use stackmask::compile::frontend::json_schema::{SchemaError, SchemaOptions};
 use stackmask::compile::DwaLimits;
 use stackmask::compile::{
-    Lexing,
-    compile_grammar, Compiler, Grammar, GrammarError, GrammarFormat, IndenterSpec,
+    compile_grammar, Compiler, Grammar, GrammarError, GrammarFormat, IndenterSpec, Lexing,
 };
 use stackmask::ids::TokenId;
 use stackmask::runtime::{self, Matcher, VocabFingerprint};

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .. import GrammarCompiler, GrammarMatcher, TokenizerInfo
+from ._common import _compile, _tokenizer_info
 
 try:  # pragma: no cover - exercised only where vLLM is installed
     from vllm.v1.structured_output.backend_types import (
@@ -71,34 +72,6 @@ def _as_numpy(bitmask: Any) -> np.ndarray:
     if to_numpy is None:
         raise TypeError("bitmask must be a numpy array or a CPU torch tensor")
     return to_numpy()
-
-
-def _tokenizer_info(hf_tokenizer: Any, vocab_size: int | None) -> TokenizerInfo:
-    """The stackmask tokenizer of a Hugging Face fast tokenizer (its ``tokenizer.json``
-    text and EOS id), with the model's (padded) vocabulary size."""
-    eos = getattr(hf_tokenizer, "eos_token_id", None)
-    return TokenizerInfo.from_tokenizer_json(
-        hf_tokenizer.backend_tokenizer.to_str(),
-        eos=None if eos is None else [eos],
-        vocab_size=vocab_size,
-    )
-
-
-def _compile(compiler: GrammarCompiler, kind: str, text: str) -> Any:
-    """Compiles one request's constraint of ``kind`` (one of :data:`REQUEST_KINDS`)."""
-    if kind == "json_schema":
-        return compiler.compile_json_schema(text)
-    if kind == "json_object":
-        return compiler.compile_builtin_json_grammar()
-    if kind == "lark":
-        return compiler.compile_lark(text)
-    if kind == "gbnf":
-        return compiler.compile_gbnf(text)
-    if kind == "regex":
-        return compiler.compile_regex(text)
-    if kind == "structural_tag":
-        return compiler.compile_structural_tag(text)
-    raise ValueError(f"unknown request kind {kind!r}")
 
 
 class StackmaskGrammar(_Grammar):

@@ -17,13 +17,16 @@
 //!   FOLLOW is empty (it ends every input it is in) continues in mode 0: nothing may
 //!   follow it, and which terminals are tried there changes no verdict.
 //! - A lexeme that two terminals emit (equal top priority) must continue in one mode, so
-//!   those terminals' modes are merged into their union, and the lexer is built again
-//!   until no lexeme disagrees. Merging only grows modes: it ends, at worst, in one mode.
+//!   those terminals' modes are merged into their union. Which terminals a lexeme emits
+//!   in a mode comes from the global lexer: lexed in mode `M`, a lexeme completes what
+//!   its global state completes, less the terminals outside `M`, and emits the top
+//!   priority of those. Merging grows modes, so it repeats until nothing changes; it
+//!   ends, at worst, in one mode.
 //! - An ignored terminal (`%ignore`) may come between any two lexemes and leaves the mode
 //!   as it was: it gets a copy per mode, lexed in that mode and continuing in it.
 //!
-//! Cost: one lexer build per merging round (one or two for the tool-call grammars this is
-//! for) before the compile's own.
+//! Cost: one global lexer build (recording each state's completed terminals) before the
+//! compile's own, and set operations over modes × distinct completed sets per round.
 
 use std::collections::HashMap;
 
@@ -34,7 +37,7 @@ use crate::compile::lr::first::First;
 use crate::ids::TerminalId;
 use crate::termset::TermSet;
 
-use super::build::{disagreeing_emissions, LexerOptions};
+use super::build::{completed_sets, LexerOptions};
 
 /// `g` with lexer modes from its follow sets (see the module doc). Refused by name beside
 /// an indenter, longest-match lexing, droppable terminals or modes already laid (a
@@ -64,21 +67,9 @@ pub(crate) fn lay_follow_modes(
     }
     let follow = FollowSets::compute(g, stop)?;
     let mut modes = Modes::new(&follow);
-    loop {
-        stop.check()?;
-        let laid = modes.lay_on(g);
-        let sets = disagreeing_emissions(&laid, opts, stop)?;
-        if sets.is_empty() {
-            return Ok(laid);
-        }
-        let next = |t: &TerminalId| modes.of_laid(laid.terminals[t.index()].mode.then);
-        let merges: Vec<Vec<usize>> = sets.iter().map(|e| e.iter().map(next).collect()).collect();
-        for e in merges {
-            for &m in &e[1..] {
-                modes.merge(e[0], m);
-            }
-        }
-    }
+    let completed = completed_sets(g, opts, stop)?;
+    modes.merge_disagreeing(g, &completed, stop)?;
+    Ok(modes.lay_on(g))
 }
 
 /// FIRST of the start symbol and FOLLOW of each terminal, over the grammar's terminals.
@@ -152,8 +143,6 @@ struct Modes {
     parent: Vec<usize>,
     /// Per terminal, the mode (as first made) its next lexeme is lexed in.
     then: Vec<usize>,
-    /// Per mode of the last [`Modes::lay_on`], the mode (as first made) it stands for.
-    laid: Vec<usize>,
 }
 
 impl Modes {
@@ -177,7 +166,6 @@ impl Modes {
             parent: (0..sets.len()).collect(),
             sets,
             then,
-            laid: Vec::new(),
         }
     }
 
@@ -189,34 +177,86 @@ impl Modes {
         m
     }
 
-    fn merge(&mut self, a: usize, b: usize) {
+    /// Merges the modes of `a` and `b`; returns whether they were apart.
+    fn merge(&mut self, a: usize, b: usize) -> bool {
         let (a, b) = (self.find(a), self.find(b));
         // The smaller root stays, so the start's mode keeps root 0.
         let (lo, hi) = (a.min(b), a.max(b));
         self.parent[hi] = lo;
+        lo != hi
     }
 
-    /// The mode (as first made) standing for mode `m` of the last [`Modes::lay_on`].
-    fn of_laid(&self, m: u32) -> usize {
-        self.laid[m as usize]
+    /// Merges modes until no lexeme's terminals disagree on the next mode: lexed in a
+    /// mode, a lexeme whose global lexer state completes `set` emits the top-priority
+    /// terminals of `set` in that mode (an ignored one continuing in the mode itself), and
+    /// those must continue in one mode. Each merge grows a mode, so this repeats until
+    /// nothing changes.
+    fn merge_disagreeing(
+        &mut self,
+        g: &Grammar,
+        completed: &[Vec<TerminalId>],
+        stop: &Interrupt,
+    ) -> Result<(), GrammarError> {
+        let width = g.terminals.len();
+        loop {
+            stop.check()?;
+            let n = self.sets.len();
+            let mut terminals: HashMap<usize, TermSet> = HashMap::new();
+            for m in 0..n {
+                let r = self.find(m);
+                terminals
+                    .entry(r)
+                    .or_insert_with(|| TermSet::new(width))
+                    .union_with(&self.sets[m]);
+            }
+            let mut merges: Vec<Vec<usize>> = Vec::new();
+            for (&r, in_mode) in &terminals {
+                for set in completed {
+                    let here = set
+                        .iter()
+                        .filter(|t| g.terminals[t.index()].ignored || in_mode.contains(**t));
+                    let Some(top) = here.clone().map(|t| g.terminals[t.index()].priority).max()
+                    else {
+                        continue;
+                    };
+                    let next: Vec<usize> = here
+                        .filter(|t| g.terminals[t.index()].priority == top)
+                        .map(|t| match g.terminals[t.index()].ignored {
+                            true => r,
+                            false => self.then[t.index()],
+                        })
+                        .collect();
+                    merges.push(next);
+                }
+            }
+            let mut changed = false;
+            for next in merges {
+                for &m in &next[1..] {
+                    changed |= self.merge(next[0], m);
+                }
+            }
+            if !changed {
+                return Ok(());
+            }
+        }
     }
 
     /// `g` with the current modes: numbered in order of their roots (the start's first),
     /// each non-ignored terminal lexed in every mode whose union holds it, and each
     /// ignored terminal copied into every mode.
-    fn lay_on(&mut self, g: &Grammar) -> Grammar {
+    fn lay_on(mut self, g: &Grammar) -> Grammar {
         let n = self.sets.len();
         let roots: Vec<usize> = (0..n).map(|m| self.find(m)).collect();
         let mut number = vec![u32::MAX; n];
-        self.laid.clear();
+        let mut count = 0u32;
         for m in 0..n {
             if roots[m] == m {
-                number[m] = self.laid.len() as u32;
-                self.laid.push(m);
+                number[m] = count;
+                count += 1;
             }
         }
         let width = g.terminals.len();
-        let mut union = vec![TermSet::new(width); self.laid.len()];
+        let mut union = vec![TermSet::new(width); count as usize];
         for m in 0..n {
             union[number[roots[m]] as usize].union_with(&self.sets[m]);
         }
@@ -234,7 +274,7 @@ impl Modes {
                 then: number[roots[self.then[i]]],
             };
         }
-        for m in 1..self.laid.len() as u32 {
+        for m in 1..count {
             for t in g.terminals.iter().filter(|t| t.ignored) {
                 let mut copy = t.clone();
                 copy.name = format!("{}@mode{m}", t.name);

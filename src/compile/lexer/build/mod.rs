@@ -9,7 +9,7 @@
 //! a match), which gives one DFA whose state knows, for the lexeme so far, every terminal
 //! it could still become and which of the top-priority ones it already completes.
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use rayon::prelude::*;
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
@@ -369,7 +369,7 @@ pub(crate) fn build_lexer_until(
     // A declared terminal no post-lexer makes could never be lexed: refused by name here,
     // where every pipeline starts, so that an indenter can be set after the front end.
     g.post_lexer()?;
-    let (lexer, _) = subset_construction(g, opts, true, stop)?;
+    let (lexer, _) = subset_construction(g, opts, true, false, stop)?;
     let lexer = with_modes(lexer, g)?;
     if g.longest_match {
         return add_shadows(lexer, opts.max_states);
@@ -377,18 +377,18 @@ pub(crate) fn build_lexer_until(
     Ok(lexer)
 }
 
-/// The terminal sets lexemes are emitted as (equal top priority) whose terminals
-/// continue in different lexer modes, one per lexer state where that happens. Empty for a
-/// lexer that modes can be laid on. Contextual lexing merges the modes of each set.
-pub(crate) fn disagreeing_emissions(
+/// Each distinct set of two or more terminals that complete one lexeme (ascending; any
+/// priorities), over `g`'s lexer with its modes as they are. Lexed in a mode `M`, a
+/// lexeme completes its set's terminals that are in `M` (a mode's product is the global
+/// one's projection), so contextual lexing reads from these, without building each
+/// mode's lexer, which terminals a lexeme emits together in any mode.
+pub(crate) fn completed_sets(
     g: &Grammar,
     opts: &LexerOptions,
     stop: &Interrupt,
 ) -> Result<Vec<Vec<TerminalId>>, GrammarError> {
-    let (p, _) = subset_construction(g, opts, true, stop)?;
-    Ok(disagreements(&p.dfa, g)
-        .map(|(s, _, _)| p.dfa.emits(s).to_vec())
-        .collect())
+    let (p, _) = subset_construction(g, opts, true, true, stop)?;
+    Ok(p.completed)
 }
 
 /// [`build_lexer_with`] before its modes are laid on, with rows shifted between layers
@@ -397,6 +397,7 @@ fn subset_construction(
     g: &Grammar,
     opts: &LexerOptions,
     shift: bool,
+    record: bool,
     stop: &Interrupt,
 ) -> Result<(Product, usize), GrammarError> {
     // Terminals' automata are independent, and were four fifths of a median schema's
@@ -446,6 +447,7 @@ fn subset_construction(
         down: Vec::new(),
         shifted: 0,
         max_states: opts.max_states,
+        completed_sets: record.then(HashSet::new),
     };
     b.add(Key {
         plain: Vec::new(),
@@ -542,8 +544,27 @@ fn subset_construction(
         prev_layer = Some((c, combos));
     }
     let shifted = b.shifted;
+    let mut completed: Vec<Vec<TerminalId>> = b
+        .completed_sets
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|set| {
+            set.into_iter()
+                .map(|t| TerminalId::new(t as usize))
+                .collect()
+        })
+        .collect();
+    completed.sort();
     let dfa = b.finish(classes, stride, runs, opts.count_margin, &g.terminals)?;
-    Ok((Product { dfa, starts }, shifted))
+    Ok((
+        Product {
+            dfa,
+            starts,
+            completed,
+        },
+        shifted,
+    ))
 }
 
 /// The subset construction's lexer, and the start state of each lexer mode (`[1]`
@@ -552,6 +573,9 @@ fn subset_construction(
 struct Product {
     dfa: LexerDfa,
     starts: Vec<u32>,
+    /// When recorded: each distinct set of two or more terminals some state completes,
+    /// whatever their priorities, ascending.
+    completed: Vec<Vec<TerminalId>>,
 }
 
 /// The lexer of `p` with `g`'s modes laid on; refuses a lexeme whose terminals disagree
@@ -650,6 +674,9 @@ struct SubsetBuilder<'a> {
     shifted: usize,
     /// [`LexerOptions::max_states`].
     max_states: usize,
+    /// When asked for, each distinct set of two or more terminals a state completes
+    /// (whatever their priorities).
+    completed_sets: Option<HashSet<Vec<u32>>>,
 }
 
 impl SubsetBuilder<'_> {
@@ -663,7 +690,13 @@ impl SubsetBuilder<'_> {
         }
         let id = self.keys.len() as u32;
         self.index.insert(key.as_ref(), id);
-        self.emits.push(self.complete(&key));
+        let complete = self.completed(&key);
+        if let Some(sets) = &mut self.completed_sets {
+            if complete.len() > 1 {
+                sets.insert(complete.clone());
+            }
+        }
+        self.emits.push(self.top(complete));
         self.keys.push(key);
         self.trans.extend(std::iter::repeat_n(0, self.stride));
         self.shift_source.push(false);
@@ -672,18 +705,21 @@ impl SubsetBuilder<'_> {
         Ok(id)
     }
 
-    /// The top-priority terminals a state's lexeme completes.
-    fn complete(&self, key: &Key) -> Vec<TerminalId> {
+    /// The terminals a state's lexeme completes, ascending.
+    fn completed(&self, key: &Key) -> Vec<u32> {
         // A counted terminal completes only once closed (outside the units).
         let counted = |t: u32| self.counting.is_some_and(|k| k.is_counted(t));
-        let complete: Vec<u32> = key
-            .plain
+        key.plain
             .iter()
             .filter(|&&(t, st)| {
                 self.dfas[t as usize].complete[st as usize] && (key.count.is_none() || !counted(t))
             })
             .map(|&(t, _)| t)
-            .collect();
+            .collect()
+    }
+
+    /// The top-priority terminals of `complete`: what a state emits.
+    fn top(&self, complete: Vec<u32>) -> Vec<TerminalId> {
         let top = complete.iter().map(|&t| self.prio[t as usize]).max();
         complete
             .into_iter()

@@ -271,8 +271,10 @@ fn shifted_rows_are_stepped_rows() {
             count_margin: margin,
             ..LexerOptions::default()
         };
-        let (shifted, n) = subset_construction(&g, &opts, true, &Default::default()).unwrap();
-        let (stepped, none) = subset_construction(&g, &opts, false, &Default::default()).unwrap();
+        let (shifted, n) =
+            subset_construction(&g, &opts, true, false, &Default::default()).unwrap();
+        let (stepped, none) =
+            subset_construction(&g, &opts, false, false, &Default::default()).unwrap();
         let (shifted, stepped) = (shifted.dfa, stepped.dfa);
         assert_eq!(shifted, stepped, "margin {margin}");
         assert_eq!(none, 0);
