@@ -412,23 +412,7 @@ fn subset_construction(
     let counting = Counting::new(&g.terminals, &dfas, |t, re| regex_dfa(t, re, true))?;
     let prio: Vec<Priority> = g.terminals.iter().map(|t| t.priority).collect();
 
-    // Global byte classes: bytes no terminal DFA distinguishes.
-    let mut sig_class: HashMap<Vec<u8>, u8> = HashMap::new();
-    let mut classes = vec![0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    for b in 0..=255u8 {
-        let mut sig: Vec<u8> = dfas.iter().map(|d| d.classes[b as usize]).collect();
-        if let Some(k) = &counting {
-            let (open, close) = k.is_open_close(b);
-            sig.extend([k.unit_class(b), u8::from(open), u8::from(close)]);
-        }
-        let next = sig_class.len();
-        let c = *sig_class.entry(sig).or_insert_with(|| {
-            reps.push(b);
-            next as u8
-        });
-        classes[b as usize] = c;
-    }
+    let (classes, reps) = byte_classes(&dfas, counting.as_ref());
     let stride = reps.len();
 
     let mut b = SubsetBuilder {
@@ -544,18 +528,7 @@ fn subset_construction(
         prev_layer = Some((c, combos));
     }
     let shifted = b.shifted;
-    let mut completed: Vec<Vec<TerminalId>> = b
-        .completed_sets
-        .take()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|set| {
-            set.into_iter()
-                .map(|t| TerminalId::new(t as usize))
-                .collect()
-        })
-        .collect();
-    completed.sort();
+    let completed = b.take_completed_sets();
     let dfa = b.finish(classes, stride, runs, opts.count_margin, &g.terminals)?;
     Ok((
         Product {
@@ -646,6 +619,28 @@ fn disagreements<'a>(
     })
 }
 
+/// Global byte classes, bytes no terminal DFA (nor the counting rules) distinguishes:
+/// each byte's class, and one byte per class in class order.
+fn byte_classes(dfas: &[TermDfa], counting: Option<&Counting>) -> (Vec<u8>, Vec<u8>) {
+    let mut sig_class: HashMap<Vec<u8>, u8> = HashMap::new();
+    let mut classes = vec![0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let mut sig: Vec<u8> = dfas.iter().map(|d| d.classes[b as usize]).collect();
+        if let Some(k) = counting {
+            let (open, close) = k.is_open_close(b);
+            sig.extend([k.unit_class(b), u8::from(open), u8::from(close)]);
+        }
+        let next = sig_class.len();
+        let c = *sig_class.entry(sig).or_insert_with(|| {
+            reps.push(b);
+            next as u8
+        });
+        classes[b as usize] = c;
+    }
+    (classes, reps)
+}
+
 /// The subset construction's tables, with the counting rules.
 struct SubsetBuilder<'a> {
     dfas: &'a [TermDfa],
@@ -703,6 +698,23 @@ impl SubsetBuilder<'_> {
         self.up.push(NO_LINK);
         self.down.push(NO_LINK);
         Ok(id)
+    }
+
+    /// The recorded completed sets (empty when not recorded), as terminal ids, sorted.
+    fn take_completed_sets(&mut self) -> Vec<Vec<TerminalId>> {
+        let mut sets: Vec<Vec<TerminalId>> = self
+            .completed_sets
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|set| {
+                set.into_iter()
+                    .map(|t| TerminalId::new(t as usize))
+                    .collect()
+            })
+            .collect();
+        sets.sort();
+        sets
     }
 
     /// The terminals a state's lexeme completes, ascending.
