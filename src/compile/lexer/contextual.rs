@@ -285,3 +285,78 @@ impl Modes {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{compile_grammar, GrammarFormat};
+
+    fn grammar(text: &str) -> Grammar {
+        compile_grammar(text, GrammarFormat::Lark).unwrap()
+    }
+
+    fn names(g: &Grammar, set: &TermSet) -> Vec<String> {
+        let mut v: Vec<String> = set
+            .iter()
+            .map(|t| g.terminals[t.index()].name.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// FOLLOW steps over nullable symbols and takes the enclosing rule's FOLLOW at a
+    /// rule's end.
+    #[test]
+    fn follow_sets_step_over_nullable_symbols() {
+        let g = grammar(
+            "start: A b C | b D\nb: B? E?\nA: \"a\"\nB: \"b\"\nC: \"c\"\nD: \"d\"\nE: \"e\"\n",
+        );
+        let f = FollowSets::compute(&g, &Interrupt::default()).unwrap();
+        let of = |name: &str| names(&g, &f.of[g.terminal_named(name).unwrap().index()]);
+        assert_eq!(names(&g, &f.start), ["A", "B", "D", "E"]);
+        assert_eq!(of("A"), ["B", "C", "E"]);
+        assert_eq!(of("B"), ["C", "D", "E"]);
+        assert_eq!(of("E"), ["C", "D"]);
+        assert!(of("C").is_empty() && of("D").is_empty());
+    }
+
+    /// Two terminals one lexeme emits continue in one mode (their FOLLOW sets' union);
+    /// an ignored terminal gets a copy per mode, continuing in it.
+    #[test]
+    fn modes_merge_where_a_lexeme_emits_two_terminals() {
+        let g = grammar(
+            "start: X \"=\" V | Y \":\" W\nX: /[a-z]+/\nY: /[a-z]+/\nV: /[0-9]+/\nW: /[0-9]+/\n\
+             %ignore \" \"\n",
+        );
+        let laid = lay_follow_modes(&g, &LexerOptions::default(), &Interrupt::default()).unwrap();
+        let mode = |name: &str| {
+            laid.terminals[laid.terminal_named(name).unwrap().index()]
+                .mode
+                .clone()
+        };
+        // `X` and `Y` match the same words: they continue where both `=` and `:` are.
+        assert_eq!(mode("X").then, mode("Y").then);
+        let after_name = mode("X").then;
+        assert!(mode("\"=\"").in_mode(after_name) && mode("\":\"").in_mode(after_name));
+        // `V` and `W` too, and neither is lexed where a name is.
+        assert_eq!(mode("V").then, mode("W").then);
+        assert!(!mode("V").in_mode(0) && mode("X").in_mode(0));
+        // One ignored copy per mode, each continuing in its own.
+        let modes = laid
+            .terminals
+            .iter()
+            .map(|t| t.mode.modes_named())
+            .max()
+            .unwrap();
+        let ignored: Vec<&LexMode> = laid
+            .terminals
+            .iter()
+            .filter(|t| t.ignored)
+            .map(|t| &t.mode)
+            .collect();
+        assert_eq!(ignored.len() as u32, modes);
+        for m in ignored {
+            assert_eq!(m.lexed_in, [m.then]);
+        }
+    }
+}
