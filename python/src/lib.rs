@@ -266,6 +266,8 @@ struct Stream {
     tab_len: Option<u32>,
     longest_match: bool,
     lexing: Lexing,
+    /// A Lark grammar's `%json` schemas' options.
+    schema: SchemaOptions,
 }
 
 /// `lexing=`: `"auto"`, `"global"` or `"contextual"` (see `stackmask::compile::Lexing`).
@@ -368,7 +370,13 @@ impl GrammarCompiler {
         stream: &Stream,
         limits: Limits,
     ) -> PyResult<CompiledGrammar> {
-        let mut g = compile_grammar(text, format).map_err(|e| err(format!("grammar:{e}")))?;
+        let g = match format {
+            GrammarFormat::Lark => {
+                stackmask::compile::frontend::lark::compile_with(text, &stream.schema)
+            }
+            _ => compile_grammar(text, format),
+        };
+        let mut g = g.map_err(|e| err(format!("grammar:{e}")))?;
         g.set_droppable(&stream.droppable)
             .map_err(|e| err(format!("grammar:droppable: {e}")))?;
         if let Some((nl, indent, dedent)) = &stream.indenter {
@@ -474,9 +482,10 @@ impl GrammarCompiler {
     /// with no newline between brackets) is refused (`StackmaskError` naming why).
     /// `lexing`: `"global"` (every terminal competes for every lexeme), `"contextual"`
     /// (only those that can follow the lexeme before it), or `"auto"`: contextual for a
-    /// grammar with `%json`, global otherwise. `time_limit_ms` and `cancel` as for
-    /// `compile_json_schema`.
-    #[pyo3(signature = (grammar, *, droppable=Vec::new(), indenter=None, tab_len=None, longest_match=false, lexing="auto", time_limit_ms=None, cancel=None))]
+    /// grammar with `%json`, global otherwise. `compact` and `lenient` apply to the
+    /// grammar's `%json` schemas as to `compile_json_schema`. `time_limit_ms` and `cancel`
+    /// as for `compile_json_schema`.
+    #[pyo3(signature = (grammar, *, droppable=Vec::new(), indenter=None, tab_len=None, longest_match=false, lexing="auto", compact=false, lenient=false, time_limit_ms=None, cancel=None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_lark(
         &self,
@@ -487,6 +496,8 @@ impl GrammarCompiler {
         tab_len: Option<u32>,
         longest_match: bool,
         lexing: &str,
+        compact: bool,
+        lenient: bool,
         time_limit_ms: Option<u64>,
         cancel: Option<PyRef<'_, CompileCancel>>,
     ) -> PyResult<CompiledGrammar> {
@@ -496,6 +507,7 @@ impl GrammarCompiler {
             tab_len,
             longest_match,
             lexing: lexing_arg(lexing)?,
+            schema: SchemaOptions { compact, lenient },
         };
         self.text(
             py,

@@ -410,6 +410,16 @@ def test_json_schema_rules_in_lark_grammars(gpt2, compiler):
     assert m.is_accepting()
     with pytest.raises(stackmask.StackmaskError, match=r"2:7: %json schema: .*uniqueItems"):
         compiler.compile_lark('start: body\nbody: %json {"type": "array", "uniqueItems": true}\n')
+    # The schema options reach `%json`: lenient drops `uniqueItems`; compact allows no
+    # whitespace between the body's tokens.
+    compiler.compile_lark(
+        'start: body\nbody: %json {"type": "array", "uniqueItems": true}\n', lenient=True
+    )
+    m = stackmask.GrammarMatcher(compiler.compile_lark(grammar, compact=True))
+    assert m.accept_tokens(gpt2.encode('<tool_call>{"n":'))
+    assert m.validate_tokens(gpt2.encode(" 3")) == 0
+    assert m.accept_tokens(gpt2.encode("3}</tool_call>"))
+    assert m.is_accepting()
 
 
 def test_free_text_beside_json_rules_is_lexed_contextually(gpt2, compiler):

@@ -36,8 +36,6 @@ pub fn compile_with(src: &str, schema: &SchemaOptions) -> Result<Grammar, Gramma
     lower::lower(src, "start", schema, &Interrupt::default())
 }
 
-/// [`compile`], lowering `%json` schemas with `schema` and stopping with `stop`'s error
-/// once it says so.
 /// How the names of what a `%json` item adds begin (`%json@3:7` for the item's
 /// nonterminal, `%json@3:7.` before each of its schema's terminals and nonterminals).
 pub(crate) const JSON_ITEM: &str = "%json@";
@@ -48,6 +46,8 @@ pub(crate) fn embeds_json(g: &Grammar) -> bool {
     g.nonterminals.iter().any(|n| n.name.starts_with(JSON_ITEM))
 }
 
+/// [`compile`], lowering `%json` schemas with `schema` and stopping with `stop`'s error
+/// once it says so.
 pub(crate) fn compile_until(
     src: &str,
     schema: &SchemaOptions,
