@@ -226,9 +226,13 @@ impl Modes {
                             false => self.then[t.index()],
                         })
                         .collect();
-                    merges.push(next);
+                    if next.iter().any(|&m| m != next[0]) {
+                        merges.push(next);
+                    }
                 }
             }
+            // Every merge of a round is read off the same modes, so the order they are
+            // made in changes nothing.
             let mut changed = false;
             for next in merges {
                 for &m in &next[1..] {
