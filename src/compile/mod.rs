@@ -5,7 +5,8 @@
 //! The pipeline, one folder per stage:
 //! 1. [`frontend`]: Lark, GBNF, JSON Schema, regex and structural-tag text → the grammar IR.
 //! 2. [`grammar`]: the IR ([`Grammar`]), EBNF expansion and pruning.
-//! 3. [`lexer`]: terminals → the byte-level lexer DFA and its follow tables.
+//! 3. [`lexer`]: terminals → the byte-level lexer DFA and its follow tables (for grammars
+//!    lexed contextually, first their lexer modes from the grammar's follow sets).
 //! 4. [`lr`]: rules → LALR(1) tables that keep every conflict (the GLR parser's).
 //! 5. [`dwa`]: tables × vocabulary → the mask automaton.
 //!
