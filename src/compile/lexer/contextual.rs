@@ -94,7 +94,7 @@ impl FollowSets {
         for p in &g.productions {
             let lhs = p.lhs.index();
             for (i, s) in p.rhs.iter().enumerate() {
-                let mut words = TermSet::new(width).words().to_vec();
+                let mut words = vec![0u64; width.div_ceil(64)];
                 let nullable = first.of_string_into(&p.rhs[i + 1..], &mut words);
                 let set = TermSet::from_words(&words, width).expect("FIRST of this universe");
                 match *s {
@@ -112,8 +112,8 @@ impl FollowSets {
         let mut queued = vec![true; nt];
         while let Some(b) = work.pop() {
             queued[b as usize] = false;
+            let from = of_nt[b as usize].clone();
             for &a in &into[b as usize] {
-                let from = of_nt[b as usize].clone();
                 if of_nt[a as usize].union_with(&from) && !queued[a as usize] {
                     queued[a as usize] = true;
                     work.push(a);

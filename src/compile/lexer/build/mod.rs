@@ -588,35 +588,25 @@ fn mode_count(g: &Grammar) -> Result<u32, GrammarError> {
 /// Refuses a lexeme that two terminals of equal priority match but that would continue
 /// in different modes: the lexer could not tell which mode comes next.
 fn check_modes_agree(lexer: &LexerDfa, g: &Grammar) -> Result<(), GrammarError> {
-    match disagreements(lexer, g).next() {
-        None => Ok(()),
-        Some((_, a, b)) => {
-            let (a, b) = (&g.terminals[a.index()], &g.terminals[b.index()]);
-            Err(GrammarError::Unsupported {
+    for s in 0..lexer.num_states() {
+        let e = lexer.emits(LexStateId::new(s));
+        let Some(&first) = e.first() else { continue };
+        let (a, then) = (
+            &g.terminals[first.index()],
+            g.terminals[first.index()].mode.then,
+        );
+        if let Some(t) = e.iter().find(|t| g.terminals[t.index()].mode.then != then) {
+            let b = &g.terminals[t.index()];
+            return Err(GrammarError::Unsupported {
                 span: b.span,
                 construct: format!("terminals {} and {}", a.name, b.name),
                 reason: "they match the same text but the text after them is lexed in \
                          different lexer modes"
                     .into(),
-            })
+            });
         }
     }
-}
-
-/// Per state whose emitted terminals disagree on the next mode: the state, its first
-/// terminal and the first that disagrees with it.
-fn disagreements<'a>(
-    lexer: &'a LexerDfa,
-    g: &'a Grammar,
-) -> impl Iterator<Item = (LexStateId, TerminalId, TerminalId)> + 'a {
-    let then = |t: &TerminalId| g.terminals[t.index()].mode.then;
-    (0..lexer.num_states()).filter_map(move |s| {
-        let s = LexStateId::new(s);
-        let e = lexer.emits(s);
-        let first = *e.first()?;
-        let other = *e.iter().find(|t| then(t) != then(&first))?;
-        Some((s, first, other))
-    })
+    Ok(())
 }
 
 /// Global byte classes, bytes no terminal DFA (nor the counting rules) distinguishes:
