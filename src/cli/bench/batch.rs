@@ -41,6 +41,9 @@ pub struct BatchRow {
     pub threads: usize,
 }
 
+/// Rounds the timed blocks of one batch size are split into (see [`run`]).
+const ROUNDS: usize = 10;
+
 /// Times `fill_masks` for each size in `sizes`, `calls` times each (after one warm-up).
 pub fn run(w: &Workload, sizes: &[usize], calls: usize) -> Result<Vec<BatchRow>, String> {
     let missing = missing_files(w);
@@ -71,33 +74,38 @@ pub fn run(w: &Workload, sizes: &[usize], calls: usize) -> Result<Vec<BatchRow>,
         let batch: Vec<&Matcher> = (0..n).map(|i| &states[i % states.len()]).collect();
         let mut masks = vec![0u32; row * n];
         fill_masks(&batch, &mut masks, row).map_err(|e| e.to_string())?;
-        // The batched calls, then as many loops filling the same rows one by one (timed in
-        // blocks: alternating them moved the rows between the two cores' caches each
-        // call, which neither path pays in a server's steady state).
+        // The batched calls, loops filling the same rows one by one, and loops filling one
+        // reused row, timed in blocks (alternating them call by call moved the rows
+        // between the two cores' caches, which neither path pays in a server's steady
+        // state), the three kinds of block taking turns for `ROUNDS` rounds so that the
+        // machine's drift over the run falls on all three alike.
         let (mut us, mut one, mut single) = (
             Vec::with_capacity(calls),
             Vec::with_capacity(calls),
             Vec::with_capacity(calls),
         );
-        for _ in 0..calls {
-            let t0 = Instant::now();
-            fill_masks(&batch, &mut masks, row).map_err(|e| e.to_string())?;
-            us.push(t0.elapsed().as_secs_f64() * 1e6);
-        }
-        for _ in 0..calls {
-            let t0 = Instant::now();
-            for (row, m) in masks.chunks_mut(row).zip(&batch) {
-                m.fill_mask(row).map_err(|e| e.to_string())?;
-            }
-            one.push(t0.elapsed().as_secs_f64() * 1e6);
-        }
         let mut reused = vec![0u32; row];
-        for _ in 0..calls {
-            let t0 = Instant::now();
-            for m in &batch {
-                m.fill_mask(&mut reused).map_err(|e| e.to_string())?;
+        for round in 0..ROUNDS {
+            let block = calls * (round + 1) / ROUNDS - calls * round / ROUNDS;
+            for _ in 0..block {
+                let t0 = Instant::now();
+                fill_masks(&batch, &mut masks, row).map_err(|e| e.to_string())?;
+                us.push(t0.elapsed().as_secs_f64() * 1e6);
             }
-            single.push(t0.elapsed().as_secs_f64() * 1e6);
+            for _ in 0..block {
+                let t0 = Instant::now();
+                for (row, m) in masks.chunks_mut(row).zip(&batch) {
+                    m.fill_mask(row).map_err(|e| e.to_string())?;
+                }
+                one.push(t0.elapsed().as_secs_f64() * 1e6);
+            }
+            for _ in 0..block {
+                let t0 = Instant::now();
+                for m in &batch {
+                    m.fill_mask(&mut reused).map_err(|e| e.to_string())?;
+                }
+                single.push(t0.elapsed().as_secs_f64() * 1e6);
+            }
         }
         // `calls` is at least one, so the distributions exist.
         let total = Dist::of(&mut us).ok_or("no calls timed")?;
