@@ -12,7 +12,18 @@ use stackmask::compile::{build_glr_tables, compile_grammar, Compiler, GrammarFor
 use stackmask::runtime::Matcher;
 use stackmask::vocab::Vocab;
 
+/// The binary's allocator and tuning, so that memory behaves as in `stackmask` (huge
+/// pages for the automaton's arrays, freed memory kept mapped).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: stackmask::allocator::Allocator = stackmask::allocator::Allocator;
+
 fn main() {
+    // SAFETY: no other thread exists yet.
+    #[cfg(feature = "mimalloc")]
+    unsafe {
+        stackmask::allocator::tune_for_compiles()
+    };
     let args: Vec<String> = std::env::args().collect();
     let mut limits = stackmask::compile::DwaLimits::default();
     let mut droppable = Vec::new();

@@ -357,8 +357,20 @@ impl Matcher {
     /// How many of `tokens` would be accepted in order from here (the longest accepted
     /// prefix), without changing the matcher: speculative decoding's verifier.
     pub fn validate_tokens(&self, vocab: &Vocab, tokens: &[TokenId]) -> usize {
-        let mut probe = self.clone();
-        probe.history.clear();
+        if tokens.is_empty() {
+            return 0;
+        }
+        // The probe starts with no history: cloning it would cost a pointer per token
+        // committed so far, where the probe needs none (it never rolls back).
+        let mut probe = Matcher {
+            glr: self.glr.clone(),
+            dwa: self.dwa.clone(),
+            history: Vec::new(),
+            terminated: self.terminated,
+            cache: CacheCell::default(),
+            start: self.start.clone(),
+            at_start: self.at_start,
+        };
         tokens
             .iter()
             .take_while(|&&t| probe.commit(vocab, t).is_ok())
