@@ -70,6 +70,148 @@ fn class_char(c: char) -> String {
 }
 
 impl Lowerer {
+    /// Reads the statements: terminal and rule definitions, `%import`s from the built-in
+    /// `common` module (under their aliases), `%declare`d names. `defs` are the grammar's
+    /// definitions (for duplicate names).
+    fn collect(&mut self, stmts: &[Stmt], defs: &HashMap<String, Def>) -> Result<(), GrammarError> {
+        let mut first_span: HashMap<String, Span> =
+            defs.iter().map(|(n, d)| (n.clone(), d.span)).collect();
+        for s in stmts {
+            match s {
+                Stmt::Def(d) if d.is_term => {
+                    self.main_terms
+                        .insert(d.name.clone(), TermSrc::Def(d.clone()));
+                }
+                Stmt::Def(d) => {
+                    self.rule_ids
+                        .insert(d.name.clone(), NonterminalId::new(self.rules.len()));
+                    self.rules.push(d.clone());
+                }
+                Stmt::Import {
+                    module,
+                    names,
+                    span,
+                } => {
+                    if module.len() != 1 || module[0] != "common" {
+                        return Err(GrammarError::Unsupported {
+                            span: *span,
+                            construct: format!("%import {}", module.join(".")),
+                            reason: "only the built-in `common` module can be imported".into(),
+                        });
+                    }
+                    for (name, alias, nspan) in names {
+                        if !self.common_terms.contains_key(name) {
+                            return Err(GrammarError::Undefined {
+                                span: *nspan,
+                                kind: "terminal in module `common`",
+                                name: name.clone(),
+                            });
+                        }
+                        if let Some(first) = first_span.get(alias) {
+                            if first != nspan {
+                                return Err(GrammarError::Duplicate {
+                                    span: *nspan,
+                                    first: *first,
+                                    name: alias.clone(),
+                                });
+                            }
+                        }
+                        first_span.insert(alias.clone(), *nspan);
+                        self.main_terms.insert(
+                            alias.clone(),
+                            TermSrc::Imported {
+                                name: name.clone(),
+                                span: *nspan,
+                            },
+                        );
+                    }
+                }
+                Stmt::Declare { names, .. } => {
+                    for (n, nspan) in names {
+                        self.declared.entry(n.clone()).or_insert(*nspan);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks the `%ignore`d terminals (a name, or an anonymous pattern made a terminal).
+    fn ignore(&mut self, stmts: &[Stmt]) -> Result<(), GrammarError> {
+        for s in stmts {
+            if let Stmt::Ignore { body, span } = s {
+                match body {
+                    Expr::Name { name, span: nspan } => {
+                        if name.chars().any(|c| c.is_ascii_lowercase()) {
+                            return Err(GrammarError::Syntax {
+                                span: *nspan,
+                                message: format!("%ignore takes terminals, not rule `{name}`"),
+                            });
+                        }
+                        let id = self.named_terminal(name, *nspan)?;
+                        self.terminals[id.index()].ignored = true;
+                    }
+                    other => {
+                        self.anonymous(other, *span, true)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lowers the rules to BNF, with a nonterminal for each `%json` in them whose
+    /// schema's documents are grafted in (lowered with `schema`, stopped by `stop`).
+    fn lower_rules(
+        &mut self,
+        schema: &SchemaOptions,
+        stop: &Interrupt,
+    ) -> Result<(Vec<Nonterminal>, Vec<Production>), GrammarError> {
+        let mut nonterminals: Vec<Nonterminal> = self
+            .rules
+            .iter()
+            .map(|d| Nonterminal {
+                name: d.name.clone(),
+                span: d.span,
+            })
+            .collect();
+        for d in &self.rules {
+            each_schema(&d.body, &mut |span, body, schema| {
+                self.schemas.push(Embedded {
+                    span,
+                    body,
+                    schema: schema.to_string(),
+                    nonterminal: NonterminalId::new(nonterminals.len()),
+                });
+                nonterminals.push(Nonterminal {
+                    name: format!("{JSON_ITEM}{span}"),
+                    span,
+                });
+            });
+        }
+        let mut bnf = BnfBuilder::new(nonterminals);
+        let rules = self.rules.clone();
+        for (i, d) in rules.iter().enumerate() {
+            let body = self.rule_ebnf(&d.body)?;
+            bnf.define(
+                NonterminalId::new(i),
+                &body,
+                d.priority.unwrap_or(0),
+                d.span,
+            )?;
+        }
+        let (mut nonterminals, mut productions) = bnf.finish();
+        graft_schemas(
+            &self.schemas,
+            (schema, stop),
+            &mut self.terminals,
+            &mut nonterminals,
+            &mut productions,
+        )?;
+        Ok((nonterminals, productions))
+    }
+
     fn def_of(&self, module: Module, name: &str) -> Option<(Module, Def)> {
         match module {
             Module::Common => self
@@ -539,135 +681,15 @@ pub fn lower(
         anon_count: 0,
         schemas: Vec::new(),
     };
-    let mut first_span: HashMap<String, Span> =
-        defs.iter().map(|(n, d)| (n.clone(), d.span)).collect();
-    for s in &stmts {
-        match s {
-            Stmt::Def(d) if d.is_term => {
-                lw.main_terms
-                    .insert(d.name.clone(), TermSrc::Def(d.clone()));
-            }
-            Stmt::Def(d) => {
-                lw.rule_ids
-                    .insert(d.name.clone(), NonterminalId::new(lw.rules.len()));
-                lw.rules.push(d.clone());
-            }
-            Stmt::Import {
-                module,
-                names,
-                span,
-            } => {
-                if module.len() != 1 || module[0] != "common" {
-                    return Err(GrammarError::Unsupported {
-                        span: *span,
-                        construct: format!("%import {}", module.join(".")),
-                        reason: "only the built-in `common` module can be imported".into(),
-                    });
-                }
-                for (name, alias, nspan) in names {
-                    if !lw.common_terms.contains_key(name) {
-                        return Err(GrammarError::Undefined {
-                            span: *nspan,
-                            kind: "terminal in module `common`",
-                            name: name.clone(),
-                        });
-                    }
-                    if let Some(first) = first_span.get(alias) {
-                        if first != nspan {
-                            return Err(GrammarError::Duplicate {
-                                span: *nspan,
-                                first: *first,
-                                name: alias.clone(),
-                            });
-                        }
-                    }
-                    first_span.insert(alias.clone(), *nspan);
-                    lw.main_terms.insert(
-                        alias.clone(),
-                        TermSrc::Imported {
-                            name: name.clone(),
-                            span: *nspan,
-                        },
-                    );
-                }
-            }
-            Stmt::Declare { names, .. } => {
-                for (n, nspan) in names {
-                    lw.declared.entry(n.clone()).or_insert(*nspan);
-                }
-            }
-            _ => {}
-        }
-    }
+    lw.collect(&stmts, &defs)?;
     let Some(&start_id) = lw.rule_ids.get(start) else {
         return Err(GrammarError::NoStart {
             name: start.to_string(),
         });
     };
 
-    // Ignored terminals.
-    for s in &stmts {
-        if let Stmt::Ignore { body, span } = s {
-            match body {
-                Expr::Name { name, span: nspan } => {
-                    if name.chars().any(|c| c.is_ascii_lowercase()) {
-                        return Err(GrammarError::Syntax {
-                            span: *nspan,
-                            message: format!("%ignore takes terminals, not rule `{name}`"),
-                        });
-                    }
-                    let id = lw.named_terminal(name, *nspan)?;
-                    lw.terminals[id.index()].ignored = true;
-                }
-                other => {
-                    lw.anonymous(other, *span, true)?;
-                }
-            }
-        }
-    }
-
-    // Rules, and a nonterminal for each `%json` in them.
-    let mut nonterminals: Vec<Nonterminal> = lw
-        .rules
-        .iter()
-        .map(|d| Nonterminal {
-            name: d.name.clone(),
-            span: d.span,
-        })
-        .collect();
-    for d in &lw.rules {
-        each_schema(&d.body, &mut |span, body, schema| {
-            lw.schemas.push(Embedded {
-                span,
-                body,
-                schema: schema.to_string(),
-                nonterminal: NonterminalId::new(nonterminals.len()),
-            });
-            nonterminals.push(Nonterminal {
-                name: format!("{JSON_ITEM}{span}"),
-                span,
-            });
-        });
-    }
-    let mut bnf = BnfBuilder::new(nonterminals);
-    let rules = lw.rules.clone();
-    for (i, d) in rules.iter().enumerate() {
-        let body = lw.rule_ebnf(&d.body)?;
-        bnf.define(
-            NonterminalId::new(i),
-            &body,
-            d.priority.unwrap_or(0),
-            d.span,
-        )?;
-    }
-    let (mut nonterminals, mut productions) = bnf.finish();
-    graft_schemas(
-        &lw.schemas,
-        (schema, stop),
-        &mut lw.terminals,
-        &mut nonterminals,
-        &mut productions,
-    )?;
+    lw.ignore(&stmts)?;
+    let (nonterminals, productions) = lw.lower_rules(schema, stop)?;
     // Declared `_INDENT` and `_DEDENT` beside an `_NL` terminal: the grammar runs behind
     // Lark's indenter, configured as SynCode's Python setup does (Lark's bracket names).
     let indenter = (lw.declared.contains_key("_INDENT")
