@@ -10,7 +10,7 @@ use std::sync::Arc;
 use stackmask::compile::Compiler;
 use stackmask::glr::GlrState;
 use stackmask::ids::TokenId;
-use stackmask::reference::Reference;
+use stackmask::reference::{Prefix, Reference};
 use stackmask::runtime::{CompiledGrammar, Matcher};
 use stackmask::vocab::segment::random_segmentation;
 use stackmask::vocab::Vocab;
@@ -90,8 +90,7 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
     let text = std::fs::read(a.text).map_err(|e| format!("cannot read {}: {e}", a.text))?;
     let tokens = tokens_of(&vocab, &text, a.segment)?;
     let reference = Reference::new(&loaded.grammar, &loaded.tables.lexer);
-    let sorted = (a.engine == Engine::Glr).then(|| SortedTokens::new(&vocab));
-    let (matcher_base, dwa_ms) = match a.engine {
+    let (matcher, dwa_ms) = match a.engine {
         Engine::Dwa | Engine::Both => {
             let t0 = Instant::now();
             let m = matcher(a.artifact, &a.grammar.compiler(&vocab), &loaded)?;
@@ -99,8 +98,16 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
         }
         _ => (None, None),
     };
-    let mut matcher = matcher_base;
-    let mut words = vec![0u32; vocab.len().div_ceil(32)];
+    let mut e = Engines {
+        engine: a.engine,
+        sorted: (a.engine == Engine::Glr).then(|| SortedTokens::new(&vocab)),
+        glr: GlrState::new(loaded.tables.clone()),
+        matcher,
+        prefix: reference.empty(),
+        reference,
+        words: vec![0u32; vocab.len().div_ceil(32)],
+        reads: Vec::new(),
+    };
     let mut dump = match a.dump_masks {
         Some(p) => Some(std::io::BufWriter::new(
             std::fs::File::create(p).map_err(|e| format!("cannot create {p}: {e}"))?,
@@ -108,46 +115,21 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
         None => None,
     };
 
-    let mut glr = GlrState::new(loaded.tables.clone());
-    let mut prefix = reference.empty();
     let (mut mask_us, mut commit_us) = (Vec::new(), Vec::new());
     let mut rejected_at = None;
     let mut mismatches = 0usize;
-    let mut reads: Vec<usize> = Vec::new();
     let mask_every = a.mask_every.max(1);
     for (i, &t) in tokens.iter().enumerate() {
         if i % mask_every == 0 {
-            // Timed: producing the mask, not copying it out for the checks below.
-            let t0 = Instant::now();
-            let (mask, us) = match a.engine {
-                Engine::Reference => {
-                    let m = bits(&reference.mask(&prefix, &vocab));
-                    (m, t0.elapsed())
-                }
-                // `sorted` is built whenever the engine is GLR.
-                Engine::Glr => {
-                    let m = walk::mask(&glr, sorted.as_ref().expect("sorted tokens"));
-                    (m, t0.elapsed())
-                }
-                Engine::Dwa | Engine::Both => {
-                    // The matcher exists for these engines.
-                    let m = matcher.as_ref().expect("matcher");
-                    reads.push(m.fill_mask_counted(&mut words).map_err(|e| e.to_string())?);
-                    let us = t0.elapsed();
-                    (words.clone(), us)
-                }
-            };
-            mask_us.push(us.as_secs_f64() * 1e6);
+            let (mask, us) = e.mask(&vocab)?;
+            mask_us.push(us);
             let verify = match a.engine {
                 Engine::Both => true,
                 Engine::Glr | Engine::Dwa => a.verify_every > 0 && i % a.verify_every == 0,
                 Engine::Reference => false,
             };
-            if verify {
-                let r = bits(&reference.mask(&prefix, &vocab));
-                if r != mask {
-                    mismatches += 1;
-                }
+            if verify && bits(&e.reference.mask(&e.prefix, &vocab)) != mask {
+                mismatches += 1;
             }
             if let Some(d) = dump.as_mut() {
                 let ids: Vec<usize> = (0..vocab.len())
@@ -165,50 +147,23 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
             .mask_bytes(t)
             .ok_or_else(|| format!("token {t} carries no text a grammar reads"))?;
         let t0 = Instant::now();
-        let ok = match a.engine {
-            Engine::Reference => {
-                let next = reference.extend(&prefix, bytes);
-                let ok = reference.prefix_viable(&next);
-                if ok {
-                    // The old prefix is dropped first, so freezing appends in place.
-                    prefix = next;
-                    prefix.freeze();
-                }
-                ok
-            }
-            Engine::Glr => glr.commit_bytes(bytes).is_ok(),
-            Engine::Dwa | Engine::Both => {
-                // The matcher exists for these engines; it holds its own recognizer.
-                matcher
-                    .as_mut()
-                    .expect("matcher")
-                    .commit_bytes(bytes)
-                    .is_ok()
-            }
-        };
+        let ok = e.commit(bytes);
         commit_us.push(t0.elapsed().as_secs_f64() * 1e6);
-        if a.engine != Engine::Reference {
-            prefix =
-                reference.commit_owned(std::mem::replace(&mut prefix, reference.empty()), bytes);
-        }
+        e.reference_follows(bytes);
         if !ok {
             rejected_at = Some(i);
             break;
         }
     }
-    let accepted = rejected_at.is_none()
-        && match a.engine {
-            Engine::Reference => reference.prefix_complete(&prefix),
-            Engine::Glr => glr.is_accepting(),
-            Engine::Dwa | Engine::Both => matcher.as_ref().is_some_and(|m| m.is_accepting()),
-        };
+    let accepted = rejected_at.is_none() && e.accepted();
     if rejected_at.is_none()
         && a.engine != Engine::Reference
-        && accepted != reference.prefix_complete(&prefix)
+        && accepted != e.reference.prefix_complete(&e.prefix)
     {
         mismatches += 1;
     }
     let ok = rejected_at.is_none() && accepted && mismatches == 0;
+    let reads = &e.reads;
     let report = serde_json::json!({
         "tokens": tokens.len(),
         "rejected_at": rejected_at,
@@ -239,6 +194,94 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
         println!("commit µs: {}", report["commit_us"]);
     }
     Ok(ok)
+}
+
+/// The engine under check at one point of the document, and the reference oracle's
+/// prefix beside it (kept for every engine: it checks masks and the end).
+struct Engines {
+    engine: Engine,
+    reference: Reference,
+    prefix: Prefix,
+    /// The recognizer (`--engine glr`), masked by walking `sorted`.
+    glr: GlrState,
+    sorted: Option<SortedTokens>,
+    /// The matcher (`--engine dwa` and `both`), filling `words`.
+    matcher: Option<Matcher>,
+    words: Vec<u32>,
+    /// Stack entries each automaton mask read.
+    reads: Vec<usize>,
+}
+
+impl Engines {
+    /// The engine's mask here, and how long producing it took (µs; not copying it out
+    /// for the checks).
+    fn mask(&mut self, vocab: &Vocab) -> Result<(Vec<u32>, f64), String> {
+        let t0 = Instant::now();
+        let (mask, us) = match self.engine {
+            Engine::Reference => {
+                let m = bits(&self.reference.mask(&self.prefix, vocab));
+                (m, t0.elapsed())
+            }
+            // `sorted` is built whenever the engine is GLR.
+            Engine::Glr => {
+                let m = walk::mask(&self.glr, self.sorted.as_ref().expect("sorted tokens"));
+                (m, t0.elapsed())
+            }
+            Engine::Dwa | Engine::Both => {
+                // The matcher exists for these engines.
+                let m = self.matcher.as_ref().expect("matcher");
+                let reads = m
+                    .fill_mask_counted(&mut self.words)
+                    .map_err(|e| e.to_string())?;
+                let us = t0.elapsed();
+                self.reads.push(reads);
+                (self.words.clone(), us)
+            }
+        };
+        Ok((mask, us.as_secs_f64() * 1e6))
+    }
+
+    /// Commits `bytes` to the engine; whether it took them.
+    fn commit(&mut self, bytes: &[u8]) -> bool {
+        match self.engine {
+            Engine::Reference => {
+                let next = self.reference.extend(&self.prefix, bytes);
+                let ok = self.reference.prefix_viable(&next);
+                if ok {
+                    // The old prefix is dropped first, so freezing appends in place.
+                    self.prefix = next;
+                    self.prefix.freeze();
+                }
+                ok
+            }
+            Engine::Glr => self.glr.commit_bytes(bytes).is_ok(),
+            Engine::Dwa | Engine::Both => {
+                // The matcher exists for these engines; it holds its own recognizer.
+                self.matcher
+                    .as_mut()
+                    .expect("matcher")
+                    .commit_bytes(bytes)
+                    .is_ok()
+            }
+        }
+    }
+
+    /// Moves the reference's prefix over `bytes` beside another engine (untimed).
+    fn reference_follows(&mut self, bytes: &[u8]) {
+        if self.engine != Engine::Reference {
+            let prefix = std::mem::replace(&mut self.prefix, self.reference.empty());
+            self.prefix = self.reference.commit_owned(prefix, bytes);
+        }
+    }
+
+    /// Whether the engine takes the document as complete here.
+    fn accepted(&self) -> bool {
+        match self.engine {
+            Engine::Reference => self.reference.prefix_complete(&self.prefix),
+            Engine::Glr => self.glr.is_accepting(),
+            Engine::Dwa | Engine::Both => self.matcher.as_ref().is_some_and(|m| m.is_accepting()),
+        }
+    }
 }
 
 /// The matcher for the automaton engines: loaded from `artifact`, else with an automaton
