@@ -109,36 +109,68 @@ impl ClassList {
     }
 }
 
+/// Where each node of a trie sits: its preorder position and depth, the emission on its
+/// incoming edge, and its subtree's size.
+struct Layout {
+    /// Nodes in preorder (children in edge order).
+    pre_order: Vec<u32>,
+    depth: Vec<u32>,
+    incoming: Vec<Option<EmitId>>,
+    /// Position of each node in `pre_order`.
+    rank: Vec<u32>,
+    /// Nodes in each node's subtree, itself included.
+    size: Vec<u32>,
+}
+
+impl Layout {
+    fn of<S>(trie: &TerminalTrie<S>) -> Self {
+        let n = trie.nodes.len();
+        let mut pre_order: Vec<u32> = Vec::with_capacity(n);
+        let mut depth = vec![0u32; n];
+        let mut incoming: Vec<Option<EmitId>> = vec![None; n];
+        let mut stack = vec![0u32];
+        while let Some(v) = stack.pop() {
+            pre_order.push(v);
+            for &(e, c) in trie.nodes[v as usize].children.iter().rev() {
+                depth[c as usize] = depth[v as usize] + 1;
+                incoming[c as usize] = Some(e);
+                stack.push(c);
+            }
+        }
+        let mut rank = vec![0u32; n];
+        for (i, &v) in pre_order.iter().enumerate() {
+            rank[v as usize] = i as u32;
+        }
+        // Subtree size by reverse preorder accumulation.
+        let mut size = vec![1u32; n];
+        for &v in pre_order.iter().rev() {
+            for &(_, c) in &trie.nodes[v as usize].children {
+                size[v as usize] += size[c as usize];
+            }
+        }
+        Layout {
+            pre_order,
+            depth,
+            incoming,
+            rank,
+            size,
+        }
+    }
+}
+
 /// Splits a trie's tokens into classes and records its shape. The trie is consumed: its
 /// token sets become the classes'.
 pub fn classify<S: Default + PartialEq + std::fmt::Debug>(
     mut trie: TerminalTrie<S>,
 ) -> ClassedTrie<S> {
     let n = trie.nodes.len();
-    // Preorder, depth, incoming emission, and subtree end of every node.
-    let mut pre_order: Vec<u32> = Vec::with_capacity(n);
-    let mut depth = vec![0u32; n];
-    let mut incoming: Vec<Option<EmitId>> = vec![None; n];
-    let mut stack = vec![0u32];
-    while let Some(v) = stack.pop() {
-        pre_order.push(v);
-        for &(e, c) in trie.nodes[v as usize].children.iter().rev() {
-            depth[c as usize] = depth[v as usize] + 1;
-            incoming[c as usize] = Some(e);
-            stack.push(c);
-        }
-    }
-    let mut rank = vec![0u32; n];
-    for (i, &v) in pre_order.iter().enumerate() {
-        rank[v as usize] = i as u32;
-    }
-    // Subtree size by reverse preorder accumulation.
-    let mut size = vec![1u32; n];
-    for &v in pre_order.iter().rev() {
-        for &(_, c) in &trie.nodes[v as usize].children {
-            size[v as usize] += size[c as usize];
-        }
-    }
+    let Layout {
+        pre_order,
+        depth,
+        incoming,
+        rank,
+        size,
+    } = Layout::of(&trie);
     // Groups (node, final index) numbered in node preorder; first group ordinal per rank.
     let mut groups: Vec<(u32, usize)> = Vec::new();
     let mut first_group_at_rank = Vec::with_capacity(n + 1);
