@@ -14,13 +14,11 @@ of the token-by-token differences (less noisy: token i of both replays is in one
 from __future__ import annotations
 
 import argparse
-import pathlib
 import time
 
 import stackmask
+from replay_setup import add_workload_args, load
 from stackmask import _core
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def pct(xs: list[int], p: float) -> int:
@@ -43,20 +41,12 @@ def python_replay(grammar, ids, bitmask) -> list[int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tokenizer", default=str(ROOT.parent / "shared/tokenizers/llama3.json"))
-    ap.add_argument("--grammar", default="builtin:json")
-    ap.add_argument("--document", default=str(ROOT / "benches/data/catalog.json"))
+    add_workload_args(ap)
     ap.add_argument("--replays", type=int, default=5)
     ap.add_argument("--batch", type=int, default=64)
     args = ap.parse_args()
 
-    info = stackmask.TokenizerInfo.from_tokenizer_json(args.tokenizer)
-    compiler = stackmask.GrammarCompiler(info)
-    if args.grammar == "builtin:json":
-        grammar = compiler.compile_builtin_json_grammar()
-    else:
-        grammar = compiler.compile_lark(pathlib.Path(args.grammar).read_text())
-    ids = info.encode(pathlib.Path(args.document).read_text())
+    info, grammar, ids = load(args)
     bitmask = stackmask.allocate_token_bitmask(1, info.vocab_size)
     print(f"{len(ids)} tokens, {info.vocab_size} ids; per token (mask + commit), ns")
     for r in range(args.replays):

@@ -13,12 +13,10 @@ after accepting the step's token (then that token again), `validate_tokens` of t
 from __future__ import annotations
 
 import argparse
-import pathlib
 import time
 
 import stackmask
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from replay_setup import add_workload_args, load
 
 
 def pct(xs: list[int], p: float) -> int:
@@ -28,20 +26,12 @@ def pct(xs: list[int], p: float) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tokenizer", default=str(ROOT.parent / "shared/tokenizers/llama3.json"))
-    ap.add_argument("--grammar", default="builtin:json")
-    ap.add_argument("--document", default=str(ROOT / "benches/data/catalog.json"))
+    add_workload_args(ap)
     ap.add_argument("--window", type=int, default=8)
     ap.add_argument("--replays", type=int, default=3)
     args = ap.parse_args()
 
-    info = stackmask.TokenizerInfo.from_tokenizer_json(args.tokenizer)
-    compiler = stackmask.GrammarCompiler(info)
-    if args.grammar == "builtin:json":
-        grammar = compiler.compile_builtin_json_grammar()
-    else:
-        grammar = compiler.compile_lark(pathlib.Path(args.grammar).read_text())
-    ids = info.encode(pathlib.Path(args.document).read_text())
+    info, grammar, ids = load(args)
     clock = time.perf_counter_ns
     times: dict[str, list[int]] = {
         "rollback(1)": [],
