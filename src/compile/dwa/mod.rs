@@ -73,6 +73,7 @@
 //!   set close enough to patch.
 
 pub(crate) mod build;
+pub(crate) mod class_blocks;
 pub(crate) mod class_tables;
 mod dense_words;
 mod determinize;
