@@ -17,8 +17,9 @@
 //! 5. `emission_trie`: per shape, classes grouped by their emissions so far.
 //! 6. `stack_top_equiv`: LR states and productions the automaton cannot tell apart.
 //! 7. [`build`]: explores suspended effects from every stack top (the effect automaton,
-//!    weights interned in `weight_table`), then `determinize`s it, and freezes
-//!    weights (`dense_words`) and class tables into the [`crate::dwa::Dwa`]. After it:
+//!    weights interned in `weight_table`), then `determinize`s it, merges the classes
+//!    no weight tells apart (`class_blocks`), and freezes weights (`dense_words`) and
+//!    class tables into the [`crate::dwa::Dwa`]. After it:
 //!    a walk of the automaton over any parse stack yields the exact mask, in class space
 //!    until the final write.
 //!
@@ -69,6 +70,8 @@
 //!   states are split into each terminal's own states.
 //! - **drain**: exploring every effect reached from the starts, in parallel batches.
 //! - **piece**: one of the sets an exploration's outcome is the union of.
+//! - **block** (`class_blocks`): classes every weight holds together or not at all,
+//!   frozen as one class.
 //! - **band** (class tables): a slice of a set's minhash sketch, used to find a stored
 //!   set close enough to patch.
 

@@ -937,19 +937,20 @@ pub(crate) fn finish_dwa(
     let automaton = || started.and_then(|b| b.finish(&sets, nshapes, limits, stop));
     let class_side = || start_tables(starts, &base, lexer, &atoms, &atom_words);
     let (auto, (start_pos, tables_out, words)) = rayon::join(automaton, class_side);
-    let (shape_classes, mut det) = auto?;
+    let (shape_classes, det) = auto?;
     let (mut tables_out, mut words) = (tables_out, words);
     let mut drops = drop_tables(&shape_list, &atoms.of_token, &overflow, vocab);
     let mut indents = indent_tables(&shape_list);
-    let mut shape_counts: Vec<u32> = shape_list.iter().map(|s| s.num_classes).collect();
-    let (mut base, mut num_classes) = (base, num_classes);
-    // Classes no weight tells apart become one (`class_blocks`).
+    let shape_counts: Vec<u32> = shape_list.iter().map(|s| s.num_classes).collect();
+    // Classes no weight tells apart become one (`class_blocks`); the weights are
+    // renumbered as they are frozen.
     let rules = RuleIndex::new(&drops, &indents);
     let kind = class_kinds(&drops, &indents, &base, num_classes);
-    if let Some(blocks) = ClassBlocks::find(&det.weights, &base, &shape_counts, &kind, |s, c, b| {
+    let blocks = ClassBlocks::find(&det.weights, &base, &shape_counts, &kind, |s, c, b| {
         rules.key(&drops, &indents, s, c, b)
-    }) {
-        blocks.weights(&mut det.weights);
+    });
+    let mut num_classes = num_classes;
+    if let Some(blocks) = &blocks {
         blocks.tables(
             &mut tables_out,
             &start_pos,
@@ -959,11 +960,15 @@ pub(crate) fn finish_dwa(
         blocks.drops(&mut drops);
         blocks.indents(&mut indents);
         num_classes = blocks.num_classes();
-        (base, shape_counts) = (blocks.base, blocks.counts);
     }
     // Class sets for the walk: each weight's dense words over its span, end to end.
     let class_words = (num_classes as usize).div_ceil(64).max(1);
-    let (weight_spans, weights) = weight_words(&det.weights, &base, &shape_counts, class_words);
+    let (weight_spans, weights) = weight_words(
+        &det.weights,
+        (&base, &shape_counts),
+        blocks.as_ref(),
+        class_words,
+    );
     let (states, trans) = Dwa::freeze_states(det.states);
     let dwa = Dwa {
         class_words: class_words as u32,
@@ -1359,20 +1364,22 @@ fn start_tables(
 }
 
 /// The words of `sets` (set 0 empty) over class spaces of `class_words` words where
-/// shape `i` holds classes `base[i]..` (`counts[i]` of them, bases ascending), stored span by
-/// span: each set's words from the first to the last shape it has a class in, each shape
-/// whole (see [`WeightSpan`]); set 0 spans the whole space. Dense rows were quadratic:
-/// thousands of weights times thousands of words (310 MB for one schema), nearly all zero
-/// since most weights lie in one shape.
+/// shape `i` holds classes `base[i]..` (`counts[i]` of them, bases ascending), or, with
+/// `blocks`, of the sets renumbered into those blocks and laid out as they say; stored
+/// span by span: each set's words from the first to the last shape it has a class in,
+/// each shape whole (see [`WeightSpan`]); set 0 spans the whole space. Dense rows were
+/// quadratic: thousands of weights times thousands of words (310 MB for one schema),
+/// nearly all zero since most weights lie in one shape.
 fn weight_words(
     sets: &[RoaringBitmap],
-    base: &[u32],
-    counts: &[u32],
+    (base, counts): (&[u32], &[u32]),
+    blocks: Option<&ClassBlocks>,
     class_words: usize,
 ) -> (Vec<WeightSpan>, Vec<u64>) {
+    let (new_base, new_counts) = blocks.map_or((base, counts), |b| (&b.base[..], &b.counts[..]));
     let shape_words = |i: usize| {
-        let lo = base[i] as usize;
-        (lo / 64, (lo + counts[i] as usize).div_ceil(64))
+        let lo = new_base[i] as usize;
+        (lo / 64, (lo + new_counts[i] as usize).div_ceil(64))
     };
     // The last shape starting at or before `c`: shapes without classes share their base
     // with the next, which holds `c`.
@@ -1402,11 +1409,20 @@ fn weight_words(
     }
     // In parallel: nothing else runs now. Container by container, not class by class:
     // a large schema's weights hold tens of millions of classes (see `dense_words`).
+    // Renumbered, class by class: a block's id comes from its classes' order, so a set's
+    // new ids are scattered (sorting them to rebuild the set cost more).
     rows.into_par_iter()
         .zip(sets)
         .zip(&spans)
-        .for_each_init(Vec::new, |scratch, ((row, w), s)| {
-            or_into_words(w, s.lo as usize, row, scratch)
+        .for_each_init(Vec::new, |scratch, ((row, w), s)| match blocks {
+            None => or_into_words(w, s.lo as usize, row, scratch),
+            Some(b) => {
+                let lo = s.lo as usize * 64;
+                for c in w {
+                    let x = b.new_id(c) as usize - lo;
+                    row[x / 64] |= 1 << (x % 64);
+                }
+            }
         });
     (spans, words)
 }

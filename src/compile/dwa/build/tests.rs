@@ -53,7 +53,7 @@ fn spanned_weights_read_as_dense_ones_in_every_shape() {
         }
         sets.push(w);
     }
-    let (spans, words) = weight_words(&sets, &base, &counts, class_words);
+    let (spans, words) = weight_words(&sets, (&base, &counts), None, class_words);
     for (i, (&b, &c)) in base.iter().zip(&counts).enumerate() {
         let (lo, hi) = (b as usize, (b + c) as usize);
         let range = lo / 64..hi.div_ceil(64);
