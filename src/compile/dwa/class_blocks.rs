@@ -17,6 +17,7 @@
 //! union of blocks of, found by refinement: each weight splits the blocks it holds part
 //! of, in time linear in the weights' classes.
 
+use hashbrown::HashMap;
 use roaring::RoaringBitmap;
 
 use crate::dwa::drops::{DropRule, Drops};
@@ -341,6 +342,111 @@ impl ClassBlocks {
         let ids = (lo..hi).map(|c| self.local(s, c));
         let (a, b) = ids.fold((u32::MAX, 0), |(a, b), x| (a.min(x), b.max(x + 1)));
         (a, b)
+    }
+}
+
+/// Per class (of `num_classes`, shapes at `base`), how rules after the walk treat it.
+pub(super) fn class_kinds(
+    drops: &Drops,
+    indents: &Indents,
+    base: &[u32],
+    num_classes: u32,
+) -> Vec<Kind> {
+    let mut kind = vec![Kind::Plain; num_classes as usize];
+    let mut set = |s: usize, c: u32, k: Kind| kind[(base[s] + c) as usize] = k;
+    for (s, sd) in drops.shapes.iter().enumerate() {
+        (sd.virtuals.0..sd.virtuals.1).for_each(|c| set(s, c, Kind::Virtual));
+        for r in &drops.rules[sd.rules.0 as usize..sd.rules.1 as usize] {
+            set(s, r.class, Kind::Decided);
+        }
+    }
+    for (s, si) in indents.shapes.iter().enumerate() {
+        (si.virtuals.0..si.virtuals.1).for_each(|c| set(s, c, Kind::Virtual));
+        for g in &indents.groups[si.groups.0 as usize..si.groups.1 as usize] {
+            for r in &indents.rules[g.rules.0 as usize..g.rules.1 as usize] {
+                set(s, r.class, Kind::Decided);
+            }
+        }
+    }
+    kind
+}
+
+/// The rules deciding each class after the walk, by (shape, class): indices into
+/// [`Drops::rules`] and into [`Indents::rules`] with their group.
+#[derive(Default)]
+pub(super) struct RuleIndex {
+    drops: HashMap<(usize, u32), Vec<usize>>,
+    indents: HashMap<(usize, u32), Vec<(usize, usize)>>,
+}
+
+impl RuleIndex {
+    pub(super) fn new(drops: &Drops, indents: &Indents) -> Self {
+        let mut out = Self::default();
+        for (s, sd) in drops.shapes.iter().enumerate() {
+            for i in sd.rules.0 as usize..sd.rules.1 as usize {
+                out.drops
+                    .entry((s, drops.rules[i].class))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        for (s, si) in indents.shapes.iter().enumerate() {
+            for g in si.groups.0 as usize..si.groups.1 as usize {
+                let (lo, hi) = indents.groups[g].rules;
+                for i in lo as usize..hi as usize {
+                    let at = (s, indents.rules[i].class);
+                    out.indents.entry(at).or_default().push((g, i));
+                }
+            }
+        }
+        out
+    }
+
+    /// What the rules deciding class `c` of shape `s` read, with each virtual class
+    /// named by its block (`block`): equal keys decide equally.
+    pub(super) fn key(
+        &self,
+        drops: &Drops,
+        indents: &Indents,
+        s: usize,
+        c: u32,
+        block: &dyn Fn(u32) -> u32,
+    ) -> Vec<u32> {
+        let mut key = Vec::new();
+        for &i in self.drops.get(&(s, c)).into_iter().flatten() {
+            let r = drops.rules[i];
+            let len = (1usize << (r.levels + 1)) - 1;
+            key.push(r.levels);
+            key.extend(
+                drops.nodes[r.start as usize..][..len]
+                    .iter()
+                    .map(|&v| block(v)),
+            );
+        }
+        key.push(u32::MAX);
+        for &(g, i) in self.indents.get(&(s, c)).into_iter().flatten() {
+            let (newline, width) = indents.groups[g]
+                .first
+                .map_or((2, 0), |(n, w)| (u32::from(n), w));
+            let r = indents.rules[i];
+            // A rule ORs its terms: their order and repeats do not matter.
+            let mut terms: Vec<[u32; 4]> = indents.terms[r.terms.0 as usize..r.terms.1 as usize]
+                .iter()
+                .map(|t| {
+                    [
+                        u32::from(t.stay),
+                        t.delta as u32,
+                        block(t.out),
+                        block(t.inside),
+                    ]
+                })
+                .collect();
+            terms.sort_unstable();
+            terms.dedup();
+            key.extend([newline, width, terms.len() as u32]);
+            key.extend(terms.into_iter().flatten());
+        }
+        key
     }
 }
 
