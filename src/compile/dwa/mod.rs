@@ -17,7 +17,9 @@
 //! 5. `emission_trie`: per shape, classes grouped by their emissions so far.
 //! 6. `stack_top_equiv`: LR states and productions the automaton cannot tell apart.
 //! 7. [`build`]: explores suspended effects from every stack top (the effect automaton,
-//!    weights interned in `weight_table`), then `determinize`s it, merges the classes
+//!    weights interned in `weight_table`), then `determinize`s it, drops from its
+//!    filters the riders no edge can decide and the weights nothing reads
+//!    (`live_riders`), merges the classes
 //!    no weight tells apart (`class_blocks`), and freezes weights (`dense_words`) and
 //!    class tables into the [`crate::dwa::Dwa`]. After it:
 //!    a walk of the automaton over any parse stack yields the exact mask, in class space
@@ -45,6 +47,8 @@
 //!   to check.
 //! - **rider**: a class riding on an effect, i.e. tokens whose fate that effect decides.
 //! - **decided**: classes an edge settles (allowed), subtracted from what still waits.
+//! - **filter**: the classes an edge's target carries on: those that may still be
+//!   decided below (`live_riders` cuts from every filter the classes no edge decides).
 //! - **virtual class** (`droppable`): a class with no tokens that the walk decides so
 //!   that a class with droppable lexemes can be decided from it after the walk: a
 //!   *variant* (each droppable lexeme taken or skipped) or a *test* (can the droppable
@@ -85,6 +89,7 @@ pub(crate) mod emission_trie;
 pub(crate) mod forked_classes;
 pub(crate) mod forked_equiv;
 pub(crate) mod indentation;
+mod live_riders;
 pub(crate) mod position_equiv;
 pub(crate) mod stack_top_equiv;
 pub(crate) mod string_split;

@@ -41,6 +41,7 @@ use crate::compile::dwa::dense_words::or_into_words;
 use crate::compile::dwa::determinize::{determinize, Det, Nfa, NfaEdge};
 use crate::compile::dwa::droppable::with_drops;
 use crate::compile::dwa::emission_trie::{EmissionTrie, ROOT};
+use crate::compile::dwa::live_riders;
 use crate::compile::dwa::position_equiv::{canonical_end, end_reps};
 use crate::compile::dwa::stack_top_equiv::{
     actionable_terminals, canonical_productions, class_representatives, state_classes,
@@ -937,7 +938,9 @@ pub(crate) fn finish_dwa(
     let automaton = || started.and_then(|b| b.finish(&sets, nshapes, limits, stop));
     let class_side = || start_tables(starts, &base, lexer, &atoms, &atom_words);
     let (auto, (start_pos, tables_out, words)) = rayon::join(automaton, class_side);
-    let (shape_classes, det) = auto?;
+    let (mut shape_classes, mut det) = auto?;
+    // Riders no edge can decide leave the filters (`live_riders`).
+    live_riders::prune(&mut det, &mut shape_classes);
     let (mut tables_out, mut words) = (tables_out, words);
     let mut drops = drop_tables(&shape_list, &atoms.of_token, &overflow, vocab);
     let mut indents = indent_tables(&shape_list);
