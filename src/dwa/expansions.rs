@@ -21,8 +21,10 @@ pub const MAX_BYTES: usize = 16 << 20;
 /// Rows shorter than this many words are expanded each time: copying would not pay.
 const MIN_ROW_WORDS: usize = 1024;
 /// Decided sets of fewer classes are expanded each time (JSON Schema positions mostly
-/// decide a handful, cheaper to expand than a row is to copy).
-const MIN_CLASSES: u32 = 128;
+/// decide a handful, cheaper to expand than a row is to copy). Merged classes
+/// (`class_blocks`) hold many tokens each: a Go statement boundary's 60-odd classes
+/// cost a 128K vocabulary more to expand than to copy.
+const MIN_CLASSES: u32 = 32;
 
 type Key = (u32, u32, Box<[u64]>);
 
