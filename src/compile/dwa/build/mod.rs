@@ -939,7 +939,8 @@ pub(crate) fn finish_dwa(
     let class_side = || start_tables(starts, &base, lexer, &atoms, &atom_words);
     let (auto, (start_pos, tables_out, words)) = rayon::join(automaton, class_side);
     let (mut shape_classes, mut det) = auto?;
-    // Riders no edge can decide leave the filters (`live_riders`).
+    // Riders no edge can decide leave the filters, unread weights the automaton
+    // (`live_riders`).
     live_riders::prune(&mut det, &mut shape_classes);
     let (mut tables_out, mut words) = (tables_out, words);
     let mut drops = drop_tables(&shape_list, &atoms.of_token, &overflow, vocab);
