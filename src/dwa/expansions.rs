@@ -128,12 +128,17 @@ impl Expansions {
 
 /// Writes (`fresh`: `out` holds nothing yet) or ORs a row into `out`; the empty row
 /// (no token) leaves `out` and `fresh` as they were, as [`ClassTokens::expand`] does.
+/// A row is as long as the buffer it was made in, and buffers differ (a batch's rows are
+/// padded to the model's vocabulary): words past the vocabulary are zero in every row,
+/// so only the shorter length is copied, and a longer `out` is zeroed past it.
 fn apply(row: &[u32], out: &mut [u32], fresh: &mut bool) {
     if row.is_empty() {
         return;
     }
     if *fresh {
-        out.copy_from_slice(row);
+        let n = row.len().min(out.len());
+        out[..n].copy_from_slice(&row[..n]);
+        out[n..].fill(0);
         *fresh = false;
     } else {
         for (o, &r) in out.iter_mut().zip(row) {
