@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use stackmask::glr::walk::{self, SortedTokens};
+use stackmask::glr::walk::VocabWalk;
 use std::sync::Arc;
 
 use stackmask::compile::Compiler;
@@ -100,7 +100,7 @@ pub fn run(a: CheckArgs) -> Result<bool, String> {
     };
     let mut e = Engines {
         engine: a.engine,
-        sorted: (a.engine == Engine::Glr).then(|| SortedTokens::new(&vocab)),
+        walk: (a.engine == Engine::Glr).then(|| VocabWalk::new(loaded.tables.clone())),
         glr: GlrState::new(loaded.tables.clone()),
         matcher,
         prefix: reference.empty(),
@@ -202,9 +202,9 @@ struct Engines {
     engine: Engine,
     reference: Reference,
     prefix: Prefix,
-    /// The recognizer (`--engine glr`), masked by walking `sorted`.
+    /// The recognizer (`--engine glr`), masked by `walk`.
     glr: GlrState,
-    sorted: Option<SortedTokens>,
+    walk: Option<VocabWalk>,
     /// The matcher (`--engine dwa` and `both`), filling `words`.
     matcher: Option<Matcher>,
     words: Vec<u32>,
@@ -222,9 +222,13 @@ impl Engines {
                 let m = bits(&self.reference.mask(&self.prefix, vocab));
                 (m, t0.elapsed())
             }
-            // `sorted` is built whenever the engine is GLR.
+            // `walk` is made whenever the engine is GLR.
             Engine::Glr => {
-                let m = walk::mask(&self.glr, self.sorted.as_ref().expect("sorted tokens"));
+                let m = self
+                    .walk
+                    .as_ref()
+                    .expect("vocabulary walk")
+                    .mask(&self.glr, vocab);
                 (m, t0.elapsed())
             }
             Engine::Dwa | Engine::Both => {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use stackmask::compile::DwaLimits;
-use stackmask::glr::walk::{self, SortedTokens};
+use stackmask::glr::walk::VocabWalk;
 use stackmask::glr::GlrState;
 use stackmask::ids::TokenId;
 use stackmask::rng::SplitMix64;
@@ -234,21 +234,21 @@ fn draw(
 /// the slow path that walks the vocabulary.
 enum Masks {
     Automaton(CompiledGrammar),
-    Walk(SortedTokens),
+    Walk(VocabWalk),
 }
 
 /// One document's decoding state under [`Masks`].
 enum Sequence<'a> {
     Automaton(Box<Matcher>),
-    Walk(GlrState, &'a SortedTokens),
+    Walk(GlrState, &'a VocabWalk, &'a Vocab),
 }
 
 impl Sequence<'_> {
     fn fill_mask(&mut self, mask: &mut Vec<u32>) -> Result<(), String> {
         match self {
             Sequence::Automaton(m) => m.fill_mask(mask).map_err(|e| e.to_string()),
-            Sequence::Walk(g, sorted) => {
-                *mask = walk::mask(g, sorted);
+            Sequence::Walk(g, walk, vocab) => {
+                *mask = walk.mask(g, vocab);
                 Ok(())
             }
         }
@@ -257,14 +257,14 @@ impl Sequence<'_> {
     fn is_accepting(&self) -> bool {
         match self {
             Sequence::Automaton(m) => m.is_accepting(),
-            Sequence::Walk(g, _) => g.is_accepting(),
+            Sequence::Walk(g, ..) => g.is_accepting(),
         }
     }
 
     fn commit(&mut self, vocab: &Vocab, t: TokenId) -> Result<(), String> {
         match self {
             Sequence::Automaton(m) => m.commit(vocab, t).map_err(|e| e.to_string()),
-            Sequence::Walk(g, _) => g.commit_token(vocab, t).map_err(|e| e.to_string()),
+            Sequence::Walk(g, ..) => g.commit_token(vocab, t).map_err(|e| e.to_string()),
         }
     }
 }
@@ -292,7 +292,7 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
             Arc::new(d),
             &vocab,
         )),
-        Err(_) => Masks::Walk(SortedTokens::new(&vocab)),
+        Err(_) => Masks::Walk(VocabWalk::new(loaded.tables.clone())),
     };
     let automaton_ms = t0.elapsed().as_secs_f64() * 1e3;
     let kinds: Vec<Kind> = (0..vocab.len())
@@ -336,7 +336,7 @@ pub fn run(a: SampleArgs) -> Result<bool, String> {
     for k in 0..a.n {
         let mut m = match &masks {
             Masks::Automaton(g) => Sequence::Automaton(Box::new(Matcher::from_compiled(g))),
-            Masks::Walk(sorted) => Sequence::Walk(GlrState::new(loaded.tables.clone()), sorted),
+            Masks::Walk(walk) => Sequence::Walk(GlrState::new(loaded.tables.clone()), walk, &vocab),
         };
         let mut out: Vec<u8> = Vec::new();
         let (mut mask_us, mut commit_us) = (Vec::new(), Vec::new());

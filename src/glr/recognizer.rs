@@ -38,7 +38,7 @@ pub struct Config {
     /// allocation per byte read.
     pub heads: Arc<[Arc<Node>]>,
     /// What is known about `heads`, shared by every configuration with these very heads.
-    memo: Arc<HeadsMemo>,
+    pub(super) memo: Arc<HeadsMemo>,
     /// Behind an indenter: the open levels and brackets of these stacks.
     pub indent: Indent,
     /// Behind an indenter: the pending lexeme's indentation (default at a boundary).
@@ -89,7 +89,7 @@ impl Indent {
 /// state (a template cloned per request, or a matcher `reset` and reused) then kept
 /// every document ever committed from it: ~2.5 KB of stacks per JSON document, unbounded.
 #[derive(Default)]
-struct HeadsMemo {
+pub(super) struct HeadsMemo {
     /// Verdicts on these heads, shared with every memo of the same emission.
     facts: Arc<HeadsFacts>,
     /// Emissions from these heads: the terminals, the heads after them, and their facts.
@@ -542,11 +542,21 @@ impl GlrState {
     /// [`Self::emit`] on `c`'s heads, reusing an earlier byte's emission of the same
     /// terminals from the same heads.
     fn emit_memo(&self, c: &Config, terms: &[TerminalId]) -> (Arc<[Arc<Node>]>, Arc<HeadsMemo>) {
-        let mut done = c.memo.emitted.lock().unwrap_or_else(|e| e.into_inner());
+        self.emit_on(&c.heads, &c.memo, terms)
+    }
+
+    /// [`Self::emit_memo`] on heads `heads` whose memo is `memo`.
+    pub(super) fn emit_on(
+        &self,
+        heads: &[Arc<Node>],
+        memo: &HeadsMemo,
+        terms: &[TerminalId],
+    ) -> (Arc<[Arc<Node>]>, Arc<HeadsMemo>) {
+        let mut done = memo.emitted.lock().unwrap_or_else(|e| e.into_inner());
         let (heads, facts) = match done.iter().find(|(t, _, _)| t.as_slice() == terms) {
             Some((_, heads, facts)) => (heads.clone(), facts.clone()),
             None => {
-                let heads: Arc<[Arc<Node>]> = Arc::from(self.emit(&c.heads, terms).as_slice());
+                let heads: Arc<[Arc<Node>]> = Arc::from(self.emit(heads, terms).as_slice());
                 let facts = Arc::<HeadsFacts>::default();
                 done.push((SmallVec::from_slice(terms), heads.clone(), facts.clone()));
                 (heads, facts)
@@ -591,28 +601,32 @@ impl GlrState {
         if let Some((ind, inside)) = &self.tables.indenter {
             return self.config_viable_indented(ind, inside, c);
         }
+        self.viable_on(c.pos, &c.heads, &c.memo)
+    }
+
+    /// [`Self::config_viable`] without an indenter, for a configuration at `pos` on heads
+    /// `heads` whose memo is `memo`.
+    pub(super) fn viable_on(&self, pos: LexPos, heads: &[Arc<Node>], memo: &HeadsMemo) -> bool {
+        debug_assert!(self.tables.indenter.is_none(), "no indentation read here");
         // A counted run's iterations share their template's follow sets.
-        let follow = match self.tables.lexer.rep_pos(c.pos) {
+        let follow = match self.tables.lexer.rep_pos(pos) {
             LexPos::Pending(q) => self.tables.follow.after_pending(q),
             LexPos::Boundary(p) => self.tables.follow.at_boundary(p),
         };
         let lr = &self.tables.lr;
-        c.memo.viable(follow as *const TermSet as usize, || {
+        memo.viable(follow as *const TermSet as usize, || {
             // A terminal no head has an action on is not consumable; answering that here
             // keeps it out of the verdict memo, a short list that enum-heavy follow sets
             // (thousands of terminals) made quadratic: 350 µs a commit.
-            let actionable = |t: &TerminalId| {
-                c.heads
-                    .iter()
-                    .any(|h| !lr.actions(h.state(), *t).is_empty())
-            };
+            let actionable =
+                |t: &TerminalId| heads.iter().any(|h| !lr.actions(h.state(), *t).is_empty());
             // Cheap questions first: a terminal whose reductions run down a long chain
             // (`}` after a value of a 200-member object: ~100 µs) is asked in full only
             // if no terminal answers within a few reductions (`,` does there).
             let mut deferred: SmallVec<[TerminalId; 4]> = SmallVec::new();
             for t in follow.iter().filter(actionable) {
-                let quick = c.memo.verdict_if(t, || {
-                    step::can_consume_within(lr, &c.heads, t, Some(QUICK_REDUCTIONS))
+                let quick = memo.verdict_if(t, || {
+                    step::can_consume_within(lr, heads, t, Some(QUICK_REDUCTIONS))
                 });
                 match quick {
                     Some(true) => return true,
@@ -622,7 +636,7 @@ impl GlrState {
             }
             deferred
                 .into_iter()
-                .any(|t| c.memo.verdict(t, || step::can_consume(lr, &c.heads, t)))
+                .any(|t| memo.verdict(t, || step::can_consume(lr, heads, t)))
         })
     }
 

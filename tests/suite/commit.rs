@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use stackmask::compile::{self, GrammarFormat};
-use stackmask::glr::walk::{self, SortedTokens};
+use stackmask::glr::walk::{self, SortedTokens, VocabWalk};
 use stackmask::glr::{GlrState, Tables};
 use stackmask::ids::TokenId;
 use stackmask::reference::Reference;
@@ -406,12 +406,14 @@ fn token_level_commits_agree_with_reference() {
 }
 
 /// At sampled steps, for every token of the vocabulary: GLR `commit(t)` succeeds iff the
-/// reference mask has `t`; the walk mask equals the reference mask, EOS included.
+/// reference mask has `t`; both walk masks (sorted tokens, and the tries' `VocabWalk`)
+/// equal the reference mask, EOS included.
 #[test]
 fn masks_agree_with_reference_at_sampled_steps() {
     let big = big_vocabs();
     for case in cases() {
         let tiny = tiny_vocab(case);
+        let tries = VocabWalk::new(case.tables.clone());
         for (vi, v) in std::iter::once(&tiny).chain(big.iter()).enumerate() {
             let sorted = SortedTokens::new(v);
             // The first accepted document, canonically (or randomly) segmented.
@@ -432,6 +434,13 @@ fn masks_agree_with_reference_at_sampled_steps() {
                 if steps.contains(&i) {
                     let rmask = case.reference.mask(&p, v);
                     let wmask = walk::mask(&s, &sorted);
+                    assert_eq!(
+                        tries.mask(&s, v),
+                        wmask,
+                        "{}: {} step {i}: the tries' walk vs the sorted walk",
+                        case.name,
+                        v.name()
+                    );
                     for k in 0..v.len() {
                         let t = TokenId::new(k);
                         let w = wmask[k / 32] >> (k % 32) & 1 == 1;

@@ -1,13 +1,15 @@
 //! The mask automaton against the reference on real programs with language grammars
 //! and JSON with the large tokenizers (cases in tests/data/dwa_programs.toml): full masks
 //! at evenly spaced steps and around chosen offsets, and the document's own token allowed
-//! at every step, to the end (accepted).
+//! at every step, to the end (accepted). At every step the recognizer's vocabulary walk
+//! (`glr::walk::VocabWalk`, the slow path) gives the automaton's mask.
 
 use std::sync::Arc;
 
 use serde::Deserialize;
 use stackmask::compile::Compiler;
 use stackmask::compile::{build_glr_tables, compile_grammar, GrammarFormat};
+use stackmask::glr::walk::VocabWalk;
 use stackmask::reference::Reference;
 use stackmask::runtime::Matcher;
 use stackmask::vocab::segment::random_segmentation;
@@ -62,6 +64,7 @@ fn dwa_masks_equal_reference_on_programs() {
                 .unwrap_or_else(|e| panic!("{}: {e}", c.name)),
         );
         let reference = Reference::new(&g, &tables.lexer);
+        let walk = VocabWalk::new(tables.clone());
         let mut m = Matcher::new(tables.clone(), dwa);
         let mut p = reference.empty();
         let every = (ids.len() / c.full_masks.max(1)).max(1);
@@ -73,6 +76,11 @@ fn dwa_masks_equal_reference_on_programs() {
             assert!(
                 words[t.index() / 32] >> (t.index() % 32) & 1 == 1,
                 "{}: step {i}: the document's token {t:?} is masked out",
+                c.name
+            );
+            assert!(
+                walk.mask(m.glr(), &vocab) == words,
+                "{}: step {i}: the vocabulary walk's mask is not the automaton's",
                 c.name
             );
             let near = c
@@ -103,6 +111,7 @@ fn dwa_masks_equal_reference_on_programs() {
         }
         // The end: EOS allowed exactly when the reference says the document is complete.
         m.fill_mask(&mut words).unwrap();
+        assert!(walk.mask(m.glr(), &vocab) == words, "{}: end", c.name);
         let want = reference.mask(&p, &vocab);
         for (k, &w) in want.iter().enumerate() {
             assert_eq!(
