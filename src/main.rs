@@ -220,6 +220,8 @@ enum BenchEngine {
     Reference,
     Glr,
     Dwa,
+    /// The automaton built on another thread; masks walk the vocabulary until it is there.
+    Background,
 }
 
 fn run_vocab(args: &TokenizerArgs, show: &[u32]) -> Result<(), String> {
@@ -441,10 +443,12 @@ fn main() -> ExitCode {
             round_trip,
             time_limit_ms,
         } => cli::load::vocab(tokenizer).and_then(|vocab| {
+            let vocab = std::sync::Arc::new(vocab);
             let engine = match engine {
                 BenchEngine::Reference => cli::maskbench::replay::Engine::Reference,
                 BenchEngine::Glr => cli::maskbench::replay::Engine::Glr,
                 BenchEngine::Dwa => cli::maskbench::replay::Engine::Dwa,
+                BenchEngine::Background => cli::maskbench::replay::Engine::Background,
             };
             cli::maskbench::run(
                 cli::maskbench::MaskbenchArgs {

@@ -18,7 +18,7 @@ use super::lexer::{self, follow};
 use super::{lr, DwaLimits, Grammar, GrammarError, GrammarFormat, IndenterSpec, LexerOptions};
 use crate::dwa::Dwa;
 use crate::glr::Tables;
-use crate::runtime::CompiledGrammar;
+use crate::runtime::{CompiledGrammar, GrammarBuild};
 use crate::vocab::Vocab;
 
 /// How a grammar's text is cut into lexemes.
@@ -266,6 +266,79 @@ impl<'v> Compiler<'v> {
         let stop = self.interrupt();
         let g = self.grammar_until(text, format, &stop)?;
         self.compile_ir_until(&g, &stop)
+    }
+
+    /// Grammar text in `format` → its recognizer tables now, and its mask automaton on
+    /// a thread of its own: a [`GrammarBuild`] whose matchers mask by walking the
+    /// vocabulary until the automaton is there (see `runtime::background`). `vocab` is
+    /// this compiler's vocabulary, shared with the thread. Errors in the text or the
+    /// tables come here; the automaton's (a limit, this compiler's time limit or
+    /// cancellation flag, or every handle dropped) come from [`GrammarBuild::wait`], and
+    /// leave the matchers walking.
+    pub fn compile_in_background(
+        &self,
+        vocab: &Arc<Vocab>,
+        text: &str,
+        format: GrammarFormat,
+    ) -> Result<GrammarBuild, GrammarError> {
+        let stop = self.interrupt();
+        let g = self.grammar_until(text, format, &stop)?;
+        self.compile_ir_in_background_until(vocab, &g, stop)
+    }
+
+    /// [`Self::compile_in_background`] from grammar IR.
+    pub fn compile_ir_in_background(
+        &self,
+        vocab: &Arc<Vocab>,
+        g: &Grammar,
+    ) -> Result<GrammarBuild, GrammarError> {
+        self.compile_ir_in_background_until(vocab, g, self.interrupt())
+    }
+
+    fn compile_ir_in_background_until(
+        &self,
+        vocab: &Arc<Vocab>,
+        g: &Grammar,
+        stop: Interrupt,
+    ) -> Result<GrammarBuild, GrammarError> {
+        if !std::ptr::eq(self.vocab, &**vocab) {
+            return Err(GrammarError::Unsupported {
+                span: Default::default(),
+                construct: "a background compile for another vocabulary".into(),
+                reason: "the compiler's lexer options are made for its own vocabulary".into(),
+            });
+        }
+        let g = self.resolved(g)?;
+        let tables = Arc::new(super::build_glr_tables_until(&g, &self.lexer, &stop)?);
+        // A grammar the automaton refuses keeps walking the vocabulary.
+        let refusal = g.post_lexer()?.and_then(|i| {
+            i.automaton_refusal
+                .as_deref()
+                .map(super::automaton_refuses_indentation)
+        });
+        // The build stops when every handle is gone, or on the caller's own flag.
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (build, done) = GrammarBuild::pending(tables.clone(), vocab.clone(), cancel.clone());
+        let vocab = vocab.clone();
+        let limits = self.limits;
+        // The time limit counts from this call, as a compile's does.
+        let stop = stop.or_when(cancel);
+        std::thread::Builder::new()
+            .name("stackmask-automaton".into())
+            .spawn(move || {
+                let result = match refusal {
+                    Some(e) => Err(e),
+                    None => dwa::build::build_dwa_until(&tables, &vocab, limits, &stop)
+                        .map(|dwa| CompiledGrammar::new(tables, Arc::new(dwa), &vocab)),
+                };
+                done.complete(result);
+            })
+            .map_err(|e| GrammarError::Unsupported {
+                span: Default::default(),
+                construct: "a background compile".into(),
+                reason: format!("no thread could be started: {e}"),
+            })?;
+        Ok(build)
     }
 
     /// Grammar IR → a compiled grammar for the vocabulary (its first mask included).

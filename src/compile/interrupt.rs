@@ -17,6 +17,8 @@ use crate::compile::error::GrammarError;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Interrupt {
     cancel: Option<Arc<AtomicBool>>,
+    /// A second flag (a background build's: every handle dropped).
+    also: Option<Arc<AtomicBool>>,
     /// The deadline, and the limit it was made from (for the error).
     deadline: Option<(Instant, Duration)>,
 }
@@ -26,16 +28,24 @@ impl Interrupt {
     pub(crate) fn new(cancel: Option<Arc<AtomicBool>>, limit: Option<Duration>) -> Self {
         Self {
             cancel,
+            also: None,
             deadline: limit.map(|l| (Instant::now() + l, l)),
         }
+    }
+
+    /// This interrupt, stopping also when `flag` is set.
+    pub(crate) fn or_when(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.also = Some(flag);
+        self
     }
 
     /// `Err` once the compile must stop. Costs an atomic load and a clock read.
     pub(crate) fn check(&self) -> Result<(), GrammarError> {
         if self
             .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::Relaxed))
+            .iter()
+            .chain(&self.also)
+            .any(|c| c.load(Ordering::Relaxed))
         {
             return Err(GrammarError::Cancelled);
         }
@@ -59,6 +69,11 @@ mod tests {
         assert!(i.check().is_ok());
         flag.store(true, Ordering::Relaxed);
         assert!(matches!(i.check(), Err(GrammarError::Cancelled)));
+        let other = Arc::new(AtomicBool::new(false));
+        let both = Interrupt::new(None, None).or_when(other.clone());
+        assert!(both.check().is_ok());
+        other.store(true, Ordering::Relaxed);
+        assert!(matches!(both.check(), Err(GrammarError::Cancelled)));
         let past = Interrupt::new(None, Some(Duration::ZERO));
         assert!(matches!(
             past.check(),

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use roaring::RoaringBitmap;
 use smallvec::SmallVec;
 
+use super::background::GrammarBuild;
 use crate::dwa::indents::{IndentView, Resolved};
 use crate::dwa::split::PartFilter;
 use crate::dwa::walk::{collect, collect_indented, StackNode};
@@ -217,7 +218,7 @@ pub enum MatcherError {
 #[derive(Debug, Clone)]
 pub struct Matcher {
     glr: GlrState,
-    dwa: Arc<Dwa>,
+    masks: Masks,
     /// The state before each commit still in effect, oldest first.
     history: Vec<GlrState>,
     /// EOS was committed (the last history entry is the state before it).
@@ -229,6 +230,40 @@ pub struct Matcher {
     /// Whether `glr` is the start state (nothing committed, or all of it rolled back):
     /// then the mask is `start`'s.
     at_start: bool,
+}
+
+/// Where a matcher's masks come from.
+#[derive(Debug, Clone)]
+enum Masks {
+    /// The grammar's mask automaton.
+    Automaton(Arc<Dwa>),
+    /// A build of the automaton (`runtime::background`): its automaton once there, the
+    /// recognizer's vocabulary walk until then.
+    Build(GrammarBuild),
+}
+
+impl Masks {
+    /// The automaton, if there is one yet.
+    fn automaton(&self) -> Option<&Arc<Dwa>> {
+        match self {
+            Masks::Automaton(d) => Some(d),
+            Masks::Build(b) => b.compiled().map(|g| &g.dwa),
+        }
+    }
+
+    fn eos(&self) -> &[TokenId] {
+        match self {
+            Masks::Automaton(d) => d.eos(),
+            Masks::Build(b) => b.vocab().eos(),
+        }
+    }
+
+    fn vocab_len(&self) -> usize {
+        match self {
+            Masks::Automaton(d) => d.vocab_len(),
+            Masks::Build(b) => b.vocab().len(),
+        }
+    }
 }
 
 /// A matcher's walk cache, behind a lock because masks are filled through `&self` (a
@@ -256,9 +291,13 @@ impl Matcher {
 
     /// A matcher at the start of a document whose first mask is `start`'s.
     fn with_start(tables: Arc<Tables>, dwa: Arc<Dwa>, start: StartMask) -> Self {
+        Self::with_masks(tables, Masks::Automaton(dwa), start)
+    }
+
+    fn with_masks(tables: Arc<Tables>, masks: Masks, start: StartMask) -> Self {
         Self {
             glr: GlrState::new(tables),
-            dwa,
+            masks,
             history: Vec::new(),
             terminated: false,
             cache: CacheCell::default(),
@@ -271,6 +310,15 @@ impl Matcher {
     /// the grammar's, computed once for all of its matchers.
     pub fn from_compiled(g: &super::CompiledGrammar) -> Self {
         Self::with_start(g.tables.clone(), g.dwa.clone(), g.start.clone())
+    }
+
+    /// A matcher for a grammar whose automaton is being built, at the start of a
+    /// document: its masks walk the vocabulary until the automaton is there, then read
+    /// it (from the first mask after). Its first mask is the build's, walked when the
+    /// build started. It keeps the build wanted (see [`GrammarBuild`]).
+    pub fn from_build(b: &GrammarBuild) -> Self {
+        let start = b.0.shared.start.clone();
+        Self::with_masks(b.tables().clone(), Masks::Build(b.clone()), start)
     }
 
     /// Commits bytes as one step; on error nothing changes.
@@ -291,7 +339,7 @@ impl Matcher {
         if self.terminated {
             return Err(MatcherError::Terminated);
         }
-        if self.dwa.eos().contains(&t) {
+        if self.masks.eos().contains(&t) {
             if !self.glr.is_accepting() {
                 return Err(MatcherError::Incomplete);
             }
@@ -364,7 +412,7 @@ impl Matcher {
         // committed so far, where the probe needs none (it never rolls back).
         let mut probe = Matcher {
             glr: self.glr.clone(),
-            dwa: self.dwa.clone(),
+            masks: self.masks.clone(),
             history: Vec::new(),
             terminated: self.terminated,
             cache: CacheCell::default(),
@@ -396,18 +444,19 @@ impl Matcher {
         &self.glr
     }
 
-    /// The mask automaton this matcher reads.
-    pub fn dwa(&self) -> &Arc<Dwa> {
-        &self.dwa
+    /// The mask automaton this matcher reads (`None` while a build of it is in progress
+    /// or after one failed: masks then walk the vocabulary).
+    pub fn dwa(&self) -> Option<&Arc<Dwa>> {
+        self.masks.automaton()
     }
 
     /// The allowed tokens as a set (EOS included when the document may end; only EOS
     /// once the sequence has ended).
     pub fn mask_set(&self) -> RoaringBitmap {
         if self.terminated {
-            return self.dwa.eos().iter().map(|t| t.as_u32()).collect();
+            return self.masks.eos().iter().map(|t| t.as_u32()).collect();
         }
-        let mut words = vec![0u32; self.dwa.vocab_len().div_ceil(32)];
+        let mut words = vec![0u32; self.masks.vocab_len().div_ceil(32)];
         // The buffer is sized for this automaton.
         self.fill_mask(&mut words).expect("sized by the automaton");
         words_to_set(&words)
@@ -424,7 +473,7 @@ impl Matcher {
     /// benchmarks: the early-exit effect); 0 when nothing was walked (after EOS, or at the
     /// start, where the grammar's start mask is copied).
     pub fn fill_mask_counted(&self, out: &mut [u32]) -> Result<usize, MaskError> {
-        let need = self.dwa.vocab_len().div_ceil(32);
+        let need = self.masks.vocab_len().div_ceil(32);
         if out.len() < need {
             return Err(MaskError {
                 need,
@@ -433,13 +482,32 @@ impl Matcher {
         }
         if self.terminated {
             out.fill(0);
-            for t in self.dwa.eos() {
+            for t in self.masks.eos() {
                 out[t.index() / 32] |= 1 << (t.as_u32() % 32);
             }
             return Ok(0);
         }
+        let dwa = match &self.masks {
+            Masks::Automaton(dwa) => dwa,
+            Masks::Build(b) => match b.compiled() {
+                Some(g) => &g.dwa,
+                None => {
+                    let s = &b.0.shared;
+                    let walk = || s.walk.mask(&self.glr, &s.vocab).into_boxed_slice();
+                    // The build walked its start mask when it began.
+                    let words = if self.at_start {
+                        self.start.get_or_fill_with(walk).into()
+                    } else {
+                        walk()
+                    };
+                    out[..need].copy_from_slice(&words[..need]);
+                    out[need..].fill(0);
+                    return Ok(0);
+                }
+            },
+        };
         if self.at_start {
-            let start = self.start.get_or_fill(&self.glr, &self.dwa);
+            let start = self.start.get_or_fill(&self.glr, dwa);
             out[..need].copy_from_slice(start);
             out[need..].fill(0);
             return Ok(0);
@@ -447,13 +515,13 @@ impl Matcher {
         // Another thread filling this very matcher's mask would wait on the lock: it goes
         // without the cache instead.
         Ok(match self.cache.0.try_lock() {
-            Ok(mut c) => fill_mask_words_cached(&self.glr, &self.dwa, out, Some(&mut c)),
+            Ok(mut c) => fill_mask_words_cached(&self.glr, dwa, out, Some(&mut c)),
             Err(std::sync::TryLockError::Poisoned(p)) => {
                 let mut c = p.into_inner();
                 c.clear();
-                fill_mask_words_cached(&self.glr, &self.dwa, out, Some(&mut c))
+                fill_mask_words_cached(&self.glr, dwa, out, Some(&mut c))
             }
-            Err(std::sync::TryLockError::WouldBlock) => fill_mask_words(&self.glr, &self.dwa, out),
+            Err(std::sync::TryLockError::WouldBlock) => fill_mask_words(&self.glr, dwa, out),
         })
     }
 }
@@ -469,7 +537,7 @@ pub fn fill_masks(
     use rayon::prelude::*;
     let need = matchers
         .iter()
-        .map(|m| m.dwa.vocab_len().div_ceil(32))
+        .map(|m| m.masks.vocab_len().div_ceil(32))
         .max()
         .unwrap_or(0);
     if row_words < need || out.len() < row_words * matchers.len() {

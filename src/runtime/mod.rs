@@ -44,10 +44,12 @@
 //! ```
 
 mod artifact;
+mod background;
 mod forced;
 mod matcher;
 mod start_mask;
 
 pub use artifact::{ArtifactError, CompiledGrammar, VocabFingerprint, FORMAT_VERSION};
+pub use background::{BuildCompleter, BuildError, GrammarBuild};
 pub use forced::MAX_FORCED_BYTES;
 pub use matcher::{fill_mask_words_cached, fill_masks, mask_set, MaskError, Matcher, MatcherError};

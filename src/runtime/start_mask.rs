@@ -14,7 +14,8 @@ use crate::glr::GlrState;
 
 /// The start-of-document mask of one grammar (`ceil(vocab_len / 32)` words, bit `t % 32`
 /// of word `t / 32`), filled on first use and shared by clones. It is only ever filled
-/// from a start state, by the walk any other mask takes, so a copy equals a walk.
+/// from a start state, by the walk any other mask takes (the automaton's, or the
+/// recognizer's vocabulary walk while the automaton is built), so a copy equals a walk.
 #[derive(Clone, Default)]
 pub(crate) struct StartMask(pub(super) Arc<OnceLock<Box<[u32]>>>);
 
@@ -26,6 +27,12 @@ impl StartMask {
             super::matcher::fill_mask_words(start, dwa, &mut words);
             words.into_boxed_slice()
         })
+    }
+
+    /// The mask, made by `make` (a walk from the grammar's start state, by whichever
+    /// engine) if not yet known.
+    pub(crate) fn get_or_fill_with(&self, make: impl FnOnce() -> Box<[u32]>) -> &[u32] {
+        self.0.get_or_init(make)
     }
 
     /// Whether the mask is known (for tests).

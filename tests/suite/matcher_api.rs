@@ -268,7 +268,7 @@ fn first_masks_are_the_start_states_walked_masks() {
     let (g, v) = json_gpt2();
     let need = v.len().div_ceil(32);
     let walked = |m: &Matcher| {
-        let set = mask_set(m.glr(), m.dwa());
+        let set = mask_set(m.glr(), m.dwa().expect("an automaton matcher"));
         let mut w = vec![0u32; need];
         for t in &set {
             w[t as usize / 32] |= 1 << (t % 32);

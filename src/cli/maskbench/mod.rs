@@ -61,7 +61,7 @@ pub struct MaskbenchArgs<'a> {
 }
 
 /// Runs the replay and prints the summary; returns it.
-pub fn run(a: MaskbenchArgs, vocab: &Vocab) -> Result<Value, String> {
+pub fn run(a: MaskbenchArgs, vocab: &std::sync::Arc<Vocab>) -> Result<Value, String> {
     let files = files(&a)?;
     let mut details = match a.details {
         Some(p) => Some(std::io::BufWriter::new(

@@ -16,7 +16,7 @@ use stackmask::compile::{Compiler, GrammarError};
 use stackmask::glr::{GlrState, Tables};
 use stackmask::ids::TokenId;
 use stackmask::reference::Reference;
-use stackmask::runtime::{ArtifactError, CompiledGrammar, Matcher};
+use stackmask::runtime::{ArtifactError, CompiledGrammar, GrammarBuild, Matcher};
 use stackmask::vocab::Vocab;
 
 pub use super::py_json::{to_python_json, PyJson};
@@ -30,6 +30,10 @@ pub enum Engine {
     Glr,
     /// Masks from the mask automaton, checked before each GLR commit: what a server runs.
     Dwa,
+    /// As `Dwa`, with the automaton built on another thread: the compile ends with the
+    /// tables and the first mask, and masks walk the vocabulary until the automaton is
+    /// there (`runtime::GrammarBuild`).
+    Background,
 }
 
 /// States per schema automaton above which a schema counts as a compile error (bounds
@@ -46,6 +50,8 @@ pub const MAX_TRIES: usize = 40_000;
 pub enum Compiled {
     /// The compiled grammar (tables, mask automaton and first mask).
     Dwa(Box<CompiledGrammar>),
+    /// Tables and first mask, the automaton on its way.
+    Background(GrammarBuild),
     /// Recognizer tables.
     Glr(Arc<Tables>),
     /// The oracle.
@@ -58,7 +64,7 @@ pub fn compile(
     schema: &Value,
     opts: &SchemaOptions,
     engine: Engine,
-    vocab: &Vocab,
+    vocab: &Arc<Vocab>,
     time_limit: Option<std::time::Duration>,
 ) -> Result<Compiled, SchemaError> {
     let lowered = json_schema::compile_value(schema, opts)?;
@@ -77,6 +83,11 @@ pub fn compile(
         Engine::Dwa => Compiled::Dwa(Box::new(
             compiler.compile_ir(&lowered.grammar).map_err(grammar_err)?,
         )),
+        Engine::Background => Compiled::Background(
+            compiler
+                .compile_ir_in_background(vocab, &lowered.grammar)
+                .map_err(grammar_err)?,
+        ),
         Engine::Glr => Compiled::Glr(Arc::new(tables()?)),
         Engine::Reference => {
             Compiled::Reference(Box::new(Reference::new(&lowered.grammar, &tables()?.lexer)))
@@ -94,8 +105,12 @@ pub fn replay(
     tbm_us: &mut Vec<f64>,
 ) -> bool {
     match c {
-        Compiled::Dwa(g) => {
-            let mut m = Matcher::from_compiled(g);
+        Compiled::Dwa(_) | Compiled::Background(_) => {
+            let mut m = match c {
+                Compiled::Background(b) => Matcher::from_build(b),
+                Compiled::Dwa(g) => Matcher::from_compiled(g),
+                _ => unreachable!("matched above"),
+            };
             for &t in tokens {
                 let t0 = Instant::now();
                 let ok = m.fill_mask(words).is_ok()
@@ -312,7 +327,7 @@ impl<'a> RunOptions<'a> {
 pub fn run_file(
     file: &Value,
     o: &RunOptions,
-    vocab: &Vocab,
+    vocab: &Arc<Vocab>,
     times: &mut TokenTimes,
 ) -> FileOutcome {
     let (opts, engine, style, compiles) = (o.schema, o.engine, o.style, o.compiles);

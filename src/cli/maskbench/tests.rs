@@ -1,12 +1,15 @@
 //! The MaskBench harness on real files: a fixed sample of ../shared/maskbench replayed
 //! through the GLR recognizer (no invalid instance accepted, valid ones rejected only for
 //! the documented key order), the same sample's compiled grammars through their artifact
-//! bytes and back, and the replay's timing bookkeeping.
+//! bytes and back and with their automata built in the background, and the replay's
+//! timing bookkeeping.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::Value;
 use stackmask::compile::json_schema::{SchemaError, SchemaOptions};
+use stackmask::runtime::Matcher;
 use stackmask::vocab::Vocab;
 
 use super::replay::{self as maskbench, Engine, FileOutcome, PyJson};
@@ -35,13 +38,19 @@ fn sample_files() -> Vec<PathBuf> {
     files.into_iter().step_by(20).collect()
 }
 
-fn llama3() -> Vocab {
-    Vocab::load(
-        &shared_dir()
-            .join("tokenizers/llama3.json")
-            .to_string_lossy(),
+fn llama3() -> Arc<Vocab> {
+    Arc::new(
+        Vocab::load(
+            &shared_dir()
+                .join("tokenizers/llama3.json")
+                .to_string_lossy(),
+        )
+        .unwrap(),
     )
-    .unwrap()
+}
+
+fn gpt2() -> Arc<Vocab> {
+    Arc::new(Vocab::load(&shared_dir().join("tokenizers/gpt2.json").to_string_lossy()).unwrap())
 }
 
 /// Resolves a local `$ref` chain (test-side, independent of the front end).
@@ -258,7 +267,7 @@ fn maskbench_sample_artifacts_load_back_with_equal_masks() {
 /// three.
 #[test]
 fn replays_keep_outcomes_and_floor_each_token() {
-    let vocab = Vocab::load(&shared_dir().join("tokenizers/gpt2.json").to_string_lossy()).unwrap();
+    let vocab = gpt2();
     let file = serde_json::json!({
         "schema": {
             "type": "object",
@@ -316,7 +325,7 @@ fn replays_keep_outcomes_and_floor_each_token() {
 /// a silent skip; with a generous limit the same file compiles.
 #[test]
 fn a_time_limit_makes_a_named_compile_error() {
-    let vocab = Vocab::load(&shared_dir().join("tokenizers/gpt2.json").to_string_lossy()).unwrap();
+    let vocab = gpt2();
     let file = serde_json::json!({
         "schema": {"type": "object", "properties": {"a": {"type": "string"}}},
         "tests": [{"data": {"a": "x"}, "valid": true}]
@@ -337,4 +346,58 @@ fn a_time_limit_makes_a_named_compile_error() {
         FileOutcome::Compiled { instances, .. } => assert!(instances[0].accepted),
         other => panic!("{other:?}"),
     }
+}
+
+/// With the automaton built on another thread (`Engine::Background`), every third file of
+/// the sample × Llama-3 gives at every step of its first tokenizable instance the mask
+/// the eagerly compiled grammar gives, on the steps before the automaton is there (the
+/// vocabulary walk) and after; and the instances' outcomes are the eager ones.
+#[test]
+fn background_builds_mask_as_the_eager_compile_at_every_step() {
+    let vocab = llama3();
+    let opts = SchemaOptions::default();
+    let (mut files, mut walked, mut read) = (0, 0, 0);
+    for path in sample_files().iter().step_by(3) {
+        let file: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let compile = |e| maskbench::compile(&file["schema"], &opts, e, &vocab, None);
+        let (Ok(maskbench::Compiled::Dwa(eager)), Ok(maskbench::Compiled::Background(build))) =
+            (compile(Engine::Dwa), compile(Engine::Background))
+        else {
+            continue;
+        };
+        let Some(tokens) = file["tests"].as_array().unwrap().iter().find_map(|t| {
+            let text = maskbench::to_python_json(&t["data"], PyJson::default());
+            vocab.encode(&text).ok()
+        }) else {
+            continue;
+        };
+        files += 1;
+        let mut a = Matcher::from_compiled(&eager);
+        let mut b = Matcher::from_build(&build);
+        let (mut wa, mut wb) = (
+            vec![0u32; vocab.len().div_ceil(32)],
+            vec![0u32; vocab.len().div_ceil(32)],
+        );
+        for (i, &t) in tokens.iter().enumerate() {
+            let pending = b.dwa().is_none();
+            a.fill_mask(&mut wa).unwrap();
+            b.fill_mask(&mut wb).unwrap();
+            assert!(wa == wb, "{name}: step {i} (automaton pending: {pending})");
+            if pending {
+                walked += 1;
+            } else {
+                read += 1;
+            }
+            let (ra, rb) = (a.commit(&vocab, t).is_ok(), b.commit(&vocab, t).is_ok());
+            assert_eq!(ra, rb, "{name}: commit at step {i}");
+            if !ra {
+                break;
+            }
+        }
+        assert!(build.wait().is_ok(), "{name}: the background build failed");
+    }
+    assert!(files >= 60, "{files} files compared");
+    // Both paths ran: masks before the automaton was there, and after.
+    assert!(walked > 0 && read > 0, "{walked} walked, {read} read");
 }
