@@ -186,15 +186,59 @@ impl TokenizerInfo {
 /// and cheap to share between matchers and threads.
 #[pyclass(frozen, module = "stackmask")]
 pub struct CompiledGrammar {
-    inner: runtime::CompiledGrammar,
+    inner: Compiled,
     tokenizer: TokenizerInfo,
+}
+
+/// A compiled grammar, or one whose automaton is being built in the background.
+enum Compiled {
+    Ready(runtime::CompiledGrammar),
+    Build(runtime::GrammarBuild),
+}
+
+impl Compiled {
+    fn matcher(&self) -> Matcher {
+        match self {
+            Compiled::Ready(g) => Matcher::from_compiled(g),
+            Compiled::Build(b) => Matcher::from_build(b),
+        }
+    }
 }
 
 #[pymethods]
 impl CompiledGrammar {
     /// The artifact bytes (versioned and checksummed).
-    fn serialize<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.inner.to_bytes())
+    /// A grammar compiled with `background=True` waits for its automaton first (and
+    /// raises if the build failed).
+    fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = match &self.inner {
+            Compiled::Ready(g) => g.to_bytes(),
+            Compiled::Build(b) => py
+                .detach(|| b.wait().map(|g| g.to_bytes()))
+                .map_err(|e| err(format!("the background build failed: {e}")))?,
+        };
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Whether the mask automaton is there (always, but while a `background=True`
+    /// compile builds it).
+    #[getter]
+    fn is_built(&self) -> bool {
+        match &self.inner {
+            Compiled::Ready(_) => true,
+            Compiled::Build(b) => b.compiled().is_some(),
+        }
+    }
+
+    /// Waits (without the GIL) until the automaton of a `background=True` compile is
+    /// built; raises if its build failed (matchers then keep walking the vocabulary).
+    fn wait(&self, py: Python<'_>) -> PyResult<()> {
+        match &self.inner {
+            Compiled::Ready(_) => Ok(()),
+            Compiled::Build(b) => py
+                .detach(|| b.wait().map(|_| ()))
+                .map_err(|e| err(format!("the background build failed: {e}"))),
+        }
     }
 
     /// Loads an artifact written by `serialize`. Without `tokenizer_info`, the tokenizer
@@ -230,7 +274,10 @@ impl CompiledGrammar {
                 TokenizerInfo { vocab, vocab_size }
             }
         };
-        Ok(Self { inner, tokenizer })
+        Ok(Self {
+            inner: Compiled::Ready(inner),
+            tokenizer,
+        })
     }
 
     /// The tokenizer this grammar was compiled for.
@@ -325,7 +372,9 @@ impl GrammarCompiler {
         grammar: Grammar,
         limits: Limits,
     ) -> Result<CompiledGrammar, GrammarError> {
-        self.build_with(py, limits, move |c| c.compile_ir(&grammar))
+        self.build_with(py, limits, move |c, _| {
+            c.compile_ir(&grammar).map(Compiled::Ready)
+        })
     }
 
     /// Runs `compile` on a compiler set up with `limits`, with the GIL released.
@@ -333,10 +382,10 @@ impl GrammarCompiler {
         &self,
         py: Python<'_>,
         limits: Limits,
-        compile: impl FnOnce(&Compiler<'_>) -> Result<runtime::CompiledGrammar, GrammarError> + Send,
+        compile: impl FnOnce(&Compiler<'_>, &Arc<Vocab>) -> Result<Compiled, GrammarError> + Send,
     ) -> Result<CompiledGrammar, GrammarError> {
         let vocab = self.tokenizer.vocab.clone();
-        let inner = py.detach(move || -> Result<runtime::CompiledGrammar, GrammarError> {
+        let inner = py.detach(move || -> Result<Compiled, GrammarError> {
             let mut dwa_limits = DwaLimits::default();
             if let Some(max) = limits.max_automaton_states {
                 dwa_limits.max_states = max;
@@ -354,7 +403,7 @@ impl GrammarCompiler {
             if let Some(flag) = limits.cancel {
                 compiler = compiler.with_cancel(flag);
             }
-            compile(&compiler)
+            compile(&compiler, &vocab)
         })?;
         Ok(CompiledGrammar {
             inner,
@@ -423,8 +472,11 @@ impl GrammarCompiler {
     /// `max_automaton_states` and `max_tries` (distinct lexer positions tokens are walked
     /// from) bound the compile work for untrusted schemas (`too_large`). `time_limit_ms`
     /// stops a compile that runs longer (`time_limit`; default: no limit), and `cancel`
-    /// (a `CompileCancel`) lets another thread stop it (`cancelled`).
-    #[pyo3(signature = (schema, *, lenient=false, compact=false, max_lexer_states=None, max_automaton_states=None, max_tries=None, time_limit_ms=None, cancel=None))]
+    /// (a `CompileCancel`) lets another thread stop it (`cancelled`). With `background`,
+    /// it returns once the tables are built and the first mask walked, and the mask
+    /// automaton is built on another thread: matchers mask by walking the vocabulary
+    /// (exact, slower) until it is there (`is_built`, `wait()`).
+    #[pyo3(signature = (schema, *, lenient=false, compact=false, max_lexer_states=None, max_automaton_states=None, max_tries=None, time_limit_ms=None, cancel=None, background=false))]
     // Each argument is a Python keyword argument: the signature is the Python API.
     #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
@@ -438,6 +490,7 @@ impl GrammarCompiler {
         max_tries: Option<usize>,
         time_limit_ms: Option<u64>,
         cancel: Option<PyRef<'_, CompileCancel>>,
+        background: bool,
     ) -> PyResult<CompiledGrammar> {
         let opts = SchemaOptions { compact, lenient };
         let limits = Limits {
@@ -449,10 +502,15 @@ impl GrammarCompiler {
         };
         // Lowering included: it runs without the GIL and under the same limits.
         let schema = schema.to_string();
-        self.build_with(py, limits, move |c| {
-            c.clone()
-                .with_schema_options(opts)
-                .compile(&schema, GrammarFormat::JsonSchema)
+        self.build_with(py, limits, move |c, vocab| {
+            let c = c.clone().with_schema_options(opts);
+            if background {
+                c.compile_in_background(vocab, &schema, GrammarFormat::JsonSchema)
+                    .map(Compiled::Build)
+            } else {
+                c.compile(&schema, GrammarFormat::JsonSchema)
+                    .map(Compiled::Ready)
+            }
         })
         .map_err(|e| match e {
             GrammarError::Schema(se) => schema_err(py, &se),
@@ -643,7 +701,7 @@ impl GrammarMatcher {
     #[new]
     fn py_new(compiled: &CompiledGrammar) -> Self {
         Self {
-            matcher: Matcher::from_compiled(&compiled.inner),
+            matcher: compiled.inner.matcher(),
             tokenizer: compiled.tokenizer.clone(),
         }
     }
@@ -857,7 +915,7 @@ fn _replay_timings(
     token_ids: Vec<u32>,
 ) -> PyResult<Vec<(u64, u64)>> {
     let vocab = &compiled.tokenizer.vocab;
-    let mut m = Matcher::from_compiled(&compiled.inner);
+    let mut m = compiled.inner.matcher();
     let mut row = vec![0u32; vocab.len().div_ceil(32)];
     py.detach(|| {
         let mut out = Vec::with_capacity(token_ids.len());

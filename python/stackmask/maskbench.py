@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 json.dumps(schema),
                 max_tries=MAX_TRIES,
                 max_automaton_states=MAX_AUTOMATON_STATES,
+                background=args.background,
             )
         except StackmaskError as e:
             if getattr(e, "kind", None) == "unsupported":
@@ -141,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--every", type=int, default=1, help="only every N-th file, in name order")
     p.add_argument("--ensure-ascii", action="store_true", help="escape non-ASCII (json.dumps default)")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    p.add_argument(
+        "--background",
+        action="store_true",
+        help="build each automaton on another thread; masks walk the vocabulary until it is there",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = p.parse_args(argv)
     result = run(args)

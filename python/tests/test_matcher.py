@@ -208,6 +208,26 @@ def test_serialize_roundtrip(gpt2, schema_grammar):
         stackmask.CompiledGrammar.deserialize(data, stackmask.TokenizerInfo.builtin())
 
 
+def test_background_compile_masks_as_the_eager_one(gpt2, compiler, schema_grammar):
+    # The automaton comes on another thread; until then masks walk the vocabulary. Either
+    # way every mask equals the eagerly compiled grammar's, and once `wait()` returns the
+    # grammar is built and serializes to an artifact that loads and masks alike.
+    bg = compiler.compile_json_schema(SCHEMA, background=True)
+    a, b = stackmask.GrammarMatcher(schema_grammar), stackmask.GrammarMatcher(bg)
+    for t in gpt2.encode(VALID):
+        assert allowed(a, gpt2.vocab_size) == allowed(b, gpt2.vocab_size)
+        assert a.accept_token(t) and b.accept_token(t)
+    assert b.is_accepting()
+    bg.wait()
+    assert bg.is_built
+    loaded = stackmask.CompiledGrammar.deserialize(bg.serialize(), gpt2)
+    c = stackmask.GrammarMatcher(loaded)
+    b.reset()
+    for t in gpt2.encode(VALID)[:6]:
+        assert allowed(b, gpt2.vocab_size) == allowed(c, gpt2.vocab_size)
+        assert b.accept_token(t) and c.accept_token(t)
+
+
 def test_bad_bitmasks_raise_clear_errors(gpt2, schema_grammar):
     m = stackmask.GrammarMatcher(schema_grammar)
     words = (gpt2.vocab_size + 31) // 32
