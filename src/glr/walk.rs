@@ -230,13 +230,15 @@ impl VocabWalk {
     /// standard layout: bit `t % 32` of word `t / 32`, for `ceil(len / 32)` words. EOS bits
     /// are set iff the input so far is a complete document.
     pub fn mask(&self, state: &GlrState, vocab: &Vocab) -> Vec<u32> {
-        let mut out = vec![0u32; vocab.len().div_ceil(32)];
         let parts = vocab.parts();
+        // The walks decide tokens by ordinal, where a subtree's tokens are a range.
+        let mut ords = vec![0u64; parts.len().div_ceil(64)];
         if self.tables.indenter.is_some() {
-            stepped(state, parts, &mut out);
+            stepped(state, parts, &mut ords);
         } else {
-            self.walk(state, parts, &mut out);
+            self.walk(state, parts, &mut ords);
         }
+        let mut out = by_id(vocab, &ords);
         if state.is_accepting() {
             for id in vocab.eos() {
                 out[id.index() / 32] |= 1 << (id.index() % 32);
@@ -245,7 +247,7 @@ impl VocabWalk {
         out
     }
 
-    fn walk(&self, state: &GlrState, parts: &TokenParts, out: &mut [u32]) {
+    fn walk(&self, state: &GlrState, parts: &TokenParts, out: &mut [u64]) {
         let lx = &self.tables.lexer;
         let mut lin = Lineages {
             state,
@@ -303,7 +305,7 @@ impl VocabWalk {
                             continue;
                         }
                         if lin.viable(pos, l) {
-                            allow(parts, parts.subtree_tokens(n), out);
+                            allow(parts.subtree_tokens(n), out);
                         }
                         cur.remove(i);
                     }
@@ -313,13 +315,13 @@ impl VocabWalk {
                 // the subtree too: an identifier's, a number's.
                 if below != 0 && !cur.is_empty() && self.closed(&mut lin, cur, below) {
                     if cur.iter().any(|&(pos, l)| lin.viable(pos, l)) {
-                        allow(parts, parts.subtree_tokens(n), out);
+                        allow(parts.subtree_tokens(n), out);
                     }
                     cur.clear();
                 }
                 let ending = parts.ending_at(n);
                 if !ending.is_empty() && cur.iter().any(|&(pos, l)| lin.viable(pos, l)) {
-                    allow(parts, ending, out);
+                    allow(ending, out);
                 }
                 n = if cur.is_empty() {
                     parts.subtree_end(n)
@@ -461,17 +463,79 @@ fn ascii_categories() -> u64 {
     ALL_CATEGORIES & !(1 << byte_category(0x80)) & !(1 << byte_category(0xc0))
 }
 
-/// Sets the bits of the tokens of ordinals `ords`.
-fn allow(parts: &TokenParts, ords: std::ops::Range<usize>, out: &mut [u32]) {
-    for o in ords {
-        let id = parts.id(o).index();
-        out[id / 32] |= 1 << (id % 32);
+/// Sets the bits of ordinals `ords`, a word at a time.
+fn allow(ords: std::ops::Range<usize>, out: &mut [u64]) {
+    let (mut o, end) = (ords.start, ords.end);
+    while o < end {
+        let (w, b) = (o / 64, o % 64);
+        let n = (64 - b).min(end - o);
+        let bits = if n == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << n) - 1) << b
+        };
+        out[w] |= bits;
+        o += n;
     }
+}
+
+/// [`Vocab::derived`] key of every mask token's bit by id.
+const EVERY_TOKEN_KEY: u64 = u64::from_le_bytes(*b"everytok");
+
+/// The mask by id of the tokens whose ordinals `ords` holds: the allowed ids set, or,
+/// when more than half are allowed (inside a string, mostly), every token's id set and
+/// the others cleared, so that the cost is the smaller side's.
+fn by_id(vocab: &Vocab, ords: &[u64]) -> Vec<u32> {
+    let parts = vocab.parts();
+    let words = vocab.len().div_ceil(32);
+    let allowed: usize = ords.iter().map(|w| w.count_ones() as usize).sum();
+    let flip = |id: usize, out: &mut [u32]| out[id / 32] ^= 1 << (id % 32);
+    if allowed * 2 <= parts.len() {
+        let mut out = vec![0u32; words];
+        for_each_one(ords, |o| flip(parts.id(o).index(), &mut out));
+        return out;
+    }
+    let mut out = vocab
+        .derived(EVERY_TOKEN_KEY, || every_token(parts, words))
+        .to_vec();
+    let (full, tail) = (parts.len() / 64, parts.len() % 64);
+    let last = (tail > 0).then(|| !ords[full] & ((1u64 << tail) - 1));
+    let zeros = ords[..full].iter().map(|w| !w).chain(last);
+    for (i, mut w) in zeros.enumerate() {
+        while w != 0 {
+            flip(
+                parts.id(i * 64 + w.trailing_zeros() as usize).index(),
+                &mut out,
+            );
+            w &= w - 1;
+        }
+    }
+    out
+}
+
+/// Calls `f` with the index of every set bit of `words`.
+fn for_each_one(words: &[u64], mut f: impl FnMut(usize)) {
+    for (i, &w) in words.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            f(i * 64 + w.trailing_zeros() as usize);
+            w &= w - 1;
+        }
+    }
+}
+
+/// The mask by id of every token of `parts`, `words` words long.
+fn every_token(parts: &TokenParts, words: usize) -> Box<[u32]> {
+    let mut out = vec![0u32; words];
+    for &id in parts.ids() {
+        out[id.index() / 32] |= 1 << (id.index() % 32);
+    }
+    out.into_boxed_slice()
 }
 
 /// The walk behind an indenter: a recognizer state per trie node
 /// ([`GlrState::advance`]), a dead prefix's subtree skipped.
-fn stepped(state: &GlrState, parts: &TokenParts, out: &mut [u32]) {
+fn stepped(state: &GlrState, parts: &TokenParts, out: &mut [u64]) {
     let mut at: Vec<Option<GlrState>> = vec![None; parts.longest() + 1];
     at[0] = Some(state.clone());
     for j in 0..parts.num_parts() {
@@ -484,7 +548,7 @@ fn stepped(state: &GlrState, parts: &TokenParts, out: &mut [u32]) {
                 .and_then(|s| s.advance(&[parts.byte(n)]).ok());
             if let Some(s) = &next {
                 if !parts.ending_at(n).is_empty() && s.is_viable() {
-                    allow(parts, parts.ending_at(n), out);
+                    allow(parts.ending_at(n), out);
                 }
             }
             let dead = next.is_none();
