@@ -106,7 +106,37 @@ pub struct VocabWalk {
     /// Per explicit lexer state as a boundary, the byte categories on every byte of which
     /// the boundary dies, with [`LOOPS_DONE`] (0: not computed yet).
     dies: Vec<AtomicU64>,
+    /// Per counted-run template state, as [`Self::loops`] but read in the collapsed table,
+    /// where a run is one layer looping on itself (see [`Self::loops_below`]).
+    run_loops: Vec<AtomicU64>,
+    /// Per explicit lexer state, the byte categories every byte of which leads it to
+    /// [`STEP_BYTE`]'s successor, a pending state emitting nothing, with [`CHARS_LOOP`]
+    /// (every character leads there too) and [`LOOPS_DONE`] (see [`Self::counts_below`]).
+    steps: Vec<AtomicU64>,
+    /// Per explicit lexer state as a pending lexeme, the byte categories on every byte of
+    /// which it dies, with [`LOOPS_DONE`].
+    stops: Vec<AtomicU64>,
+    /// Per counted-run template state, as [`Self::steps`] but read in the collapsed table.
+    run_steps: Vec<AtomicU64>,
 }
+
+/// What [`VocabWalk::counts_below`] settles of a subtree.
+enum Counted {
+    /// Nothing: the walk goes on below.
+    Open,
+    /// Every token is allowed but those holding a byte of the `kills` categories.
+    All { kills: u64 },
+    /// The tokens of at most `chars` characters past the node are allowed but those
+    /// holding a byte of the `kills` categories, the others not.
+    UpTo { chars: usize, kills: u64 },
+}
+
+/// The byte whose successor a counting state's step is measured by: a string body's
+/// letters, digits and most punctuation all lead where it does.
+const STEP_BYTE: u8 = b'a';
+/// The character (é, in UTF-8) whose successor a counting state's step through
+/// multi-byte characters is measured by.
+const STEP_CHAR: [u8; 2] = [0xc3, 0xa9];
 
 /// In a [`VocabWalk::loops`] word: every well-formed multi-byte character leads the state
 /// back to itself through states that emit nothing.
@@ -116,11 +146,10 @@ const LOOPS_DONE: u64 = 1 << 63;
 /// Every byte category.
 const ALL_CATEGORIES: u64 = (1 << NUM_CATEGORIES) - 1;
 
-/// A set of GSS heads met in one walk, with its memo and its viability by position.
+/// A set of GSS heads met in one walk, with its memo.
 struct Lineage {
     heads: Arc<[Arc<Node>]>,
     memo: Arc<HeadsMemo>,
-    viable: SmallVec<[(LexPos, bool); 2]>,
 }
 
 /// Where a prefix leaves the recognizer: (lexer position, lineage), no two at one position.
@@ -135,15 +164,13 @@ struct Lineages<'s> {
     emitted: HashMap<(u32, u32), u32>,
     /// (lineage, lineage), the smaller first → their merge.
     merged: HashMap<(u32, u32), u32>,
+    /// (lineage, position) → whether a configuration there is viable.
+    viable: HashMap<(u32, LexPos), bool>,
 }
 
 impl<'s> Lineages<'s> {
     fn push(&mut self, heads: Arc<[Arc<Node>]>, memo: Arc<HeadsMemo>) -> u32 {
-        self.all.push(Lineage {
-            heads,
-            memo,
-            viable: SmallVec::new(),
-        });
+        self.all.push(Lineage { heads, memo });
         (self.all.len() - 1) as u32
     }
 
@@ -188,12 +215,12 @@ impl<'s> Lineages<'s> {
 
     /// Whether a configuration at `pos` on lineage `l` is viable.
     fn viable(&mut self, pos: LexPos, l: u32) -> bool {
-        let lin = &mut self.all[l as usize];
-        if let Some(&(_, v)) = lin.viable.iter().find(|(p, _)| *p == pos) {
+        if let Some(&v) = self.viable.get(&(l, pos)) {
             return v;
         }
+        let lin = &self.all[l as usize];
         let v = self.state.viable_on(pos, &lin.heads, &lin.memo);
-        lin.viable.push((pos, v));
+        self.viable.insert((l, pos), v);
         v
     }
 
@@ -217,6 +244,10 @@ impl VocabWalk {
         Self {
             loops: words(),
             dies: words(),
+            run_loops: words(),
+            steps: words(),
+            stops: words(),
+            run_steps: words(),
             tables,
         }
     }
@@ -254,9 +285,12 @@ impl VocabWalk {
             all: Vec::with_capacity(16),
             emitted: HashMap::new(),
             merged: HashMap::new(),
+            viable: HashMap::new(),
         };
         // live[d]: the configurations the current path's prefix of `d` bytes leaves.
         let mut live: Vec<Live> = vec![Live::new(); parts.longest() + 1];
+        // path[d]: the byte categories of that prefix.
+        let mut path = vec![0u64; parts.longest() + 1];
         for c in state.configs() {
             let l = lin.push(c.heads.clone(), c.memo.clone());
             let roots = &mut live[0];
@@ -271,6 +305,7 @@ impl VocabWalk {
                 let (parent, cur) = (&above[d - 1], &mut here[0]);
                 cur.clear();
                 let b = parts.byte(n);
+                path[d] = path[d - 1] | 1 << byte_category(b);
                 // `GlrState::advance`'s byte step, on lineages.
                 for &(pos, l) in parent {
                     let q1 = match pos {
@@ -300,13 +335,34 @@ impl VocabWalk {
                             i += 1;
                             continue;
                         };
-                        if !self.loops_below(q, parts, n) {
-                            i += 1;
+                        // A pending lexeme's follow set only shrinks as it grows (each
+                        // terminal it may complete into, it could complete into before),
+                        // so below a configuration that is not viable, none is.
+                        if !lin.viable(pos, l) {
+                            cur.remove(i);
                             continue;
                         }
-                        if lin.viable(pos, l) {
-                            allow(parts.subtree_tokens(n), out);
+                        if !self.loops_below(q, parts, n) {
+                            match self.counts_below(&mut lin, q, l, parts, n, path[d]) {
+                                Counted::Open => i += 1,
+                                Counted::All { kills: 0 } => {
+                                    allow(parts.subtree_tokens(n), out);
+                                    cur.remove(i);
+                                }
+                                Counted::All { kills } => {
+                                    let every = parts.no_more_chars_than(usize::MAX);
+                                    allow_among(parts, n, every, kills, out);
+                                    cur.remove(i);
+                                }
+                                Counted::UpTo { chars, kills } => {
+                                    let short = parts.no_more_chars_than(parts.chars_to(n) + chars);
+                                    allow_among(parts, n, short, kills, out);
+                                    cur.remove(i);
+                                }
+                            }
+                            continue;
                         }
+                        allow(parts.subtree_tokens(n), out);
                         cur.remove(i);
                     }
                 }
@@ -401,13 +457,30 @@ impl VocabWalk {
     /// Whether pending state `q` emits nothing and stays itself on every byte below
     /// trie node `n` (or on its ASCII bytes, and through every character when the
     /// subtree continues with whole characters only).
+    ///
+    /// A counted run's state (a template or a later iteration) changes with every unit
+    /// it reads, but within [`crate::lexer::LexerDfa::count_margin`] bytes it reads as its template
+    /// does in the collapsed table: the invariant the mask automaton is built on. So when
+    /// every token is that short, a template that loops there on every byte below leaves
+    /// each token of the subtree in an iteration of itself, whose follow set, and so
+    /// viability, is the template's.
     fn loops_below(&self, q: LexStateId, parts: &TokenParts, n: usize) -> bool {
-        // Ids past the explicit states (a counted run's iterations) change per byte:
-        // their word is 0.
-        if !self.tables.lexer.emits(q).is_empty() {
+        let lx = &self.tables.lexer;
+        if !lx.emits(q).is_empty() {
             return false;
         }
-        let l = self.word(&self.loops, q, |q| self.loop_categories(q));
+        let t = lx.rep(q);
+        let l = if t.as_u32() >= lx.run_from() {
+            if parts.longest() > lx.count_margin() as usize {
+                return false;
+            }
+            self.word(&self.run_loops, t, |t| {
+                self.categories_to(t, t, |s, b| lx.next_rep(s, b))
+            })
+        } else {
+            // Plain states (and virtual ids, whose word is 0: never here).
+            self.word(&self.loops, q, |q| self.loop_categories(q))
+        };
         let below = parts.below(n);
         below & !l == 0
             || (l & CHARS_LOOP != 0
@@ -415,17 +488,170 @@ impl VocabWalk {
                 && parts.whole_chars_below(n))
     }
 
+    /// What pending state `q` (emitting nothing) on lineage `l` makes of node `n`'s
+    /// subtree by stepping (`path`: the categories of the bytes up to `n`). Each state
+    /// `s` met has a step: the ASCII bytes that all lead it to where [`STEP_BYTE`] does,
+    /// and whether every multi-byte character leads it to where [`STEP_CHAR`] does,
+    /// both pending states emitting nothing. Some categories below may instead kill
+    /// every state met (a string's control characters): the tokens holding them are
+    /// refused. While the other bytes below (characters, when the subtree continues
+    /// with whole ones) are all such steps, the states a token of `k` characters past
+    /// `n` may end in are the `k`-th set of these chains (a string counted by
+    /// `maxLength` has one chain, two while another terminal, a `format`'s, is ASCII
+    /// only). If every set up to [`TokenParts::height`] is viable, every token is
+    /// allowed; if the chain reaches a set that is not viable, or a state that every
+    /// byte below kills, the tokens short of it are.
+    fn counts_below(
+        &self,
+        lin: &mut Lineages<'_>,
+        q: LexStateId,
+        l: u32,
+        parts: &TokenParts,
+        n: usize,
+        path: u64,
+    ) -> Counted {
+        let lx = &self.tables.lexer;
+        let below = parts.below(n);
+        if below & !ascii_categories() != 0 && !parts.whole_chars_below(n) {
+            return Counted::Open;
+        }
+        let step = |s: LexStateId| {
+            let t = lx.rep(s);
+            if t.as_u32() >= lx.run_from() {
+                self.word(&self.run_steps, t, |t| {
+                    self.step_categories(t, |s, b| lx.next_rep(s, b))
+                })
+            } else {
+                self.word(&self.steps, s, |s| {
+                    self.step_categories(s, |s, b| lx.next(s, b))
+                })
+            }
+        };
+        // Only explicit states have a stop word (0 for the others: nothing kills).
+        let stops = |s: LexStateId| self.word(&self.stops, s, |s| self.stop_categories(s));
+        // Below whole characters, a continuation byte comes inside a character, after a
+        // lead byte of its own: it kills where that lead byte does.
+        let mut kills = below & stops(q) & !(1 << CONTINUATION);
+        if kills & 1 << LEAD != 0 {
+            kills |= below & 1 << CONTINUATION;
+        }
+        // A token holding a killing category on the way to `n` cannot be told apart.
+        if kills & path != 0 {
+            return Counted::Open;
+        }
+        let rest = below & !kills;
+        let ascii_rest = rest & ascii_categories();
+        let ascii = ascii_rest == rest;
+        let mut set: SmallVec<[LexStateId; 4]> = smallvec::smallvec![q];
+        for k in 0..parts.height(n) {
+            let mut next: SmallVec<[LexStateId; 4]> = SmallVec::new();
+            for &s in &set {
+                let w = step(s);
+                let fits = ascii_rest & !w == 0 && (ascii || w & CHARS_LOOP != 0);
+                if !fits || kills & !stops(s) & !(1 << CONTINUATION) != 0 {
+                    if set.len() > 1 || k == 0 || below & !stops(s) != 0 {
+                        return Counted::Open;
+                    }
+                    return Counted::UpTo { chars: k, kills };
+                }
+                if ascii_rest != 0 {
+                    next.push(lx.next(s, STEP_BYTE));
+                }
+                if !ascii {
+                    next.push(lx.next(lx.next(s, STEP_CHAR[0]), STEP_CHAR[1]));
+                }
+            }
+            next.sort_unstable();
+            next.dedup();
+            if next.len() > 4 {
+                return Counted::Open;
+            }
+            // A lexeme's follow set only shrinks as it grows, so no token through a state
+            // that is not viable is: if none of the set is, the tokens stop short of it.
+            let viable = next
+                .iter()
+                .filter(|&&s| lin.viable(LexPos::Pending(s), l))
+                .count();
+            if viable == 0 {
+                return Counted::UpTo { chars: k, kills };
+            }
+            if viable < next.len() {
+                return Counted::Open;
+            }
+            set = next;
+        }
+        Counted::All { kills }
+    }
+
+    /// [`VocabWalk::stops`]' word for pending state `q`.
+    fn stop_categories(&self, q: LexStateId) -> u64 {
+        let lx = &self.tables.lexer;
+        let mut lives = 0u64;
+        for b in 0..=255u8 {
+            if !lx.is_dead(lx.next(q, b)) {
+                lives |= 1 << byte_category(b);
+            }
+        }
+        LOOPS_DONE | (!lives & ALL_CATEGORIES)
+    }
+
     /// [`VocabWalk::loops`]' word for `q`: the categories every byte of which `q` loops
     /// on, and whether every character leads back to `q` emitting nothing on the way.
     fn loop_categories(&self, q: LexStateId) -> u64 {
         let lx = &self.tables.lexer;
+        self.categories_to(q, q, |s, b| lx.next(s, b))
+    }
+
+    /// [`VocabWalk::steps`]' word for `q` by `next` (the exact transitions, or for a
+    /// counted run's template the collapsed table's: bytes that lead the template to
+    /// one state there lead each iteration to one state).
+    fn step_categories(&self, q: LexStateId, next: impl Fn(LexStateId, u8) -> LexStateId) -> u64 {
+        let lx = &self.tables.lexer;
+        let pending = |t: LexStateId| !lx.is_dead(t) && lx.emits(t).is_empty() && lx.can_extend(t);
+        let mut w = LOOPS_DONE;
+        let a = next(q, STEP_BYTE);
+        if pending(a) {
+            w |= self.categories_to(q, a, &next) & ascii_categories();
+        }
+        let u = next(next(q, STEP_CHAR[0]), STEP_CHAR[1]);
+        if pending(u) && self.chars_to(q, u, &next) {
+            w |= CHARS_LOOP;
+        }
+        w
+    }
+
+    /// The categories every byte of which leads `q` to `to` by `next` (the exact
+    /// transitions, or the collapsed table's for a counted run's template), with
+    /// [`CHARS_LOOP`] when every multi-byte character leads there too through states
+    /// that emit nothing, and [`LOOPS_DONE`].
+    fn categories_to(
+        &self,
+        q: LexStateId,
+        to: LexStateId,
+        next: impl Fn(LexStateId, u8) -> LexStateId,
+    ) -> u64 {
         let mut leaves = 0u64;
         for b in 0..=255u8 {
-            if lx.next(q, b) != q {
+            if next(q, b) != to {
                 leaves |= 1 << byte_category(b);
             }
         }
         let mut v = LOOPS_DONE | (!leaves & ALL_CATEGORIES);
+        if self.chars_to(q, to, &next) {
+            v |= CHARS_LOOP;
+        }
+        v
+    }
+
+    /// Whether every well-formed multi-byte character leads `q` to `to` by `next`
+    /// through states that emit nothing.
+    fn chars_to(
+        &self,
+        q: LexStateId,
+        to: LexStateId,
+        next: impl Fn(LexStateId, u8) -> LexStateId,
+    ) -> bool {
+        let lx = &self.tables.lexer;
         // Every (decoder state, lexer state) pair reachable inside a character.
         let mut seen: SmallVec<[(u8, LexStateId); 16]> = SmallVec::new();
         let mut todo: SmallVec<[(u8, LexStateId); 16]> = smallvec::smallvec![(Utf8::BETWEEN, q)];
@@ -436,9 +662,9 @@ impl VocabWalk {
                 if u2 == 0 {
                     continue;
                 }
-                let s2 = lx.next(s, b);
+                let s2 = next(s, b);
                 if u2 == Utf8::BETWEEN {
-                    if s2 != q {
+                    if s2 != to {
                         chars = false;
                         break 'search;
                     }
@@ -451,16 +677,18 @@ impl VocabWalk {
                 }
             }
         }
-        if chars {
-            v |= CHARS_LOOP;
-        }
-        v
+        chars
     }
 }
 
+/// The category of UTF-8 continuation bytes.
+const CONTINUATION: u32 = byte_category(0x80);
+/// The category of the other non-ASCII bytes (lead bytes, and those never in UTF-8).
+const LEAD: u32 = byte_category(0xc0);
+
 /// The ASCII byte categories.
 fn ascii_categories() -> u64 {
-    ALL_CATEGORIES & !(1 << byte_category(0x80)) & !(1 << byte_category(0xc0))
+    ALL_CATEGORIES & !(1 << CONTINUATION) & !(1 << LEAD)
 }
 
 /// Sets the bits of ordinals `ords`, a word at a time.
@@ -475,6 +703,33 @@ fn allow(ords: std::ops::Range<usize>, out: &mut [u64]) {
             ((1u64 << n) - 1) << b
         };
         out[w] |= bits;
+        o += n;
+    }
+}
+
+/// Sets the ordinals of node `n`'s subtree that `among` holds and that hold no byte of
+/// the `kills` categories.
+fn allow_among(parts: &TokenParts, n: usize, among: &[u64], kills: u64, out: &mut [u64]) {
+    let ords = parts.subtree_tokens(n);
+    let (mut o, end) = (ords.start, ords.end);
+    let mut killers: SmallVec<[&[u64]; 8]> = SmallVec::new();
+    let mut k = kills;
+    while k != 0 {
+        killers.push(parts.holding(k.trailing_zeros()));
+        k &= k - 1;
+    }
+    while o < end {
+        let (w, b) = (o / 64, o % 64);
+        let n = (64 - b).min(end - o);
+        let mut bits = if n == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << n) - 1) << b
+        };
+        for h in &killers {
+            bits &= !h[w];
+        }
+        out[w] |= bits & among[w];
         o += n;
     }
 }

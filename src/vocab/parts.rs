@@ -42,6 +42,22 @@ pub struct TokenParts {
     /// Per token id, its ordinal (`u32::MAX` for a token not in the parts); as long as
     /// the largest id in the parts plus one.
     ordinal_of: Vec<u32>,
+    /// Characters per node and tokens by character count (see
+    /// [`TokenParts::no_more_chars_than`]); made on first use.
+    chars: std::sync::OnceLock<CharCounts>,
+}
+
+/// [`TokenParts`]' character counts: a character is a byte other than a UTF-8
+/// continuation byte.
+#[derive(Debug, Clone, Default)]
+struct CharCounts {
+    /// Per node, the characters from its part's root to it, itself included.
+    at: Vec<u8>,
+    /// Per count `c` up to the most a token has, the ordinals of the tokens of at most
+    /// `c` characters, as a bitset.
+    no_more: Box<[Box<[u64]>]>,
+    /// Per [`byte_category`], the ordinals of the tokens holding a byte of it.
+    holding: Box<[Box<[u64]>]>,
 }
 
 /// Number of byte categories ([`byte_category`]).
@@ -333,6 +349,72 @@ impl TokenParts {
     #[inline]
     pub fn subtree_tokens(&self, n: usize) -> std::ops::Range<usize> {
         self.first[n] as usize..self.first[self.end[n] as usize] as usize
+    }
+
+    /// The characters on the path to node `n`, `n` included (a character being a byte
+    /// other than a UTF-8 continuation byte).
+    pub fn chars_to(&self, n: usize) -> usize {
+        usize::from(self.char_counts().at[n])
+    }
+
+    /// The ordinals of the tokens of at most `chars` characters, bit `o % 64` of word
+    /// `o / 64` (`ceil(len() / 64)` words). The tables (a bitset per count and per
+    /// category, 2.7 MB for a 128K vocabulary whose longest token has 128 bytes) are
+    /// made by the first call to this, [`Self::chars_to`] or [`Self::holding`].
+    pub fn no_more_chars_than(&self, chars: usize) -> &[u64] {
+        let no_more = &self.char_counts().no_more;
+        &no_more[chars.min(no_more.len() - 1)]
+    }
+
+    /// The ordinals of the tokens holding a byte of [`byte_category`] `c` (`c` below
+    /// [`NUM_CATEGORIES`]), as [`Self::no_more_chars_than`] lays them out; made with it.
+    pub fn holding(&self, c: u32) -> &[u64] {
+        &self.char_counts().holding[c as usize]
+    }
+
+    fn char_counts(&self) -> &CharCounts {
+        self.chars.get_or_init(|| {
+            let mut at = vec![0u8; self.byte.len()];
+            // Characters per depth on the current path (preorder: a node's parent is
+            // the last node met one level up).
+            let mut path = vec![0u8; self.longest + 1];
+            // Categories per depth on the current path.
+            let mut cats = vec![0u64; self.longest + 1];
+            let words = self.len().div_ceil(64);
+            let mut holding = vec![vec![0u64; words]; NUM_CATEGORIES as usize];
+            for (n, count) in at.iter_mut().enumerate() {
+                let d = self.depth[n] as usize;
+                let lead = u8::from(!(0x80..0xc0).contains(&self.byte[n]));
+                path[d] = path[d - 1] + lead;
+                *count = path[d];
+                cats[d] = cats[d - 1] | 1 << byte_category(self.byte[n]);
+                for o in self.ending_at(n) {
+                    let mut c = cats[d];
+                    while c != 0 {
+                        holding[c.trailing_zeros() as usize][o / 64] |= 1 << (o % 64);
+                        c &= c - 1;
+                    }
+                }
+            }
+            let most = at.iter().copied().max().unwrap_or(0) as usize;
+            let mut no_more = vec![vec![0u64; words]; most + 1];
+            for (n, &c) in at.iter().enumerate() {
+                for o in self.ending_at(n) {
+                    no_more[c as usize][o / 64] |= 1 << (o % 64);
+                }
+            }
+            for c in 1..no_more.len() {
+                let (fewer, this) = no_more.split_at_mut(c);
+                for (w, &v) in this[0].iter_mut().zip(fewer[c - 1].iter()) {
+                    *w |= v;
+                }
+            }
+            CharCounts {
+                at,
+                no_more: no_more.into_iter().map(Vec::into_boxed_slice).collect(),
+                holding: holding.into_iter().map(Vec::into_boxed_slice).collect(),
+            }
+        })
     }
 
     /// The token of ordinal `o`.
