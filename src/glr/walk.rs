@@ -95,8 +95,10 @@ pub fn mask(state: &GlrState, tokens: &SortedTokens) -> Vec<u32> {
 /// walk reads exactly what the recognizer would read token by token. A pending lexeme
 /// whose state loops, emitting nothing, on every byte below a node (inside a string,
 /// usually) leaves every token of the subtree where it leaves the node: one viability
-/// check settles them all. Behind an indenter, the walk steps a recognizer state per
-/// trie node instead.
+/// check settles them all; one that steps to a new state per character (a string
+/// counted by `maxLength`) settles them by counting (`counts_below`), and one that is
+/// not viable is dropped (nothing below it is). Behind an indenter, the walk steps a
+/// recognizer state per trie node instead.
 #[derive(Debug)]
 pub struct VocabWalk {
     tables: Arc<Tables>,
@@ -109,9 +111,10 @@ pub struct VocabWalk {
     /// Per counted-run template state, as [`Self::loops`] but read in the collapsed table,
     /// where a run is one layer looping on itself (see [`Self::loops_below`]).
     run_loops: Vec<AtomicU64>,
-    /// Per explicit lexer state, the byte categories every byte of which leads it to
-    /// [`STEP_BYTE`]'s successor, a pending state emitting nothing, with [`CHARS_LOOP`]
-    /// (every character leads there too) and [`LOOPS_DONE`] (see [`Self::counts_below`]).
+    /// Per explicit lexer state, the ASCII byte categories every byte of which leads it
+    /// to [`STEP_BYTE`]'s successor, with [`CHARS_LOOP`] when every multi-byte character
+    /// leads it to [`STEP_CHAR`]'s (both pending states emitting nothing), and
+    /// [`LOOPS_DONE`] (see [`Self::counts_below`]).
     steps: Vec<AtomicU64>,
     /// Per explicit lexer state as a pending lexeme, the byte categories on every byte of
     /// which it dies, with [`LOOPS_DONE`].
