@@ -26,9 +26,11 @@ use crate::ids::{LexStateId, TerminalId};
 use crate::lexer::{CountRun, CountRuns, LexTerminal, LexerDfa};
 
 mod look_around;
+mod pattern_cache;
 mod shadow;
 mod terminal;
 pub use look_around::remove_vacuous_look_around;
+use pattern_cache::PatternCache;
 pub use shadow::add_shadows;
 use terminal::*;
 
@@ -409,7 +411,11 @@ fn subset_construction(
         .map(|t| term_dfa_with(t, &shared))
         .collect();
     let dfas = dfas.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let counting = Counting::new(&g.terminals, &dfas, |t, re| regex_dfa(t, re, true))?;
+    let counting = Counting::new(&g.terminals, &dfas, |t, re| {
+        PatternCache::global()
+            .dfa(t, re, true)
+            .map(|d| TermDfa::clone(&d))
+    })?;
     let prio: Vec<Priority> = g.terminals.iter().map(|t| t.priority).collect();
 
     let (classes, reps) = byte_classes(&dfas, counting.as_ref());

@@ -1,8 +1,12 @@
 //! One terminal → its DFA ([`TermDfa`]): a regex through regex-automata (leftmost-first,
-//! so lazy quantifiers stop at their earliest match), a literal or a layered repetition
-//! built directly, intersections and differences by product, divisibility by a
-//! remainder automaton, then pruning and Hopcroft minimization.
+//! so lazy quantifiers stop at their earliest match), a literal, a finite pattern's words
+//! or a layered repetition built directly, intersections and differences by product,
+//! divisibility by a remainder automaton, then pruning and Hopcroft minimization. Pattern
+//! DFAs come from the process's [`PatternCache`] when an earlier compile built them.
 
+use std::sync::Arc;
+
+use super::pattern_cache::PatternCache;
 use super::*;
 
 /// Checks that `regex` is a pattern the lexer can run (parses, no assertions, and for a
@@ -242,18 +246,19 @@ pub(super) fn term_dfa_with(
         }
         return Ok(literal_dfa(&crate::vocab::special_lexeme(name)));
     }
-    let dfa_of = |re: &str, main: bool| -> Result<std::borrow::Cow<'_, TermDfa>, GrammarError> {
+    let cache = PatternCache::global();
+    let dfa_of = |re: &str, main: bool| -> Result<Arc<TermDfa>, GrammarError> {
         // A pattern that fails to build is built again below, for its error.
         if let Some(d) = shared
             .get(re)
-            .and_then(|cell| cell.get_or_init(|| regex_dfa(t, re, false).ok()).as_ref())
+            .and_then(|cell| cell.get_or_init(|| cache.dfa(t, re, false).ok()).as_ref())
         {
             check_regex(t, re, main)?;
-            return Ok(std::borrow::Cow::Borrowed(d));
+            return Ok(d.clone());
         }
-        regex_dfa(t, re, main).map(std::borrow::Cow::Owned)
+        cache.dfa(t, re, main)
     };
-    let mut dfa = dfa_of(&t.regex, true)?.into_owned();
+    let mut dfa = TermDfa::clone(&*dfa_of(&t.regex, true)?);
     for re in &t.also {
         dfa = product(&dfa, &*dfa_of(re, false)?, t, Product::Intersect)?;
     }
@@ -440,10 +445,180 @@ pub(super) fn regex_dfa(t: &Terminal, regex: &str, main: bool) -> Result<TermDfa
             return Ok(literal_dfa(&lit.0));
         }
     }
+    if let Some(words) = finite_words(&hir) {
+        return Ok(finite_dfa(&words));
+    }
     if let Some(d) = repeat_dfa(t, &hir) {
         return Ok(d);
     }
     automaton_dfa(t, regex)
+}
+
+/// Most words [`finite_words`] enumerates.
+const FINITE_WORDS: usize = 1024;
+/// Most bytes, over all words, [`finite_words`] enumerates.
+const FINITE_BYTES: usize = 32 << 10;
+/// Most characters of one class [`finite_words`] enumerates.
+const FINITE_CLASS_CHARS: u32 = 8;
+/// Most iterations of a bounded repetition [`finite_words`] unrolls.
+const FINITE_REPEAT: u32 = 8;
+
+/// The words of a pattern without unbounded repetition (an enum value or a key, whose
+/// `/` may be escaped), in leftmost-first priority order with repeats kept: an
+/// alternation's words in branch order, a concatenation's in order of its first part,
+/// then its second; a greedy repetition prefers one more iteration, a lazy one fewer.
+/// `None` past [`FINITE_WORDS`] words or [`FINITE_BYTES`] bytes, or where a part is not
+/// small enough to enumerate (a wide class, a long or unbounded repetition).
+///
+/// Why: a regex-automata build costs 100–250 µs for such a pattern, and a schema with a
+/// few hundred enum values of this shape spent tens of milliseconds on them.
+pub(super) fn finite_words(hir: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
+    use regex_syntax::hir::{Class, HirKind};
+    let bounded = |words: Vec<Vec<u8>>| {
+        (words.len() <= FINITE_WORDS && words.iter().map(Vec::len).sum::<usize>() <= FINITE_BYTES)
+            .then_some(words)
+    };
+    let concat = |a: &[Vec<u8>], b: &[Vec<u8>]| {
+        if a.len().saturating_mul(b.len()) > FINITE_WORDS {
+            return None;
+        }
+        bounded(
+            a.iter()
+                .flat_map(|x| b.iter().map(move |y| [x.as_slice(), y].concat()))
+                .collect(),
+        )
+    };
+    match hir.kind() {
+        HirKind::Empty => Some(vec![Vec::new()]),
+        HirKind::Literal(l) => bounded(vec![l.0.to_vec()]),
+        HirKind::Class(Class::Unicode(c)) => {
+            let n: u32 = c
+                .iter()
+                .map(|r| r.end() as u32 - r.start() as u32 + 1)
+                .sum();
+            (n <= FINITE_CLASS_CHARS).then(|| {
+                c.iter()
+                    .flat_map(|r| r.start()..=r.end())
+                    .map(|ch| ch.to_string().into_bytes())
+                    .collect()
+            })
+        }
+        HirKind::Class(Class::Bytes(c)) => {
+            let n: u32 = c.iter().map(|r| (r.end() - r.start()) as u32 + 1).sum();
+            (n <= FINITE_CLASS_CHARS).then(|| {
+                c.iter()
+                    .flat_map(|r| r.start()..=r.end())
+                    .map(|b| vec![b])
+                    .collect()
+            })
+        }
+        HirKind::Look(_) => None,
+        HirKind::Capture(c) => finite_words(&c.sub),
+        HirKind::Concat(items) => items
+            .iter()
+            .try_fold(vec![Vec::new()], |acc, h| concat(&acc, &finite_words(h)?)),
+        HirKind::Alternation(alts) => {
+            let mut all = Vec::new();
+            for h in alts {
+                all.extend(finite_words(h)?);
+                if all.len() > FINITE_WORDS {
+                    return None;
+                }
+            }
+            bounded(all)
+        }
+        HirKind::Repetition(r) => {
+            let max = r.max?;
+            if max > FINITE_REPEAT || max < r.min {
+                return None;
+            }
+            let unit = finite_words(&r.sub)?;
+            // `max - min` optional iterations, innermost first: each either takes the
+            // unit and the rest, or stops (preferred first when lazy).
+            let mut rest: Vec<Vec<u8>> = vec![Vec::new()];
+            for _ in r.min..max {
+                let more = concat(&unit, &rest)?;
+                rest = if r.greedy {
+                    bounded([more, vec![Vec::new()]].concat())?
+                } else {
+                    bounded([vec![Vec::new()], more].concat())?
+                };
+            }
+            let mut words = vec![Vec::new()];
+            for _ in 0..r.min {
+                words = concat(&words, &unit)?;
+            }
+            concat(&words, &rest)
+        }
+    }
+}
+
+/// The DFA of the finite pattern whose words, in priority order, are `words` (see
+/// [`finite_words`]), with leftmost-first semantics: a state is a prefix and the words
+/// still going through it, by priority; where one of them ends, the prefix is complete
+/// and the words after it are dropped (as regex-automata drops the threads below a match).
+/// Classes as [`literal_dfa`]'s: each byte a word holds alone, the rest one class.
+pub(super) fn finite_dfa(words: &[Vec<u8>]) -> TermDfa {
+    let mut used = [false; 256];
+    for &b in words.iter().flatten() {
+        used[b as usize] = true;
+    }
+    let mut classes = [0u8; 256];
+    let mut next = 0usize;
+    let mut other: Option<u8> = None;
+    for b in 0..256 {
+        classes[b] = if used[b] {
+            next += 1;
+            (next - 1) as u8
+        } else {
+            *other.get_or_insert_with(|| {
+                next += 1;
+                (next - 1) as u8
+            })
+        };
+    }
+    let stride = next;
+    // Per state: (word, bytes read) still going, by priority.
+    let settle = |mut going: Vec<(u32, u32)>| -> (Vec<(u32, u32)>, bool) {
+        match going
+            .iter()
+            .position(|&(w, at)| at as usize == words[w as usize].len())
+        {
+            Some(k) => {
+                going.truncate(k);
+                (going, true)
+            }
+            None => (going, false),
+        }
+    };
+    let (going, done) = settle((0..words.len() as u32).map(|w| (w, 0)).collect());
+    let mut states = vec![going];
+    let mut complete = vec![done];
+    let mut trans: Vec<u32> = Vec::new();
+    let mut s = 0;
+    while s < states.len() {
+        let row = trans.len();
+        trans.resize(row + stride, NONE);
+        let mut bytes: Vec<u8> = states[s]
+            .iter()
+            .map(|&(w, at)| words[w as usize][at as usize])
+            .collect();
+        bytes.sort_unstable();
+        bytes.dedup();
+        for b in bytes {
+            let going = states[s]
+                .iter()
+                .filter(|&&(w, at)| words[w as usize][at as usize] == b)
+                .map(|&(w, at)| (w, at + 1))
+                .collect();
+            let (going, done) = settle(going);
+            trans[row + classes[b as usize] as usize] = states.len() as u32;
+            states.push(going);
+            complete.push(done);
+        }
+        s += 1;
+    }
+    TermDfa::pruned(classes, stride, trans, complete).minimized()
 }
 
 /// A pattern's DFA, determinized by regex-automata (see [`regex_dfa`]), with the
@@ -559,7 +734,7 @@ pub(super) fn dense_dfa(
 }
 
 /// Patterns several terminals use, each with its DFA once built (`None`: failed).
-type SharedDfas<'g> = HashMap<&'g str, std::sync::OnceLock<Option<TermDfa>>>;
+type SharedDfas<'g> = HashMap<&'g str, std::sync::OnceLock<Option<Arc<TermDfa>>>>;
 
 /// The patterns several of `terminals` use (as regex, `also` or `except`), so that each is
 /// built once: a length bound beside different patterns is the same `also` in each

@@ -653,3 +653,175 @@ fn divisibility_is_exact() {
     }];
     assert!(term_dfa(&t).is_err());
 }
+
+fn named(name: &str, regex: &str) -> Terminal {
+    Terminal {
+        name: name.into(),
+        ..terminal(regex, &[])
+    }
+}
+
+/// A pattern built once is served to later terminals as the same DFA a fresh build
+/// gives; a failing pattern is never kept, so each terminal's error names it.
+#[test]
+fn pattern_cache_serves_what_a_fresh_build_gives() {
+    let cache = pattern_cache::PatternCache::new(1 << 20);
+    let string = r#""([^"\\\x00-\x1f]|\\["\\/bfnrt])*""#;
+    let a = cache.dfa(&named("A", string), string, true).unwrap();
+    let b = cache.dfa(&named("B", string), string, true).unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(&a, &b),
+        "the second build was not served"
+    );
+    let fresh = regex_dfa(&named("C", string), string, true).unwrap();
+    assert_eq!(
+        (a.classes, a.stride, &a.trans, &a.complete, a.start),
+        (
+            fresh.classes,
+            fresh.stride,
+            &fresh.trans,
+            &fresh.complete,
+            fresh.start
+        )
+    );
+    for name in ["X", "Y"] {
+        match cache.dfa(&named(name, "a("), "a(", true) {
+            Err(GrammarError::BadRegex { terminal, .. }) => assert_eq!(terminal, name),
+            other => panic!("{name}: {:?}", other.map(|_| ())),
+        }
+    }
+}
+
+/// A pattern kept as an `also` (where the empty word is allowed) is still refused as a
+/// terminal's main pattern when it matches the empty word.
+#[test]
+fn pattern_cache_keeps_the_main_pattern_check() {
+    let cache = pattern_cache::PatternCache::new(1 << 20);
+    assert!(cache.dfa(&named("A", "a*"), "a*", false).is_ok());
+    match cache.dfa(&named("B", "a*"), "a*", true) {
+        Err(GrammarError::EmptyTerminal { terminal, .. }) => assert_eq!(terminal, "B"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
+
+/// The cache never holds more than its bound: past it, it is emptied and fills again.
+#[test]
+fn pattern_cache_stays_within_its_bound() {
+    let limit = 64 << 10;
+    let cache = pattern_cache::PatternCache::new(limit);
+    let mut most = 0;
+    for n in 1..200 {
+        let re = format!("[a-z]{{{n}}}x");
+        let d = cache.dfa(&named("A", &re), &re, true).unwrap();
+        assert_eq!(d.complete.iter().filter(|&&c| c).count(), 1, "{re}");
+        most = most.max(cache.bytes());
+        assert!(cache.bytes() <= limit, "{} bytes held", cache.bytes());
+    }
+    assert!(
+        most > limit / 2,
+        "the bound was never approached ({most} bytes)"
+    );
+}
+
+/// [`same_language`] for DFAs whose byte classes differ: alive and complete alike after
+/// each prefix of every byte string.
+fn same_language_by_bytes(a: &TermDfa, b: &TermDfa) -> bool {
+    let mut seen = HashSet::new();
+    let mut work = vec![(a.start, b.start)];
+    while let Some((x, y)) = work.pop() {
+        if !seen.insert((x, y)) {
+            continue;
+        }
+        if (x == NONE) != (y == NONE) {
+            return false;
+        }
+        if x == NONE {
+            continue;
+        }
+        if a.complete[x as usize] != b.complete[y as usize] {
+            return false;
+        }
+        for byte in 0..=255usize {
+            work.push((
+                a.trans[x as usize * a.stride + a.classes[byte] as usize],
+                b.trans[y as usize * b.stride + b.classes[byte] as usize],
+            ));
+        }
+    }
+    true
+}
+
+/// A random finite pattern over a few overlapping pieces (so that words are prefixes of
+/// one another and leftmost-first drops some), nested to `depth`.
+fn random_finite(rng: &mut crate::rng::SplitMix64, depth: u32) -> String {
+    const PIECES: [&str; 9] = ["a", "ab", "b", "", "\\/", "/", "é", "[ab]", "(?i)a"];
+    if depth == 0 || rng.chance(0.3) {
+        return PIECES[rng.below(PIECES.len())].to_string();
+    }
+    let n = 1 + rng.below(3);
+    let parts: Vec<String> = (0..n).map(|_| random_finite(rng, depth - 1)).collect();
+    match rng.below(4) {
+        0 => format!("(?:{})", parts.join("|")),
+        1 => format!("(?:{})", parts.concat()),
+        2 => format!(
+            "(?:{}){{{},{}}}",
+            parts.join("|"),
+            rng.below(2),
+            1 + rng.below(3)
+        ),
+        _ => format!(
+            "(?:{}){{{},{}}}?",
+            parts.concat(),
+            rng.below(2),
+            1 + rng.below(3)
+        ),
+    }
+}
+
+/// Finite patterns built from their words accept what regex-automata's leftmost-first
+/// DFA of the same pattern accepts, prefix by prefix: prefixes of one another in either
+/// priority order, greedy and lazy bounded repetitions, escaped `/` as JSON Schema
+/// enum values spell it, classes, and random nestings of those.
+#[test]
+fn finite_patterns_agree_with_regex_automata() {
+    let mut patterns: Vec<String> = [
+        "a|ab",
+        "ab|a",
+        "(?:a|ab)(?:c|bc)",
+        "(?:ab|a)(?:bc|c)",
+        "(?:|x)y",
+        "x?",
+        "x??y?",
+        "(?:a|b){0,3}",
+        "(?:a|ab){1,3}?",
+        "(?:a|ab){2}",
+        "(?i)ab|AB",
+        "[ab]c|a",
+        "(?:\"America)(?:/|(?:\\\\/))(?:North_Dakota)(?:/|(?:\\\\/))(?:Center\")",
+        "\"(?:é|e)(?:/|\\\\/)?\"",
+        "a(?:b|)(?:|c)",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut rng = crate::rng::SplitMix64::new(89);
+    patterns.extend((0..400).map(|_| random_finite(&mut rng, 3)));
+    let mut built = 0;
+    for re in &patterns {
+        let t = terminal(re, &[]);
+        let Ok(hir) = check_regex(&t, re, false) else {
+            panic!("{re}: does not parse");
+        };
+        let Some(words) = finite_words(&hir) else {
+            continue;
+        };
+        built += 1;
+        let ours = finite_dfa(&words);
+        let theirs = automaton_dfa(&t, re).unwrap();
+        assert!(
+            same_language_by_bytes(&ours, &theirs),
+            "{re}: words {words:?}"
+        );
+    }
+    assert!(built > 300, "only {built} patterns were finite");
+}
