@@ -443,6 +443,8 @@ fn main() -> ExitCode {
             round_trip,
             time_limit_ms,
         } => cli::load::vocab(tokenizer).and_then(|vocab| {
+            // As a server would when it loads the tokenizer: not in the first TTFM.
+            vocab.prepare();
             let vocab = std::sync::Arc::new(vocab);
             let engine = match engine {
                 BenchEngine::Reference => cli::maskbench::replay::Engine::Reference,

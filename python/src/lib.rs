@@ -85,11 +85,18 @@ pub struct TokenizerInfo {
 }
 
 impl TokenizerInfo {
-    fn new(mut vocab: Vocab, eos: Option<Vec<u32>>, vocab_size: Option<usize>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        mut vocab: Vocab,
+        eos: Option<Vec<u32>>,
+        vocab_size: Option<usize>,
+    ) -> PyResult<Self> {
         if let Some(ids) = eos {
             let ids: Vec<TokenId> = ids.into_iter().map(TokenId::from_u32).collect();
             vocab.set_eos(&ids).map_err(err)?;
         }
+        // The per-vocabulary tables now, at load, rather than in the first request's compile.
+        py.detach(|| vocab.prepare());
         let vocab_size = vocab_size.unwrap_or(vocab.len());
         if vocab_size < vocab.len() {
             return Err(err(format!(
@@ -134,15 +141,20 @@ impl TokenizerInfo {
                 }
             })
             .map_err(err)?;
-        Self::new(vocab, eos, vocab_size)
+        Self::new(py, vocab, eos, vocab_size)
     }
 
     /// A tokenizer bundled with stackmask (`"o200k"`: OpenAI's o200k_base).
     #[staticmethod]
     #[pyo3(signature = (name="o200k", *, eos=None, vocab_size=None))]
-    fn builtin(name: &str, eos: Option<Vec<u32>>, vocab_size: Option<usize>) -> PyResult<Self> {
+    fn builtin(
+        py: Python<'_>,
+        name: &str,
+        eos: Option<Vec<u32>>,
+        vocab_size: Option<usize>,
+    ) -> PyResult<Self> {
         let vocab = Vocab::load(&format!("builtin:{name}")).map_err(err)?;
-        Self::new(vocab, eos, vocab_size)
+        Self::new(py, vocab, eos, vocab_size)
     }
 
     /// The model's vocabulary size (bitmask width in bits).

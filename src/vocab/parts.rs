@@ -372,6 +372,17 @@ impl TokenParts {
         &self.char_counts().holding[c as usize]
     }
 
+    /// Makes the character-count tables now (see [`Self::no_more_chars_than`]).
+    pub fn prepare(&self) {
+        self.char_counts();
+    }
+
+    /// Whether [`Self::prepare`]'s tables are made.
+    #[cfg(test)]
+    pub(crate) fn is_prepared(&self) -> bool {
+        self.chars.get().is_some()
+    }
+
     fn char_counts(&self) -> &CharCounts {
         self.chars.get_or_init(|| {
             let mut at = vec![0u8; self.byte.len()];
