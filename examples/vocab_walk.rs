@@ -17,6 +17,8 @@ fn main() {
     let g = compile_grammar(&text, GrammarFormat::from_path(&args[1])).unwrap();
     let tables = Arc::new(build_glr_tables(&g).unwrap());
     let vocab = Vocab::load(&args[2]).unwrap();
+    // As a server does at startup: the tries are not the walk's cost.
+    vocab.prepare();
     let doc = std::fs::read_to_string(&args[3]).unwrap();
     let ids = vocab.encode(&doc).unwrap();
     let walk = VocabWalk::new(tables.clone());
