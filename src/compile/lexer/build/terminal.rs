@@ -65,15 +65,28 @@ pub(super) fn check_regex(
 /// punctuation) are literals, and a regex-automata build costs tens of microseconds each.
 /// Classes are numbered in byte order of their first byte, as [`regex_dfa`]'s are.
 pub(super) fn literal_dfa(lit: &[u8]) -> TermDfa {
-    let mut in_lit = [false; 256];
-    for &b in lit {
-        in_lit[b as usize] = true;
+    let (classes, stride) = byte_classes_of(lit.iter().copied());
+    let mut trans = vec![NONE; (lit.len() + 1) * stride];
+    for (i, &b) in lit.iter().enumerate() {
+        trans[i * stride + classes[b as usize] as usize] = i as u32 + 1;
+    }
+    let complete = (0..=lit.len()).map(|i| i == lit.len()).collect();
+    TermDfa::pruned(classes, stride, trans, complete)
+}
+
+/// Byte classes for DFAs over the bytes `used` alone: each such byte a class of its own,
+/// every other byte one class, numbered in byte order of their first byte (as
+/// [`regex_dfa`]'s are); with the number of classes.
+fn byte_classes_of(used: impl Iterator<Item = u8>) -> ([u8; 256], usize) {
+    let mut is_used = [false; 256];
+    for b in used {
+        is_used[b as usize] = true;
     }
     let mut classes = [0u8; 256];
     let mut next = 0usize;
     let mut other: Option<u8> = None;
     for b in 0..256 {
-        classes[b] = if in_lit[b] {
+        classes[b] = if is_used[b] {
             next += 1;
             (next - 1) as u8
         } else {
@@ -83,13 +96,7 @@ pub(super) fn literal_dfa(lit: &[u8]) -> TermDfa {
             })
         };
     }
-    let stride = next;
-    let mut trans = vec![NONE; (lit.len() + 1) * stride];
-    for (i, &b) in lit.iter().enumerate() {
-        trans[i * stride + classes[b as usize] as usize] = i as u32 + 1;
-    }
-    let complete = (0..=lit.len()).map(|i| i == lit.len()).collect();
-    TermDfa::pruned(classes, stride, trans, complete)
+    (classes, next)
 }
 
 /// The DFA of `prefix (unit){min,max} suffix` when the pattern has that shape (a
@@ -559,25 +566,7 @@ pub(super) fn finite_words(hir: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>>
 /// and the words after it are dropped (as regex-automata drops the threads below a match).
 /// Classes as [`literal_dfa`]'s: each byte a word holds alone, the rest one class.
 pub(super) fn finite_dfa(words: &[Vec<u8>]) -> TermDfa {
-    let mut used = [false; 256];
-    for &b in words.iter().flatten() {
-        used[b as usize] = true;
-    }
-    let mut classes = [0u8; 256];
-    let mut next = 0usize;
-    let mut other: Option<u8> = None;
-    for b in 0..256 {
-        classes[b] = if used[b] {
-            next += 1;
-            (next - 1) as u8
-        } else {
-            *other.get_or_insert_with(|| {
-                next += 1;
-                (next - 1) as u8
-            })
-        };
-    }
-    let stride = next;
+    let (classes, stride) = byte_classes_of(words.iter().flatten().copied());
     // Per state: (word, bytes read) still going, by priority.
     let settle = |mut going: Vec<(u32, u32)>| -> (Vec<(u32, u32)>, bool) {
         match going
